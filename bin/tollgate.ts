@@ -1,0 +1,270 @@
+#!/usr/bin/env node
+/**
+ * The `tollgate` command line (../shared/design/operations.md, "Command line").
+ * Every command that changes state prints one JSON object on stdout and exits 0; on error it prints a one-line message
+ * on stderr and exits non-zero (1 for a refused operation, 2 for a usage error).
+ */
+import 'reflect-metadata';
+import { parseArgs } from 'node:util';
+import { createInterface } from 'node:readline';
+import pino from 'pino';
+import { TollgateError } from '../core/contract';
+import { createGatewayCore, startGateway, TOLLGATE_VERSION, type GatewayCore, type RunningGateway } from '../core/server/gateway';
+import { describeDatabase } from '../core/storage/database';
+
+class UsageError extends Error {}
+
+const USAGE = `tollgate ${TOLLGATE_VERSION}: a gateway between mobile apps and AI providers
+
+Usage:
+  tollgate serve
+  tollgate migrate
+  tollgate apps create --name NAME [--apple-app-id TEAMID.BUNDLE] [--android-package PKG --android-cert-sha256 HEX] [--allow-development-attestation]
+  tollgate apps update --app ID [--name NAME] [--device-limit N] [--app-limit N] [--allow-development-attestation true|false] [--device-token-ttl SECONDS] [--allowed-providers a,b]
+  tollgate apps list | get --app ID | rotate-token --app ID | disable --app ID | enable --app ID | delete --app ID
+  tollgate secrets set --app ID --provider SLUG [--base-url URL]     (the value is read from stdin, never from argv)
+  tollgate secrets list --app ID | delete --app ID --provider SLUG
+  tollgate dev-tokens create --app ID [--label TEXT]
+  tollgate devices list --app ID | revoke --app ID --device DEVICE_ID | revoke-all --app ID
+  tollgate admin-keys create --name NAME
+  tollgate providers list
+  tollgate signing-keys rotate
+
+Configuration comes from TOLLGATE_* environment variables (see docs/reference/configuration.md).`;
+
+const OPTIONS = {
+  name: { type: 'string' },
+  app: { type: 'string' },
+  provider: { type: 'string' },
+  'base-url': { type: 'string' },
+  'apple-app-id': { type: 'string' },
+  'android-package': { type: 'string' },
+  'android-cert-sha256': { type: 'string' },
+  'allow-development-attestation': { type: 'string' },
+  'device-limit': { type: 'string' },
+  'app-limit': { type: 'string' },
+  'device-token-ttl': { type: 'string' },
+  'allowed-providers': { type: 'string' },
+  label: { type: 'string' },
+  device: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
+} as const;
+
+type Values = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]['type'] extends 'boolean' ? boolean : string };
+
+function required(values: Values, name: keyof Values): string {
+  const value = values[name];
+  if (typeof value !== 'string' || value === '') throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+function integerOption(values: Values, name: keyof Values): number | undefined {
+  const raw = values[name];
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  if (!Number.isInteger(value)) throw new UsageError(`--${name} must be an integer, got "${String(raw)}"`);
+  return value;
+}
+
+function booleanOption(values: Values, name: keyof Values): boolean | undefined {
+  const raw = values[name];
+  if (raw === undefined) return undefined;
+  if (raw === 'true' || raw === '') return true;
+  if (raw === 'false') return false;
+  throw new UsageError(`--${name} takes true or false, got "${String(raw)}"`);
+}
+
+/** Drops undefined fields so that validation sees only what was given. */
+function defined(object: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined));
+}
+
+async function readSecretFromStdin(): Promise<string> {
+  if (process.stdin.isTTY) {
+    process.stderr.write('Secret value (input is not echoed to logs; press Enter when done): ');
+    const lines = createInterface({ input: process.stdin, terminal: false });
+    for await (const line of lines) {
+      lines.close();
+      return line.trim();
+    }
+    return '';
+  }
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+}
+
+function print(object: unknown): void {
+  process.stdout.write(`${JSON.stringify(object)}\n`);
+}
+
+function banner(gateway: RunningGateway): string {
+  const { configuration, masterKey, registry } = gateway;
+  const cli = 'npx tollgate';
+  const lines = [
+    `Tollgate ${TOLLGATE_VERSION} (${configuration.environment}) listening on ${gateway.url}`,
+    `  storage:    ${describeDatabase(configuration)}`,
+    `  master key: ${masterKey.generated ? `generated at ${masterKey.origin} (development only)` : masterKey.origin}`,
+    `  providers:  ${registry.list().length} (${registry.list().map((provider) => provider.manifest.slug).join(', ')})`,
+    `  health:     ${gateway.url}/healthz`,
+    '',
+    'Get started (in another terminal, from this directory):',
+    `  1. An admin key for the management API:   ${cli} admin-keys create --name admin`,
+    `  2. Your first app (prints its app token):  ${cli} apps create --name "My App" --allow-development-attestation`,
+    `  3. Its provider key, read from stdin:      ${cli} secrets set --app <app id> --provider openai < key.txt`,
+    `  4. A token for simulators and emulators:   ${cli} dev-tokens create --app <app id>`,
+    '  Walkthrough: README.md, "Five minutes with curl".',
+  ];
+  if (configuration.production) lines.push('', 'Production mode: development attestation is refused for every app.');
+  return `${lines.join('\n')}\n`;
+}
+
+async function serve(): Promise<void> {
+  const gateway = await startGateway();
+  process.stderr.write(banner(gateway));
+  gateway.logger.info({ url: gateway.url, environment: gateway.configuration.environment, version: TOLLGATE_VERSION }, 'listening');
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    gateway.logger.info({ signal, graceMs: gateway.configuration.shutdownGraceMs }, 'shutting down');
+    gateway.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`shutdown failed: ${(error as Error).message}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+async function withCore(work: (core: GatewayCore) => Promise<unknown>): Promise<void> {
+  // CLI logs go to stderr and only when something is wrong: stdout carries the one JSON answer.
+  const core = await createGatewayCore({ logDestination: pino.destination({ dest: 2, sync: true }), env: { TOLLGATE_LOG_LEVEL: 'warn', ...process.env } });
+  try {
+    const result = await work(core);
+    if (result !== undefined) print(result);
+  } finally {
+    await core.close();
+  }
+}
+
+/** `--allow-development-attestation` is a flag on create and takes true|false on update: a bare flag means true. */
+function normalizeFlags(argv: string[]): string[] {
+  const out: string[] = [];
+  argv.forEach((argument, index) => {
+    out.push(argument);
+    const next = argv[index + 1];
+    if (argument === '--allow-development-attestation' && (next === undefined || next.startsWith('--'))) out.push('true');
+  });
+  return out;
+}
+
+async function main(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({ args: normalizeFlags(argv), options: OPTIONS, allowPositionals: true, strict: true });
+  const options = values as Values;
+  if (options.version) return void process.stdout.write(`${TOLLGATE_VERSION}\n`);
+  const [command, subcommand] = positionals;
+  if (options.help || !command) return void process.stdout.write(`${USAGE}\n`);
+
+  switch (`${command} ${subcommand ?? ''}`.trim()) {
+    case 'serve':
+      return serve();
+    case 'migrate':
+      return withCore(async (core) => ({ migrated: true, storage: describeDatabase(core.configuration) }));
+    case 'apps create':
+      return withCore((core) =>
+        core.management.createApp(
+          defined({
+            name: required(options, 'name'),
+            appleAppId: options['apple-app-id'],
+            androidPackage: options['android-package'],
+            androidCertSha256: options['android-cert-sha256'],
+            allowDevelopmentAttestation: booleanOption(options, 'allow-development-attestation'),
+            deviceLimitPerMinute: integerOption(options, 'device-limit'),
+            appLimitPerMinute: integerOption(options, 'app-limit'),
+          }),
+        ),
+      );
+    case 'apps update':
+      return withCore((core) =>
+        core.management.updateApp(
+          required(options, 'app'),
+          defined({
+            name: options.name,
+            deviceLimitPerMinute: integerOption(options, 'device-limit'),
+            appLimitPerMinute: integerOption(options, 'app-limit'),
+            allowDevelopmentAttestation: booleanOption(options, 'allow-development-attestation'),
+            deviceTokenTtlSeconds: integerOption(options, 'device-token-ttl'),
+            appleAppId: options['apple-app-id'],
+            androidPackage: options['android-package'],
+            androidCertSha256: options['android-cert-sha256'],
+            allowedProviders: options['allowed-providers']?.split(',').map((slug) => slug.trim()).filter(Boolean),
+          }),
+        ),
+      );
+    case 'apps list':
+      return withCore(async (core) => ({ apps: await core.management.listApps() }));
+    case 'apps get':
+      return withCore((core) => core.management.getApp(required(options, 'app')));
+    case 'apps rotate-token':
+      return withCore((core) => core.management.rotateAppToken(required(options, 'app')));
+    case 'apps disable':
+      return withCore((core) => core.management.setAppStatus(required(options, 'app'), 'disabled'));
+    case 'apps enable':
+      return withCore((core) => core.management.setAppStatus(required(options, 'app'), 'active'));
+    case 'apps delete':
+      return withCore((core) => core.management.deleteApp(required(options, 'app')));
+    case 'secrets set': {
+      const appId = required(options, 'app');
+      const provider = required(options, 'provider');
+      const value = await readSecretFromStdin();
+      if (!value) throw new UsageError('no secret value on stdin (e.g. `tollgate secrets set --app ID --provider openai < key.txt`)');
+      return withCore((core) => core.management.setSecret(defined({ appId, provider, value, baseUrl: options['base-url'] })));
+    }
+    case 'secrets list':
+      return withCore(async (core) => ({ secrets: await core.management.listSecrets(required(options, 'app')) }));
+    case 'secrets delete':
+      return withCore((core) => core.management.deleteSecret(required(options, 'app'), required(options, 'provider')));
+    case 'dev-tokens create':
+      return withCore((core) => core.management.createDevelopmentToken(required(options, 'app'), options.label));
+    case 'devices list':
+      return withCore(async (core) => ({ devices: await core.management.listDevices(required(options, 'app')) }));
+    case 'devices revoke':
+      return withCore((core) => core.management.revokeDevice(required(options, 'app'), required(options, 'device')));
+    case 'devices revoke-all':
+      return withCore((core) => core.management.revokeAllDevices(required(options, 'app')));
+    case 'admin-keys create':
+      return withCore((core) => core.management.createAdminKey({ name: required(options, 'name') }));
+    case 'providers list':
+      return withCore(async (core) => ({
+        providers: core.registry.list().map(({ manifest, baseUrl }) => ({
+          slug: manifest.slug,
+          name: manifest.name,
+          baseUrl,
+          versions: Object.keys(manifest.versions),
+          capabilities: manifest.capabilities,
+          streaming: manifest.streaming,
+        })),
+      }));
+    case 'signing-keys rotate':
+      return withCore(async (core) => {
+        const { DeviceTokenService } = await import('../core/attestation/device-tokens');
+        const service = new DeviceTokenService(core.database, core.cipher);
+        await service.initialize();
+        return { kid: await service.rotate() };
+      });
+    default:
+      throw new UsageError(`unknown command "${positionals.join(' ')}"; see tollgate --help`);
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  const message = error instanceof Error ? error.message : String(error);
+  const code = error instanceof TollgateError ? `${error.code}: ` : '';
+  process.stderr.write(`tollgate: ${code}${message.replace(/\s+/g, ' ')}\n`);
+  process.exitCode = error instanceof UsageError || (error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? 2 : 1;
+});

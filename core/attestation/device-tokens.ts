@@ -1,0 +1,194 @@
+/**
+ * Device tokens (protocol.md, "Device tokens"): compact JWS signed with EdDSA (Ed25519) under a key kept, encrypted, in
+ * the database. Claims: `app`, `dev`, `m`, `iat`, `exp`, `jti`.
+ *
+ * Rotation without downtime: `rotate()` adds a key that signs from then on; older keys keep verifying the tokens they
+ * signed until those expire. A process that meets an unknown `kid` reloads the key set (at most once a second), so a
+ * key created by another node is picked up without a restart.
+ *
+ * Each distinct token is verified once; the claims are then cached until the token expires, so that the per-request
+ * cost is a map lookup and an expiry check.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import { SignJWT, decodeProtectedHeader, exportJWK, generateKeyPair, importJWK, jwtVerify, type JWK, type KeyLike } from 'jose';
+import { GatewayError, type MaybePromise } from '../contract';
+import type { SecretCipher } from '../storage/encryption';
+import { SigningKeyRepository } from '../storage/repositories';
+import { randomBase62 } from '../security/tokens';
+
+export const DEVICE_TOKEN_ALGORITHM = 'EdDSA';
+export const DEVICE_TOKEN_TYPE = 'tollgate-device+jwt';
+const CACHE_LIMIT = 100_000;
+const RELOAD_INTERVAL_MS = 1000;
+
+/** Verified claims of a device token (times in unix ms). */
+export interface DeviceTokenClaims {
+  readonly appId: string;
+  readonly deviceId: string;
+  readonly method: string;
+  readonly tokenId: string;
+  readonly issuedAt: number;
+  readonly expiresAt: number;
+}
+
+interface LoadedKey {
+  readonly kid: string;
+  readonly publicKey: KeyLike | Uint8Array;
+  readonly privateKey: KeyLike | Uint8Array;
+  readonly createdAt: number;
+  readonly retiredAt: number | null;
+}
+
+function signingKeyAssociatedData(kid: string): string {
+  return `signing-key\u0000${kid}`;
+}
+
+function rejected(reason: string, message: string): GatewayError {
+  return new GatewayError('attestationFailed', message, { reason });
+}
+
+export class DeviceTokenService {
+  private keys = new Map<string, LoadedKey>();
+  private current: LoadedKey | undefined;
+  private lastReload = 0;
+  private verified = new Map<string, DeviceTokenClaims>();
+
+  constructor(
+    private readonly database: Knex,
+    private readonly cipher: SecretCipher,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  /** Loads the signing keys, creating the first one if there is none. */
+  async initialize(): Promise<void> {
+    await this.reload();
+    if (!this.current) await this.rotate();
+  }
+
+  /** Creates a new signing key; it signs every token from now on. Returns its `kid`. */
+  async rotate(): Promise<string> {
+    const { publicKey, privateKey } = await generateKeyPair(DEVICE_TOKEN_ALGORITHM, { crv: 'Ed25519', extractable: true });
+    const kid = `dk_${randomBase62(12)}`;
+    const privateJwk = await exportJWK(privateKey);
+    const publicJwk = await exportJWK(publicKey);
+    const now = this.clock();
+    const repository = new SigningKeyRepository(this.database);
+    await repository.insert({
+      kid,
+      algorithm: DEVICE_TOKEN_ALGORITHM,
+      sealedPrivateKey: this.cipher.seal(JSON.stringify(privateJwk), signingKeyAssociatedData(kid)),
+      publicJwk: JSON.stringify(publicJwk),
+      createdAt: now,
+      retiredAt: null,
+    });
+    for (const key of this.keys.values()) if (key.retiredAt === null) await repository.retire(key.kid, now);
+    await this.reload();
+    return kid;
+  }
+
+  /** Issues a token for an attested device. */
+  async issue(input: { appId: string; deviceId: string; method: string; ttlSeconds: number }): Promise<{ token: string; expiresAt: number; tokenId: string }> {
+    if (!this.current) await this.initialize();
+    const key = this.current!;
+    const issuedAt = Math.floor(this.clock() / 1000);
+    const expiresAt = issuedAt + input.ttlSeconds;
+    const tokenId = randomUUID();
+    const token = await new SignJWT({ app: input.appId, dev: input.deviceId, m: input.method })
+      .setProtectedHeader({ alg: DEVICE_TOKEN_ALGORITHM, kid: key.kid, typ: DEVICE_TOKEN_TYPE })
+      .setIssuedAt(issuedAt)
+      .setExpirationTime(expiresAt)
+      .setJti(tokenId)
+      .sign(key.privateKey);
+    return { token, expiresAt: expiresAt * 1000, tokenId };
+  }
+
+  /**
+   * Verifies a device token: signature, algorithm, type and expiry. Answers synchronously when the token was verified
+   * before. Binding to the app and revocation are the caller's checks (they change while a token lives).
+   */
+  verify(token: string): MaybePromise<DeviceTokenClaims> {
+    const cached = this.verified.get(token);
+    if (cached) {
+      if (cached.expiresAt <= this.clock()) {
+        this.verified.delete(token);
+        throw rejected('device_token_expired', 'The device token has expired: exchange a new attestation.');
+      }
+      return cached;
+    }
+    return this.verifySignature(token);
+  }
+
+  private async verifySignature(token: string): Promise<DeviceTokenClaims> {
+    if (token.length > 4096 || token.split('.').length !== 3) throw rejected('device_token_malformed', 'The device token is malformed.');
+    let kid: string | undefined;
+    try {
+      kid = decodeProtectedHeader(token).kid;
+    } catch {
+      throw rejected('device_token_malformed', 'The device token is malformed.');
+    }
+    if (!kid) throw rejected('device_token_malformed', 'The device token is malformed.');
+    let key = this.keys.get(kid);
+    if (!key && this.clock() - this.lastReload > RELOAD_INTERVAL_MS) {
+      await this.reload();
+      key = this.keys.get(kid);
+    }
+    if (!key) throw rejected('device_token_unknown_key', 'The device token was not issued by this gateway.');
+    let payload: Record<string, unknown>;
+    try {
+      ({ payload } = await jwtVerify(token, key.publicKey, {
+        algorithms: [DEVICE_TOKEN_ALGORITHM],
+        typ: DEVICE_TOKEN_TYPE,
+        currentDate: new Date(this.clock()),
+        requiredClaims: ['app', 'dev', 'm', 'iat', 'exp', 'jti'],
+      }));
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (code === 'ERR_JWT_EXPIRED') throw rejected('device_token_expired', 'The device token has expired: exchange a new attestation.');
+      throw rejected('device_token_invalid', 'The device token is invalid.');
+    }
+    const claims: DeviceTokenClaims = Object.freeze({
+      appId: String(payload.app),
+      deviceId: String(payload.dev),
+      method: String(payload.m),
+      tokenId: String(payload.jti),
+      issuedAt: Number(payload.iat) * 1000,
+      expiresAt: Number(payload.exp) * 1000,
+    });
+    if (key.retiredAt !== null && claims.issuedAt > key.retiredAt) {
+      throw rejected('device_token_invalid', 'The device token is invalid.');
+    }
+    if (this.verified.size >= CACHE_LIMIT) this.evictHalf();
+    this.verified.set(token, claims);
+    return claims;
+  }
+
+  private evictHalf(): void {
+    let toDrop = Math.floor(this.verified.size / 2);
+    for (const token of this.verified.keys()) {
+      if (toDrop-- <= 0) break;
+      this.verified.delete(token);
+    }
+  }
+
+  private async reload(): Promise<void> {
+    this.lastReload = this.clock();
+    const rows = await new SigningKeyRepository(this.database).list();
+    const keys = new Map<string, LoadedKey>();
+    let current: LoadedKey | undefined;
+    for (const row of rows) {
+      const privateJwk = JSON.parse(this.cipher.open(row.sealedPrivateKey, signingKeyAssociatedData(row.kid))) as JWK;
+      const loaded: LoadedKey = {
+        kid: row.kid,
+        privateKey: await importJWK(privateJwk, row.algorithm),
+        publicKey: await importJWK(JSON.parse(row.publicJwk) as JWK, row.algorithm),
+        createdAt: row.createdAt,
+        retiredAt: row.retiredAt,
+      };
+      keys.set(row.kid, loaded);
+      if (row.retiredAt === null && (!current || row.createdAt >= current.createdAt)) current = loaded;
+    }
+    this.keys = keys;
+    this.current = current;
+  }
+}

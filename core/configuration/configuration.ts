@@ -1,0 +1,132 @@
+/**
+ * The operator's configuration (../shared/design/operations.md). Environment variables win over an optional
+ * `tollgate.config.json` in the working directory, which may set the same keys.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { TollgateError } from '../contract';
+
+export type Environment = 'development' | 'production';
+
+/** The resolved configuration. Every field has its documented default. */
+export interface Configuration {
+  /** `TOLLGATE_PORT`, default 8080; 0 picks a free port. */
+  readonly port: number;
+  /** `TOLLGATE_HOST`, default 127.0.0.1. */
+  readonly host: string;
+  /** `TOLLGATE_ENV`, default `development` (`production` when `NODE_ENV=production`). */
+  readonly environment: Environment;
+  readonly production: boolean;
+  /** `TOLLGATE_DATA_DIR`, default `./data` (absolute here). */
+  readonly dataDirectory: string;
+  /** `TOLLGATE_DATABASE_URL`: `postgres://…`; unset means SQLite in the data directory. */
+  readonly databaseUrl: string | undefined;
+  /** `TOLLGATE_REDIS_URL`. */
+  readonly redisUrl: string | undefined;
+  /** `TOLLGATE_MASTER_KEY` (base64 of 32 bytes). */
+  readonly masterKey: string | undefined;
+  /** `TOLLGATE_MASTER_KEY_FILE`. */
+  readonly masterKeyFile: string | undefined;
+  /** `TOLLGATE_LOG_LEVEL`, default `info`. */
+  readonly logLevel: string;
+  /** `TOLLGATE_PLUGINS`: npm package names. */
+  readonly plugins: readonly string[];
+  /** `TOLLGATE_MAX_BODY_BYTES`, default 25 MiB: largest request body forwarded. */
+  readonly maxBodyBytes: number;
+  /** `TOLLGATE_UPSTREAM_CONNECT_TIMEOUT_MS`, default 10 000: TCP connect to the provider. */
+  readonly upstreamConnectTimeoutMs: number;
+  /** `TOLLGATE_UPSTREAM_TIMEOUT_MS`, default 120 000: from sending the request to the first response byte. */
+  readonly upstreamFirstByteTimeoutMs: number;
+  /** `TOLLGATE_UPSTREAM_MAX_SOCKETS`, default 2048: open connections per upstream host before requests queue. */
+  readonly upstreamMaxSockets: number;
+  /** `TOLLGATE_CHANGE_POLL_MS`, default 1000: how often caches look for changes made by other processes. */
+  readonly changePollMs: number;
+  /** `TOLLGATE_SHUTDOWN_GRACE_MS`, default 30 000: how long in-flight streams may finish on SIGTERM. */
+  readonly shutdownGraceMs: number;
+  /** `TOLLGATE_PROVIDER_<SLUG>_BASE_URL` overrides, keyed by the upper-cased variable stem (`OPENAI`, `AZURE_OPENAI`). */
+  readonly providerBaseUrls: Readonly<Record<string, string>>;
+}
+
+type Source = Readonly<Record<string, string | undefined>>;
+
+function readConfigFile(workingDirectory: string): Record<string, string> {
+  const file = path.join(workingDirectory, 'tollgate.config.json');
+  if (!existsSync(file)) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new TollgateError('TG_ERR_CONFIGURATION', `tollgate.config.json is not valid JSON: ${(error as Error).message}`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new TollgateError('TG_ERR_CONFIGURATION', 'tollgate.config.json must hold one JSON object of TOLLGATE_* keys');
+  }
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(parsed)) {
+    if (!key.startsWith('TOLLGATE_')) {
+      throw new TollgateError('TG_ERR_CONFIGURATION', `tollgate.config.json: unknown key "${key}" (keys are TOLLGATE_* names)`);
+    }
+    out[key] = String(value);
+  }
+  return out;
+}
+
+function integer(source: Source, name: string, fallback: number, minimum: number, maximum: number): number {
+  const raw = source[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < minimum || value > maximum) {
+    throw new TollgateError('TG_ERR_CONFIGURATION', `${name} must be an integer from ${minimum} to ${maximum}, got "${raw}"`);
+  }
+  return value;
+}
+
+/**
+ * Reads the configuration from `env` (default `process.env`) and `tollgate.config.json`.
+ *
+ * @throws TollgateError `TG_ERR_CONFIGURATION` naming the variable at fault.
+ */
+export function loadConfiguration(env: Source = process.env, workingDirectory = process.cwd()): Configuration {
+  const source: Source = { ...readConfigFile(workingDirectory), ...env };
+  const environmentName = source.TOLLGATE_ENV ?? (source.NODE_ENV === 'production' ? 'production' : 'development');
+  if (environmentName !== 'development' && environmentName !== 'production') {
+    throw new TollgateError('TG_ERR_CONFIGURATION', `TOLLGATE_ENV must be "development" or "production", got "${environmentName}"`);
+  }
+  const databaseUrl = source.TOLLGATE_DATABASE_URL || undefined;
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new TollgateError('TG_ERR_CONFIGURATION', 'TOLLGATE_DATABASE_URL must be a postgres:// URL');
+  }
+  const providerBaseUrls: Record<string, string> = {};
+  for (const [name, value] of Object.entries(source)) {
+    const match = /^TOLLGATE_PROVIDER_([A-Z0-9_]+)_BASE_URL$/.exec(name);
+    if (match && value) providerBaseUrls[match[1]!] = value;
+  }
+  return Object.freeze({
+    port: integer(source, 'TOLLGATE_PORT', 8080, 0, 65535),
+    host: source.TOLLGATE_HOST || '127.0.0.1',
+    environment: environmentName,
+    production: environmentName === 'production',
+    dataDirectory: path.resolve(workingDirectory, source.TOLLGATE_DATA_DIR || './data'),
+    databaseUrl,
+    redisUrl: source.TOLLGATE_REDIS_URL || undefined,
+    masterKey: source.TOLLGATE_MASTER_KEY || undefined,
+    masterKeyFile: source.TOLLGATE_MASTER_KEY_FILE || undefined,
+    logLevel: source.TOLLGATE_LOG_LEVEL || 'info',
+    plugins: (source.TOLLGATE_PLUGINS ?? '')
+      .split(',')
+      .map((name) => name.trim())
+      .filter(Boolean),
+    maxBodyBytes: integer(source, 'TOLLGATE_MAX_BODY_BYTES', 25 * 1024 * 1024, 1, 2 ** 40),
+    upstreamConnectTimeoutMs: integer(source, 'TOLLGATE_UPSTREAM_CONNECT_TIMEOUT_MS', 10_000, 1, 600_000),
+    upstreamFirstByteTimeoutMs: integer(source, 'TOLLGATE_UPSTREAM_TIMEOUT_MS', 120_000, 1, 3_600_000),
+    upstreamMaxSockets: integer(source, 'TOLLGATE_UPSTREAM_MAX_SOCKETS', 2048, 1, 1_000_000),
+    changePollMs: integer(source, 'TOLLGATE_CHANGE_POLL_MS', 1000, 10, 3_600_000),
+    shutdownGraceMs: integer(source, 'TOLLGATE_SHUTDOWN_GRACE_MS', 30_000, 0, 3_600_000),
+    providerBaseUrls: Object.freeze(providerBaseUrls),
+  });
+}
+
+/** The environment-variable stem of a provider slug: `azure-openai` → `AZURE_OPENAI`. */
+export function providerVariableStem(slug: string): string {
+  return slug.toUpperCase().replace(/-/g, '_');
+}

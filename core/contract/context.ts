@@ -1,0 +1,89 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { TollgateError } from './errors';
+import type { ProviderManifest, ResolvedSecret } from './manifest';
+import type { AppIdentity, DeviceIdentity, LimitDecision } from './records';
+
+/** The parsed proxy route `/v1/proxy/{slug}/{version}/{providerPath}?{query}`. */
+export interface ProxyRoute {
+  readonly slug: string;
+  readonly version: string;
+  /** The provider path exactly as the client sent it (still percent-encoded), validated, without a leading slash. */
+  readonly providerPath: string;
+  /** The raw query string without `?`, or `''`. */
+  readonly query: string;
+}
+
+/** The request that `injectKey` built and `forward` sends. */
+export interface UpstreamRequest {
+  readonly method: string;
+  /** `scheme://host[:port]`. */
+  readonly origin: string;
+  /** Path and query, beginning with `/`. */
+  readonly path: string;
+  /** Exactly the headers that go upstream (lower-case names), credential included. Never log it. */
+  readonly headers: Record<string, string | string[]>;
+}
+
+/**
+ * Facts each stage adds, by name. A stage reads only facts of earlier stages; reading one before it exists is a coded
+ * error (`TG_ERR_STAGE_ORDER`), not `undefined`.
+ */
+export interface ProxyFacts {
+  app: AppIdentity;
+  device: DeviceIdentity;
+  limit: LimitDecision;
+  secret: ResolvedSecret;
+  upstream: UpstreamRequest;
+}
+
+/** The stage that provides each fact, for error messages. */
+const PROVIDED_BY: Readonly<Record<keyof ProxyFacts, string>> = {
+  app: 'verifyToken',
+  device: 'verifyDevice',
+  limit: 'limitRate',
+  secret: 'resolveSecret',
+  upstream: 'injectKey',
+};
+
+/** Per-request state of one proxied call, typed per stage. */
+export class ProxyContext {
+  private readonly facts: Partial<ProxyFacts> = {};
+  /** Set by `forward` or the error path: the outcome, for usage events and logs. */
+  outcome: { status: number; errorType?: string; bytesIn: number; bytesOut: number; truncated: boolean } = {
+    status: 0,
+    bytesIn: 0,
+    bytesOut: 0,
+    truncated: false,
+  };
+
+  constructor(
+    readonly requestId: string,
+    readonly request: IncomingMessage,
+    readonly response: ServerResponse,
+    readonly route: ProxyRoute,
+    readonly provider: ProviderManifest,
+    readonly startedAt: number,
+  ) {}
+
+  /** Records a fact. Each fact is set once. */
+  set<K extends keyof ProxyFacts>(key: K, value: ProxyFacts[K]): void {
+    this.facts[key] = value;
+  }
+
+  /** Reads a fact, or throws `TG_ERR_STAGE_ORDER` if the stage that provides it has not run. */
+  get<K extends keyof ProxyFacts>(key: K): ProxyFacts[K] {
+    const value = this.facts[key];
+    if (value === undefined) {
+      throw new TollgateError(
+        'TG_ERR_STAGE_ORDER',
+        `"${key}" was read before the ${PROVIDED_BY[key]} stage provided it`,
+      );
+    }
+    return value as ProxyFacts[K];
+  }
+
+  /** Reads a fact if present (for logging and usage after a failure). */
+  peek<K extends keyof ProxyFacts>(key: K): ProxyFacts[K] | undefined {
+    return this.facts[key];
+  }
+}

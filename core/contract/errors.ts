@@ -1,0 +1,108 @@
+/**
+ * Error types of the Tollgate wire protocol (../shared/design/protocol.md, "Errors") and the coded errors of the
+ * server's own internals.
+ *
+ * Two families, never mixed:
+ * - {@link GatewayError}: what a client may see. It has a protocol `type`, an HTTP status and a human sentence that is
+ *   safe to send (it never contains a credential).
+ * - {@link TollgateError}: a programming, configuration or plugin fault, with a stable `TG_ERR_*` code for operators.
+ *   It is logged, and a client only ever sees a generic 500 for it.
+ */
+
+/** The error types of protocol.md. */
+export type GatewayErrorType =
+  | 'unauthorized'
+  | 'attestationFailed'
+  | 'rateLimited'
+  | 'secretNotFound'
+  | 'providerNotFound'
+  | 'invalidRequest'
+  | 'upstreamUnavailable'
+  | 'upstreamTimeout'
+  | 'internalError';
+
+/** Default HTTP status of each error type (protocol.md). `invalidRequest` may also be 404, 405 or 413. */
+export const GATEWAY_ERROR_STATUS: Readonly<Record<GatewayErrorType, number>> = Object.freeze({
+  unauthorized: 401,
+  attestationFailed: 403,
+  rateLimited: 429,
+  secretNotFound: 424,
+  providerNotFound: 404,
+  invalidRequest: 400,
+  upstreamUnavailable: 502,
+  upstreamTimeout: 504,
+  internalError: 500,
+});
+
+/** Options of a {@link GatewayError}. */
+export interface GatewayErrorOptions {
+  /** Overrides the type's default status, e.g. 413 or 405 for `invalidRequest`. */
+  status?: number;
+  /** Seconds, sent as `Retry-After` (only meaningful with `rateLimited`). */
+  retryAfterSeconds?: number;
+  /**
+   * A machine-readable reason for logs and metrics (e.g. `device_token_expired`). Never sent to the client when it
+   * could help an attacker more than a developer; the `message` is what the client reads.
+   */
+  reason?: string;
+  /** The underlying error, logged (redacted), never sent. */
+  cause?: unknown;
+}
+
+/**
+ * An error the gateway answers with: `Tollgate-Error: <type>` and
+ * `{"error":{"type","message","requestId"}}` (protocol.md).
+ *
+ * @example
+ * throw new GatewayError('secretNotFound', 'This app has no secret for provider "openai".');
+ */
+export class GatewayError extends Error {
+  readonly type: GatewayErrorType;
+  readonly status: number;
+  readonly retryAfterSeconds: number | undefined;
+  readonly reason: string | undefined;
+
+  constructor(type: GatewayErrorType, message: string, options: GatewayErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'GatewayError';
+    this.type = type;
+    this.status = options.status ?? GATEWAY_ERROR_STATUS[type];
+    this.retryAfterSeconds = options.retryAfterSeconds;
+    this.reason = options.reason;
+  }
+}
+
+/** Stable codes of {@link TollgateError}. One prefix for all: `TG_ERR_`. */
+export type TollgateErrorCode =
+  | 'TG_ERR_STAGE_ORDER'
+  | 'TG_ERR_CONFIGURATION'
+  | 'TG_ERR_MASTER_KEY'
+  | 'TG_ERR_PLUGIN_CONTRACT_VERSION'
+  | 'TG_ERR_PLUGIN_INVALID'
+  | 'TG_ERR_PLUGIN_LOAD'
+  | 'TG_ERR_PROVIDER_MANIFEST'
+  | 'TG_ERR_PROVIDER_DUPLICATE'
+  | 'TG_ERR_VALIDATION'
+  | 'TG_ERR_NOT_FOUND'
+  | 'TG_ERR_CONFLICT'
+  | 'TG_ERR_DECRYPT'
+  | 'TG_ERR_STORAGE';
+
+/**
+ * A coded fault of the server, its configuration or a plugin.
+ *
+ * @example
+ * throw new TollgateError('TG_ERR_PLUGIN_CONTRACT_VERSION', 'plugin "x" targets contract 2, this server speaks 1');
+ */
+export class TollgateError extends Error {
+  readonly code: TollgateErrorCode;
+  /** For `TG_ERR_VALIDATION`: the failing fields and why, e.g. `{ name: ['name must be longer than 0'] }`. */
+  readonly details: Readonly<Record<string, readonly string[]>> | undefined;
+
+  constructor(code: TollgateErrorCode, message: string, details?: Record<string, string[]>) {
+    super(message);
+    this.name = 'TollgateError';
+    this.code = code;
+    this.details = details;
+  }
+}

@@ -1,0 +1,169 @@
+/**
+ * The provider plugin contract: what a provider folder (`providers/<slug>/`) or an external npm plugin declares.
+ * Core varies only on this data; it never names a provider (../shared/design/style.md, lessons 1–3).
+ */
+import type { SecretValue } from './secret-value';
+
+/**
+ * Version of the plugin contract this server speaks. A provider or plugin built for another version is refused at boot
+ * with `TG_ERR_PLUGIN_CONTRACT_VERSION`, naming the package.
+ */
+export const PLUGIN_CONTRACT_VERSION = 1;
+
+/** What a provider can do, as the product brief names it. */
+export type Capability =
+  | 'chat'
+  | 'embeddings'
+  | 'image'
+  | 'tts'
+  | 'stt'
+  | 'translation'
+  | 'search'
+  | 'rerank'
+  | 'audio'
+  | 'video';
+
+/**
+ * How a provider frames a streamed response. The gateway pipes bytes whatever the format; the declaration tells SDKs
+ * which parser to use.
+ * - `sse`: Server-Sent Events (`data:` lines, optional `event:` names and `:` comments, LF or CRLF framing).
+ * - `ndjson`: one JSON document per line.
+ * - `json-array`: one JSON array streamed element by element (Gemini without `alt=sse`).
+ * - `binary`: raw bytes, e.g. audio chunks.
+ * - `aws-event-stream`: AWS binary event-stream frames (length-prefixed, CRC-checked).
+ */
+export type StreamFormat = 'sse' | 'ndjson' | 'json-array' | 'binary' | 'aws-event-stream';
+
+/** The HTTP methods a provider route may allow. */
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/**
+ * How the provider's credential is attached to the upstream request.
+ *
+ * @example { kind: 'header', header: 'Authorization', scheme: 'Bearer' }  // Authorization: Bearer <key>
+ * @example { kind: 'header', header: 'x-api-key' }                       // x-api-key: <key>
+ * @example { kind: 'query', parameter: 'key' }                            // ?key=<key>
+ * @example { kind: 'computed' }                                           // the manifest's `authorize` hook does it
+ */
+export type AuthStyle =
+  | {
+      kind: 'header';
+      /** Header name, as the provider documents it. Compared case-insensitively. */
+      header: string;
+      /** Scheme put before the key with one space, e.g. `Bearer`, `Token`, `Key`, `DeepL-Auth-Key`. Default: none. */
+      scheme?: string;
+    }
+  | {
+      kind: 'query';
+      /** Query parameter that carries the key, e.g. `key` or `api_key`. A client's own value for it is dropped. */
+      parameter: string;
+    }
+  | { kind: 'computed' };
+
+/**
+ * Which routes of a provider a client may call. Paths are relative to the version root (no leading slash) and matched
+ * as prefixes on whole segments: `audio/` allows `audio/speech`; `models` allows `models` and `models/x`.
+ * Default: every method in `methods` on every path not in `deny`.
+ *
+ * @example { methods: ['GET', 'POST'], allow: ['chat/completions', 'audio/'], deny: ['organization/'] }
+ */
+export interface RoutePolicy {
+  /** Default `['GET', 'POST']`. */
+  methods?: HttpMethod[];
+  /** Path prefixes that are allowed. Absent: all paths not denied. */
+  allow?: string[];
+  /** Path prefixes that are refused even when allowed (account, billing and key-management routes). */
+  deny?: string[];
+}
+
+/**
+ * Rules for a per-tenant upstream host (Azure resource, regional endpoints). The host is taken from the app's secret
+ * record, set by an operator, and is never chosen by the client.
+ */
+export interface TenantHostRule {
+  /** `required`: every secret must carry a base URL. `optional`: the manifest's base URL is the default. */
+  baseUrl: 'required' | 'optional';
+  /** Host patterns a tenant base URL must match; `*.` matches one or more labels, e.g. `*.openai.azure.com`. */
+  allowedHosts: string[];
+}
+
+/** An upstream request as the pipeline built it, before it is sent; computed auth hooks may add to it. */
+export interface UpstreamRequestDraft {
+  readonly method: string;
+  /** `https://host[:port]` with no trailing slash. */
+  readonly origin: string;
+  /** Path and query string, already validated, beginning with `/`. */
+  path: string;
+  /** Outgoing headers with lower-case names. */
+  readonly headers: Record<string, string | string[]>;
+}
+
+/** The secret the pipeline resolved for this request. */
+export interface ResolvedSecret {
+  readonly provider: string;
+  readonly value: SecretValue;
+  /** Per-tenant base URL from the secret record, already validated against the manifest's {@link TenantHostRule}. */
+  readonly baseUrl: string | undefined;
+}
+
+/**
+ * The declaration of one provider.
+ *
+ * @example
+ * export const manifest: ProviderManifest = {
+ *   contractVersion: PLUGIN_CONTRACT_VERSION,
+ *   slug: 'example', name: 'Example AI',
+ *   baseUrl: 'https://api.example.com', versions: { v1: '/v1' },
+ *   auth: { kind: 'header', header: 'Authorization', scheme: 'Bearer' },
+ *   capabilities: ['chat'], streaming: ['sse'],
+ * };
+ */
+export interface ProviderManifest {
+  /** Must equal {@link PLUGIN_CONTRACT_VERSION}. */
+  readonly contractVersion: number;
+  /** `^[a-z0-9][a-z0-9-]{0,39}$`, unique, used in the route `/v1/proxy/{slug}/{version}/…`. */
+  readonly slug: string;
+  /** Display name, e.g. `OpenAI`. */
+  readonly name: string;
+  /** Upstream origin plus any fixed prefix, e.g. `https://api.groq.com/openai`. No trailing slash. https only, except
+   * when an operator overrides it with `TOLLGATE_PROVIDER_<SLUG>_BASE_URL`. */
+  readonly baseUrl: string;
+  /**
+   * Accepted versions and the path prefix each maps to on top of `baseUrl`, e.g. `{ v1: '/v1' }`. An unversioned
+   * provider declares a pseudo-version mapped to the root: `{ v1: '' }`.
+   */
+  readonly versions: Readonly<Record<string, string>>;
+  readonly auth: AuthStyle;
+  /** Headers sent upstream when the client did not send them, e.g. `{ 'anthropic-version': '2023-06-01' }`. */
+  readonly defaultHeaders?: Readonly<Record<string, string>>;
+  readonly capabilities: readonly Capability[];
+  /** Streaming formats the provider uses; empty when it never streams. */
+  readonly streaming: readonly StreamFormat[];
+  /** Default: GET and POST on every path. */
+  readonly routes?: RoutePolicy;
+  /** Present for providers whose host depends on the tenant (Azure resource, region). */
+  readonly tenant?: TenantHostRule;
+  /** Short notes for the catalog (`GET /v1/providers`) and the SDK docs. */
+  readonly notes?: string;
+  /**
+   * Picks the upstream base URL from the secret when the host depends on the key itself (DeepL Free keys end in `:fx`).
+   * Must return the manifest's `baseUrl` or one of `alternateBaseUrls`.
+   */
+  readonly selectBaseUrl?: (secret: ResolvedSecret) => string;
+  /** Other fixed hosts this provider may select (a second streaming host, a free tier). */
+  readonly alternateBaseUrls?: readonly string[];
+  /**
+   * Computed credentials (`auth.kind === 'computed'`): sign or authorize the request, e.g. AWS SigV4 or an OAuth token
+   * minted from a service account. Called once per request, after header hygiene.
+   */
+  readonly authorize?: (request: UpstreamRequestDraft, secret: ResolvedSecret) => void | Promise<void>;
+}
+
+/**
+ * Declares a provider: type-checks the manifest literal and freezes it.
+ *
+ * @example export const manifest = defineProvider({ contractVersion: PLUGIN_CONTRACT_VERSION, slug: 'acme', ... });
+ */
+export function defineProvider(manifest: ProviderManifest): ProviderManifest {
+  return Object.freeze({ ...manifest });
+}

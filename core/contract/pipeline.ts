@@ -1,0 +1,31 @@
+/**
+ * The pipeline contract: six stages with fixed names, in one order (../shared/design/style.md, lesson 6).
+ *
+ *   verifyToken → verifyDevice → limitRate → resolveSecret → injectKey → forward
+ *
+ * Each stage is a class registered under its DI token in {@link STAGE_TOKENS}; a plugin replaces a stage by registering
+ * another class under the same token. A stage either adds its fact to the {@link ProxyContext} or throws a
+ * `GatewayError`; `forward` ends the request.
+ */
+import type { ProxyContext } from './context';
+
+/** Stage names, in execution order. */
+export const STAGE_NAMES = ['verifyToken', 'verifyDevice', 'limitRate', 'resolveSecret', 'injectKey', 'forward'] as const;
+export type StageName = (typeof STAGE_NAMES)[number];
+
+/**
+ * One stage. `run` may return a promise or, on its fast path, nothing (the pipeline awaits only a returned promise,
+ * so a cache hit costs no microtask).
+ */
+export interface PipelineStage {
+  readonly name: StageName;
+  run(context: ProxyContext): void | Promise<void>;
+}
+
+/** Hooks around the pipeline, for observers (usage, metrics). They must not throw and must not block. */
+export interface PipelineObserver {
+  /** The response finished or the client went away. */
+  onResponse?(context: ProxyContext): void;
+  /** A stage failed with an error the client was told about. */
+  onError?(context: ProxyContext, error: unknown): void;
+}

@@ -1,0 +1,40 @@
+/**
+ * The external plugin contract: an npm package named in `TOLLGATE_PLUGINS` exports `tollgatePlugin`.
+ *
+ * @example
+ * // index.js of package "tollgate-provider-acme"
+ * exports.tollgatePlugin = {
+ *   name: 'tollgate-provider-acme',
+ *   contractVersion: 1,
+ *   providers: [{ contractVersion: 1, slug: 'acme', name: 'Acme AI', baseUrl: 'https://api.acme.ai',
+ *                 versions: { v1: '/v1' }, auth: { kind: 'header', header: 'Authorization', scheme: 'Bearer' },
+ *                 capabilities: ['chat'], streaming: ['sse'] }],
+ * };
+ */
+import type { AttestationVerifier } from './attestation';
+import type { ProviderManifest } from './manifest';
+import type { PipelineObserver, PipelineStage, StageName } from './pipeline';
+import type { ChallengeStore, RateLimitStore } from './stores';
+
+/** What a plugin may register. The server checks every registration at boot. */
+export interface PluginHost {
+  registerProvider(manifest: ProviderManifest): void;
+  registerAttestationVerifier(verifier: AttestationVerifier): void;
+  registerObserver(observer: PipelineObserver): void;
+  /** Replaces one pipeline stage. The stage's `name` must equal `stage`. */
+  replaceStage(stage: StageName, implementation: PipelineStage): void;
+  replaceRateLimitStore(store: RateLimitStore): void;
+  replaceChallengeStore(store: ChallengeStore): void;
+}
+
+/** The export an external plugin package provides. */
+export interface TollgatePlugin {
+  /** Usually the npm package name. */
+  readonly name: string;
+  /** Must equal `PLUGIN_CONTRACT_VERSION`. */
+  readonly contractVersion: number;
+  /** Providers this plugin adds. */
+  readonly providers?: readonly ProviderManifest[];
+  /** Anything else to register. */
+  register?(host: PluginHost): void | Promise<void>;
+}

@@ -1,0 +1,77 @@
+/**
+ * The facts the pipeline establishes about a request, stage by stage. Plain data, safe to log (no secret in them).
+ */
+
+/** Per-app settings that change how the pipeline treats the app's requests. */
+export interface AppSettings {
+  /** Requests per minute per device. Default 60. */
+  readonly deviceLimitPerMinute: number;
+  /** Requests per minute for the whole app. Default 600. */
+  readonly appLimitPerMinute: number;
+  /** Accept `POST /v1/attest/development` (never in production). Default false. */
+  readonly allowDevelopmentAttestation: boolean;
+  /** Lifetime of issued device tokens in seconds. Default 3600. */
+  readonly deviceTokenTtlSeconds: number;
+  /** `TEAMID.BUNDLE` for Apple App Attest. */
+  readonly appleAppId: string | undefined;
+  /** Android package name for Play Integrity and key attestation. */
+  readonly androidPackage: string | undefined;
+  /** SHA-256 of the Android signing certificate, lower-case hex. */
+  readonly androidCertSha256: string | undefined;
+  /** Narrows the providers this app may call (slugs). Absent: every provider it has a secret for. */
+  readonly allowedProviders: readonly string[] | undefined;
+}
+
+/** Default limits and lifetimes (protocol.md, issue "Core gateway"). */
+export const DEFAULT_APP_SETTINGS: AppSettings = Object.freeze({
+  deviceLimitPerMinute: 60,
+  appLimitPerMinute: 600,
+  allowDevelopmentAttestation: false,
+  deviceTokenTtlSeconds: 3600,
+  appleAppId: undefined,
+  androidPackage: undefined,
+  androidCertSha256: undefined,
+  allowedProviders: undefined,
+});
+
+/** The app a request's `Tollgate-App-Token` belongs to (set by `verifyToken`). */
+export interface AppIdentity {
+  readonly id: string;
+  readonly name: string;
+  readonly settings: AppSettings;
+  /** Device tokens issued before this instant (unix ms) are refused: revocation of every device of the app. */
+  readonly devicesRevokedBefore: number;
+}
+
+/** The attested device behind a request (set by `verifyDevice`). */
+export interface DeviceIdentity {
+  /** The device key id (`dev` claim). */
+  readonly deviceId: string;
+  /** Attestation method (`m` claim), e.g. `development` or `apple-app-attest`. */
+  readonly method: string;
+  /** Token id (`jti` claim). */
+  readonly tokenId: string;
+  /** Unix ms. */
+  readonly issuedAt: number;
+  /** Unix ms. */
+  readonly expiresAt: number;
+}
+
+/** One quota that applied to a request, for the `RateLimit-Policy` and `RateLimit` headers. */
+export interface LimitOutcome {
+  /** Policy name as sent in the headers, e.g. `device` or `app`. */
+  readonly policy: string;
+  /** Quota units per window. */
+  readonly limit: number;
+  /** Window in seconds. */
+  readonly windowSeconds: number;
+  /** Units left after this request. */
+  readonly remaining: number;
+  /** Seconds until the quota is whole again. */
+  readonly resetSeconds: number;
+}
+
+/** What `limitRate` decided (set when the request is admitted). */
+export interface LimitDecision {
+  readonly outcomes: readonly LimitOutcome[];
+}

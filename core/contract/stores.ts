@@ -1,0 +1,44 @@
+/**
+ * State the pipeline keeps between requests, behind interfaces so that a single node keeps it in process and a fleet
+ * shares it (Redis, in the scale-out plugin).
+ */
+
+/** One quota to charge: `limit` units per `windowSeconds`, under `key`. */
+export interface RateLimitRule {
+  /** Name sent in the headers, e.g. `device`. */
+  readonly policy: string;
+  /** Store key, unique per subject, e.g. `d:app_1:device-9`. */
+  readonly key: string;
+  readonly limit: number;
+  readonly windowSeconds: number;
+}
+
+/** The store's answer for one rule. */
+export interface RateLimitRuleResult {
+  readonly rule: RateLimitRule;
+  readonly allowed: boolean;
+  readonly remaining: number;
+  /** Seconds until the quota is whole again. */
+  readonly resetSeconds: number;
+  /** Seconds until one more unit is available (0 when allowed). */
+  readonly retryAfterSeconds: number;
+}
+
+/**
+ * A rate-limit store. `consume` is all-or-nothing: a request is charged to every rule or to none, so that a request
+ * refused by the app-wide limit does not use up the device's quota.
+ */
+export interface RateLimitStore {
+  consume(rules: readonly RateLimitRule[], nowMs: number): RateLimitRuleResult[] | Promise<RateLimitRuleResult[]>;
+  /** Releases resources (timers, connections). */
+  close?(): void | Promise<void>;
+}
+
+/** One-time attestation challenges, bound to an app, single use. */
+export interface ChallengeStore {
+  /** Stores `challenge` for `appId` until `expiresAtMs`. */
+  issue(appId: string, challenge: string, expiresAtMs: number): Promise<void>;
+  /** Consumes the challenge: true only the first time, for the same app, before it expires. */
+  consume(appId: string, challenge: string, nowMs: number): Promise<boolean>;
+  close?(): void | Promise<void>;
+}

@@ -1,0 +1,91 @@
+/**
+ * Inputs of management operations (CLI, admin API, assistant server), validated with class-validator. Unknown fields
+ * are refused (no mass assignment), and a failure names each failing field.
+ */
+import 'reflect-metadata';
+import { plainToInstance } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  IsArray,
+  IsBoolean,
+  IsInt,
+  IsOptional,
+  IsString,
+  Length,
+  Matches,
+  Max,
+  Min,
+  validateSync,
+  type ValidationError,
+} from 'class-validator';
+import { TollgateError } from '../contract';
+
+const SLUG = /^[a-z0-9][a-z0-9-]{0,39}$/;
+const APPLE_APP_ID = /^[A-Z0-9]{10}\.[A-Za-z0-9][A-Za-z0-9.-]{0,154}$/;
+const ANDROID_PACKAGE = /^[a-zA-Z][a-zA-Z0-9_]*(\.[a-zA-Z][a-zA-Z0-9_]*)+$/;
+const SHA256_HEX = /^([0-9a-fA-F]{2}:?){31}[0-9a-fA-F]{2}$/;
+const PRINTABLE = /^[^\u0000-\u001f\u007f]*$/;
+
+export class AppSettingsInput {
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000) deviceLimitPerMinute?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(100_000_000) appLimitPerMinute?: number;
+  @IsOptional() @IsBoolean() allowDevelopmentAttestation?: boolean;
+  @IsOptional() @IsInt() @Min(60) @Max(7 * 24 * 3600) deviceTokenTtlSeconds?: number;
+  @IsOptional() @IsString() @Matches(APPLE_APP_ID, { message: 'appleAppId must be TEAMID.BUNDLE (10-character team id, a dot, the bundle id)' })
+  appleAppId?: string;
+  @IsOptional() @IsString() @Matches(ANDROID_PACKAGE, { message: 'androidPackage must be a Java package name such as com.example.app' })
+  androidPackage?: string;
+  @IsOptional() @IsString() @Matches(SHA256_HEX, { message: 'androidCertSha256 must be a SHA-256 digest in hex (colons allowed)' })
+  androidCertSha256?: string;
+  @IsOptional() @IsArray() @ArrayMaxSize(100) @Matches(SLUG, { each: true, message: 'allowedProviders must be provider slugs' })
+  allowedProviders?: string[];
+}
+
+export class CreateAppInput extends AppSettingsInput {
+  @IsString() @Length(1, 200) @Matches(PRINTABLE, { message: 'name must not contain control characters' }) name!: string;
+}
+
+export class UpdateAppInput extends AppSettingsInput {
+  @IsOptional() @IsString() @Length(1, 200) @Matches(PRINTABLE, { message: 'name must not contain control characters' }) name?: string;
+}
+
+export class SetSecretInput {
+  @IsString() @Length(1, 64) appId!: string;
+  @IsString() @Matches(SLUG, { message: 'provider must be a provider slug' }) provider!: string;
+  @IsString() @Length(1, 16_384) @Matches(PRINTABLE, { message: 'value must not contain control characters or line breaks' }) value!: string;
+  @IsOptional() @IsString() @Length(1, 2048) baseUrl?: string;
+}
+
+export class NameInput {
+  @IsString() @Length(1, 200) @Matches(PRINTABLE, { message: 'name must not contain control characters' }) name!: string;
+}
+
+function collect(errors: readonly ValidationError[], prefix = '', into: Record<string, string[]> = {}): Record<string, string[]> {
+  for (const error of errors) {
+    const field = prefix ? `${prefix}.${error.property}` : error.property;
+    if (error.constraints) into[field] = Object.values(error.constraints);
+    if (error.children?.length) collect(error.children, field, into);
+  }
+  return into;
+}
+
+/**
+ * Validates `plain` against `type`, refusing unknown fields.
+ *
+ * @throws TollgateError `TG_ERR_VALIDATION` with `details` naming each failing field.
+ */
+export function validateInput<T extends object>(type: new () => T, plain: unknown): T {
+  if (plain === null || typeof plain !== 'object' || Array.isArray(plain)) {
+    throw new TollgateError('TG_ERR_VALIDATION', 'the input must be a JSON object', { input: ['must be an object'] });
+  }
+  const instance = plainToInstance(type, plain, { enableImplicitConversion: false });
+  const errors = validateSync(instance, { whitelist: true, forbidNonWhitelisted: true, forbidUnknownValues: true });
+  if (errors.length > 0) {
+    const details = collect(errors);
+    const summary = Object.entries(details)
+      .map(([field, messages]) => `${field}: ${messages.join('; ')}`)
+      .join(' | ');
+    throw new TollgateError('TG_ERR_VALIDATION', `invalid input: ${summary}`, details);
+  }
+  return instance;
+}

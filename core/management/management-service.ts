@@ -1,0 +1,338 @@
+/**
+ * Management operations shared by the CLI, the admin API and the assistant server. Every write runs in one transaction
+ * and bumps the change feed, so a half-done change is never visible and every gateway process picks it up.
+ * No operation ever returns a secret value: secrets come back masked; issued tokens are shown once, at creation.
+ */
+import { isIP } from 'node:net';
+import type { Knex } from 'knex';
+import { DEFAULT_APP_SETTINGS, TollgateError, maskSecret, type AppSettings } from '../contract';
+import type { ProviderRegistry } from '../registry/provider-registry';
+import { hostMatches } from '../pipeline/proxy-path';
+import { generateId, generateToken, hashToken, isWellFormedToken, tokenHint } from '../security/tokens';
+import type { SecretCipher } from '../storage/encryption';
+import { secretAssociatedData } from '../storage/cached-directory';
+import {
+  AppRepository,
+  DeviceRepository,
+  SecretRepository,
+  TokenRepository,
+  UsageRepository,
+  bumpChangeSequence,
+  type AppRow,
+  type DeviceRow,
+  type SecretRow,
+} from '../storage/repositories';
+import { AppSettingsInput, CreateAppInput, NameInput, SetSecretInput, UpdateAppInput, validateInput } from './inputs';
+
+/** An app as management shows it (never its token). */
+export interface AppView {
+  readonly id: string;
+  readonly name: string;
+  readonly status: 'active' | 'disabled';
+  readonly tokenHint: string;
+  readonly settings: AppSettings;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+/** A secret as management shows it: masked, never the value. */
+export interface SecretView {
+  readonly appId: string;
+  readonly provider: string;
+  readonly masked: string;
+  readonly baseUrl: string | null;
+  readonly updatedAt: string;
+}
+
+export interface DeviceView {
+  readonly deviceId: string;
+  readonly method: string;
+  readonly firstSeenAt: string;
+  readonly lastAttestedAt: string;
+  readonly revokedAt: string | null;
+}
+
+export interface ManagementOptions {
+  /** Called after every committed write in this process (drops the hot-path caches at once). */
+  readonly onChange?: () => void;
+  /** Allow tenant base URLs on private or loopback addresses (tests only). Default false. */
+  readonly allowPrivateUpstreams?: boolean;
+  readonly clock?: () => number;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function appView(row: AppRow): AppView {
+  return { id: row.id, name: row.name, status: row.status, tokenHint: row.tokenHint, settings: row.settings, createdAt: iso(row.createdAt), updatedAt: iso(row.updatedAt) };
+}
+
+function secretView(row: SecretRow): SecretView {
+  return { appId: row.appId, provider: row.provider, masked: row.masked, baseUrl: row.baseUrl, updatedAt: iso(row.updatedAt) };
+}
+
+function deviceView(row: DeviceRow): DeviceView {
+  return {
+    deviceId: row.deviceId,
+    method: row.method,
+    firstSeenAt: iso(row.createdAt),
+    lastAttestedAt: iso(row.lastAttestedAt),
+    revokedAt: row.revokedAt === null ? null : iso(row.revokedAt),
+  };
+}
+
+function notFound(what: string): TollgateError {
+  return new TollgateError('TG_ERR_NOT_FOUND', `${what} not found`);
+}
+
+/** Copies the validated settings fields over `base`, normalizing the certificate digest. */
+function mergeSettings(base: AppSettings, input: AppSettingsInput): AppSettings {
+  const settings: Record<string, unknown> = { ...base };
+  for (const key of Object.keys(DEFAULT_APP_SETTINGS) as (keyof AppSettings)[]) {
+    const value = input[key as keyof AppSettingsInput];
+    if (value !== undefined) settings[key] = value;
+  }
+  if (typeof settings.androidCertSha256 === 'string') settings.androidCertSha256 = settings.androidCertSha256.replace(/:/g, '').toLowerCase();
+  return Object.freeze(settings) as unknown as AppSettings;
+}
+
+function isPrivateHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  if (host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.internal') || host.endsWith('.local')) return true;
+  const version = isIP(host);
+  if (version === 4) {
+    const [a, b] = host.split('.').map(Number) as [number, number];
+    return a === 10 || a === 127 || a === 0 || (a === 169 && b === 254) || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 100 && b >= 64 && b <= 127);
+  }
+  if (version === 6) return host === '::1' || host === '::' || host.startsWith('fc') || host.startsWith('fd') || host.startsWith('fe80') || host.startsWith('::ffff:');
+  return false;
+}
+
+export class ManagementService {
+  private readonly clock: () => number;
+
+  constructor(
+    private readonly database: Knex,
+    private readonly cipher: SecretCipher,
+    private readonly registry: ProviderRegistry,
+    private readonly options: ManagementOptions = {},
+  ) {
+    this.clock = options.clock ?? Date.now;
+  }
+
+  private async write<T>(work: (transaction: Knex.Transaction) => Promise<T>): Promise<T> {
+    const result = await this.database.transaction(async (transaction) => {
+      const value = await work(transaction);
+      await bumpChangeSequence(transaction);
+      return value;
+    });
+    this.options.onChange?.();
+    return result;
+  }
+
+  private async requireApp(transaction: Knex | Knex.Transaction, appId: string): Promise<AppRow> {
+    const app = typeof appId === 'string' ? await new AppRepository(transaction).findById(appId) : undefined;
+    if (!app) throw notFound(`app "${String(appId)}"`);
+    return app;
+  }
+
+  /** Creates an app. The app token is in the answer and nowhere else, ever. */
+  async createApp(plain: unknown): Promise<AppView & { appToken: string }> {
+    const input = validateInput(CreateAppInput, plain);
+    const now = this.clock();
+    const appToken = generateToken('app');
+    const row: AppRow = {
+      id: generateId('app'),
+      name: input.name,
+      tokenHash: hashToken(appToken),
+      tokenHint: tokenHint(appToken),
+      status: 'active',
+      settings: mergeSettings(DEFAULT_APP_SETTINGS, input),
+      devicesRevokedBefore: 0,
+      createdAt: now,
+      updatedAt: now,
+    };
+    await this.write((transaction) => new AppRepository(transaction).insert(row));
+    return { ...appView(row), appToken };
+  }
+
+  async listApps(): Promise<AppView[]> {
+    return (await new AppRepository(this.database).list()).map(appView);
+  }
+
+  async getApp(appId: string): Promise<AppView> {
+    return appView(await this.requireApp(this.database, appId));
+  }
+
+  async updateApp(appId: string, plain: unknown): Promise<AppView> {
+    const input = validateInput(UpdateAppInput, plain);
+    return this.write(async (transaction) => {
+      const app = await this.requireApp(transaction, appId);
+      const settings = mergeSettings(app.settings, input);
+      const now = this.clock();
+      await new AppRepository(transaction).update(appId, { name: input.name, settings }, now);
+      return appView({ ...app, name: input.name ?? app.name, settings, updatedAt: now });
+    });
+  }
+
+  /** Replaces the app token; the old one stops working at once (and everywhere within the change-poll interval). */
+  async rotateAppToken(appId: string): Promise<{ id: string; appToken: string; tokenHint: string }> {
+    const appToken = generateToken('app');
+    await this.write(async (transaction) => {
+      await this.requireApp(transaction, appId);
+      await new AppRepository(transaction).update(appId, { tokenHash: hashToken(appToken), tokenHint: tokenHint(appToken) }, this.clock());
+    });
+    return { id: appId, appToken, tokenHint: tokenHint(appToken) };
+  }
+
+  async setAppStatus(appId: string, status: 'active' | 'disabled'): Promise<AppView> {
+    return this.write(async (transaction) => {
+      const app = await this.requireApp(transaction, appId);
+      const now = this.clock();
+      await new AppRepository(transaction).update(appId, { status }, now);
+      return appView({ ...app, status, updatedAt: now });
+    });
+  }
+
+  async deleteApp(appId: string): Promise<{ id: string; deleted: true }> {
+    await this.write(async (transaction) => {
+      await this.requireApp(transaction, appId);
+      await new AppRepository(transaction).delete(appId);
+    });
+    return { id: appId, deleted: true };
+  }
+
+  /** Stores a provider secret, encrypted. Answers the masked record. */
+  async setSecret(plain: unknown): Promise<SecretView> {
+    const input = validateInput(SetSecretInput, plain);
+    const provider = this.registry.find(input.provider);
+    if (!provider) throw new TollgateError('TG_ERR_VALIDATION', `unknown provider "${input.provider}"`, { provider: ['unknown provider'] });
+    const baseUrl = input.baseUrl === undefined ? null : this.checkTenantBaseUrl(input.provider, input.baseUrl);
+    if (baseUrl === null && provider.manifest.tenant?.baseUrl === 'required') {
+      throw new TollgateError('TG_ERR_VALIDATION', `provider "${input.provider}" needs a base URL (--base-url), e.g. https://${provider.manifest.tenant.allowedHosts[0]?.replace('*.', 'example.')}`, {
+        baseUrl: ['required for this provider'],
+      });
+    }
+    const now = this.clock();
+    return this.write(async (transaction) => {
+      await this.requireApp(transaction, input.appId);
+      const existing = await new SecretRepository(transaction).find(input.appId, input.provider);
+      const row: SecretRow = {
+        appId: input.appId,
+        provider: input.provider,
+        sealedValue: this.cipher.seal(input.value, secretAssociatedData(input.appId, input.provider)),
+        keyId: this.cipher.keyId,
+        masked: maskSecret(input.value),
+        baseUrl,
+        createdAt: existing?.createdAt ?? now,
+        updatedAt: now,
+      };
+      await new SecretRepository(transaction).upsert(row);
+      return secretView(row);
+    });
+  }
+
+  /** A tenant base URL must be https, on a host the manifest allows, and (outside tests) not on a private address. */
+  private checkTenantBaseUrl(slug: string, value: string): string {
+    const provider = this.registry.find(slug)!;
+    const rule = provider.manifest.tenant;
+    if (!rule) throw new TollgateError('TG_ERR_VALIDATION', `provider "${slug}" has a fixed host; it takes no base URL`, { baseUrl: ['not accepted for this provider'] });
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      throw new TollgateError('TG_ERR_VALIDATION', 'baseUrl is not a URL', { baseUrl: ['must be an https URL'] });
+    }
+    const problems: string[] = [];
+    if (url.protocol !== 'https:') problems.push('must use https');
+    if (url.username || url.password || url.search || url.hash) problems.push('must not carry credentials, a query or a fragment');
+    if (!rule.allowedHosts.some((pattern) => hostMatches(url.hostname, pattern))) problems.push(`host must match ${rule.allowedHosts.join(' or ')}`);
+    if (isPrivateHost(url.hostname) && !this.options.allowPrivateUpstreams) problems.push('must not be a private or loopback address');
+    if (problems.length > 0) throw new TollgateError('TG_ERR_VALIDATION', `baseUrl ${problems.join('; ')}`, { baseUrl: problems });
+    return url.href.replace(/\/$/, '');
+  }
+
+  async listSecrets(appId: string): Promise<SecretView[]> {
+    await this.requireApp(this.database, appId);
+    return (await new SecretRepository(this.database).listForApp(appId)).map(secretView);
+  }
+
+  async deleteSecret(appId: string, provider: string): Promise<{ appId: string; provider: string; deleted: true }> {
+    await this.write(async (transaction) => {
+      await this.requireApp(transaction, appId);
+      if ((await new SecretRepository(transaction).delete(appId, provider)) === 0) throw notFound(`secret for provider "${provider}"`);
+    });
+    return { appId, provider, deleted: true };
+  }
+
+  /** A development attestation token (`dt_…`), shown once. */
+  async createDevelopmentToken(appId: string, label?: string): Promise<{ id: string; appId: string; developmentToken: string; allowed: boolean }> {
+    const token = generateToken('development');
+    const id = generateId('dtk');
+    const app = await this.write(async (transaction) => {
+      const found = await this.requireApp(transaction, appId);
+      await new TokenRepository(transaction).insertDevelopmentToken({
+        id,
+        appId,
+        tokenHash: hashToken(token),
+        tokenHint: tokenHint(token),
+        label: label ?? null,
+        createdAt: this.clock(),
+      });
+      return found;
+    });
+    return { id, appId, developmentToken: token, allowed: app.settings.allowDevelopmentAttestation };
+  }
+
+  /** The app a development token belongs to, or null when unknown or revoked. */
+  async findDevelopmentTokenOwner(token: string): Promise<{ appId: string } | null> {
+    if (!isWellFormedToken('development', token)) return null;
+    const row = await new TokenRepository(this.database).findDevelopmentToken(hashToken(token));
+    return row && row.revokedAt === null ? { appId: row.appId } : null;
+  }
+
+  /** An admin API key (`ak_…`), shown once. */
+  async createAdminKey(plain: unknown): Promise<{ id: string; name: string; adminKey: string }> {
+    const input = validateInput(NameInput, plain);
+    const key = generateToken('admin');
+    const id = generateId('adm');
+    await this.write((transaction) =>
+      new TokenRepository(transaction).insertAdminKey({ id, name: input.name, keyHash: hashToken(key), keyHint: tokenHint(key), createdAt: this.clock() }),
+    );
+    return { id, name: input.name, adminKey: key };
+  }
+
+  async countAdminKeys(): Promise<number> {
+    return new TokenRepository(this.database).countAdminKeys();
+  }
+
+  async listDevices(appId: string): Promise<DeviceView[]> {
+    await this.requireApp(this.database, appId);
+    return (await new DeviceRepository(this.database).listForApp(appId)).map(deviceView);
+  }
+
+  /** Revokes one device: its tokens are refused on their next request. */
+  async revokeDevice(appId: string, deviceId: string): Promise<{ appId: string; deviceId: string; revoked: true }> {
+    await this.write(async (transaction) => {
+      await this.requireApp(transaction, appId);
+      const devices = new DeviceRepository(transaction);
+      if (!(await devices.find(appId, deviceId))) throw notFound(`device "${deviceId}"`);
+      await devices.revoke(appId, deviceId, this.clock());
+    });
+    return { appId, deviceId, revoked: true };
+  }
+
+  /** Revokes every device token of the app issued until now. */
+  async revokeAllDevices(appId: string): Promise<{ appId: string; revokedBefore: string }> {
+    const now = this.clock();
+    await this.write(async (transaction) => {
+      await this.requireApp(transaction, appId);
+      await new AppRepository(transaction).update(appId, { devicesRevokedBefore: now + 1 }, now);
+    });
+    return { appId, revokedBefore: iso(now + 1) };
+  }
+
+  async usage(appId: string, fromMs: number, toMs: number) {
+    await this.requireApp(this.database, appId);
+    return new UsageRepository(this.database).listForApp(appId, fromMs, toMs);
+  }
+}

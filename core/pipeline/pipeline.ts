@@ -1,0 +1,37 @@
+import { inject, injectable } from 'tsyringe';
+import { STAGE_NAMES, STAGE_TOKENS, TollgateError, type PipelineStage, type ProxyContext } from '../contract';
+
+/**
+ * Runs the six stages in their fixed order. A stage that answers synchronously costs no microtask; the first stage that
+ * returns a promise makes the rest run after it settles.
+ */
+@injectable()
+export class Pipeline {
+  readonly stages: readonly PipelineStage[];
+
+  constructor(
+    @inject(STAGE_TOKENS.verifyToken) verifyToken: PipelineStage,
+    @inject(STAGE_TOKENS.verifyDevice) verifyDevice: PipelineStage,
+    @inject(STAGE_TOKENS.limitRate) limitRate: PipelineStage,
+    @inject(STAGE_TOKENS.resolveSecret) resolveSecret: PipelineStage,
+    @inject(STAGE_TOKENS.injectKey) injectKey: PipelineStage,
+    @inject(STAGE_TOKENS.forward) forward: PipelineStage,
+  ) {
+    this.stages = [verifyToken, verifyDevice, limitRate, resolveSecret, injectKey, forward];
+    this.stages.forEach((stage, index) => {
+      if (stage.name !== STAGE_NAMES[index]) {
+        throw new TollgateError('TG_ERR_PLUGIN_INVALID', `the stage registered for "${STAGE_NAMES[index]}" names itself "${stage.name}"`);
+      }
+    });
+  }
+
+  /** Runs the stages from `from`; returns a promise only if some stage did. */
+  run(context: ProxyContext, from = 0): void | Promise<void> {
+    for (let index = from; index < this.stages.length; index += 1) {
+      const pending = this.stages[index]!.run(context);
+      if (pending && typeof (pending as Promise<void>).then === 'function') {
+        return (pending as Promise<void>).then(() => this.run(context, index + 1));
+      }
+    }
+  }
+}

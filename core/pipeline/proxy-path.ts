@@ -1,0 +1,122 @@
+/**
+ * Parsing and checking of `/v1/proxy/{slug}/{version}/{provider_path}` (protocol.md, "Addresses").
+ *
+ * The provider path is joined to the provider's declared base URL as a string and never resolved with `new URL(path,
+ * base)`: on Node 20, `//evil`, `\\evil`, `/\evil`, `http:evil` and a leading tab all move the host, and `%2e%2e` is
+ * read as `..` (../shared/design/style.md, "Known traps"). So the path is checked after percent-decoding (repeatedly,
+ * to catch double encoding), joined, and the result is asserted to keep the base's origin and path prefix.
+ */
+import { GatewayError, type ProxyRoute, type RoutePolicy } from '../contract';
+import { SLUG_PATTERN, VERSION_PATTERN } from '../registry/provider-registry';
+
+/** Control characters (C0, DEL, C1). */
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+/** A URL scheme at the start (`http:`, `javascript:`, `file:`). */
+const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
+const MAX_DECODE_ROUNDS = 3;
+
+function unsafe(reason: string): GatewayError {
+  return new GatewayError('invalidRequest', `The provider path is not allowed: ${reason}.`, { reason: `unsafe_path_${reason.replace(/\W+/g, '_')}` });
+}
+
+/** Checks one decoded form of the provider path. */
+function checkDecoded(path: string): void {
+  if (CONTROL.test(path)) throw unsafe('control character');
+  if (path.includes('\\')) throw unsafe('backslash');
+  if (path.includes('@')) throw unsafe('"@"');
+  if (path.includes('//')) throw unsafe('empty segment ("//")');
+  if (path.startsWith('/')) throw unsafe('absolute path');
+  if (SCHEME.test(path) || path.includes('://')) throw unsafe('URL scheme');
+  for (const segment of path.split('/')) if (segment === '..' || segment === '.') throw unsafe('dot segment');
+}
+
+/**
+ * Checks a provider path as the client sent it (percent-encoded). Returns it unchanged when safe.
+ *
+ * @throws GatewayError `invalidRequest` naming what was refused.
+ */
+export function checkProviderPath(raw: string): string {
+  if (raw.includes('#')) throw unsafe('fragment');
+  let current = raw;
+  checkDecoded(current);
+  for (let round = 0; round < MAX_DECODE_ROUNDS; round += 1) {
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(current);
+    } catch {
+      throw unsafe('malformed percent-encoding');
+    }
+    if (decoded === current) return raw;
+    checkDecoded(decoded);
+    current = decoded;
+  }
+  throw unsafe('nested percent-encoding');
+}
+
+/**
+ * Parses the part of the URL after `/v1/proxy` (e.g. `/openai/v1/chat/completions?x=1`).
+ *
+ * @throws GatewayError `invalidRequest` for a malformed route or an unsafe path, `providerNotFound` for a bad slug.
+ */
+export function parseProxyRoute(rest: string): ProxyRoute {
+  if (CONTROL.test(rest)) throw unsafe('control character');
+  const queryStart = rest.indexOf('?');
+  const pathname = queryStart < 0 ? rest : rest.slice(0, queryStart);
+  const query = queryStart < 0 ? '' : rest.slice(queryStart + 1);
+  const secondSlash = pathname.indexOf('/', 1);
+  const thirdSlash = secondSlash < 0 ? -1 : pathname.indexOf('/', secondSlash + 1);
+  if (!pathname.startsWith('/') || secondSlash < 0) {
+    throw new GatewayError('invalidRequest', 'Use /v1/proxy/{provider}/{version}/{path}.', { status: 404, reason: 'malformed_route' });
+  }
+  const slug = pathname.slice(1, secondSlash);
+  const version = thirdSlash < 0 ? pathname.slice(secondSlash + 1) : pathname.slice(secondSlash + 1, thirdSlash);
+  const providerPath = thirdSlash < 0 ? '' : pathname.slice(thirdSlash + 1);
+  if (!SLUG_PATTERN.test(slug)) throw new GatewayError('providerNotFound', 'No provider has that name.', { reason: 'bad_slug' });
+  if (!VERSION_PATTERN.test(version)) throw new GatewayError('providerNotFound', `Provider "${slug}" has no version with that name.`, { reason: 'bad_version' });
+  if (query.includes('#')) throw unsafe('fragment');
+  return { slug, version, providerPath: checkProviderPath(providerPath), query };
+}
+
+function matchesPrefix(path: string, prefix: string): boolean {
+  if (prefix.endsWith('/')) return path.startsWith(prefix);
+  return path === prefix || path.startsWith(`${prefix}/`) || path.startsWith(`${prefix}:`);
+}
+
+/** Whether the route policy admits `method` on `providerPath` (decoded once for matching). */
+export function routeAllowed(policy: RoutePolicy | undefined, methods: ReadonlySet<string>, method: string, providerPath: string): boolean {
+  if (!methods.has(method)) return false;
+  let path = providerPath;
+  try {
+    path = decodeURIComponent(providerPath);
+  } catch {
+    return false;
+  }
+  if (policy?.deny?.some((prefix) => matchesPrefix(path, prefix))) return false;
+  if (policy?.allow && !policy.allow.some((prefix) => matchesPrefix(path, prefix))) return false;
+  return true;
+}
+
+/**
+ * Joins base URL, version prefix, provider path and query as strings, then asserts that the result kept the base's
+ * origin and path prefix.
+ */
+export function joinUpstreamUrl(baseUrl: string, versionPrefix: string, providerPath: string, query: string): { origin: string; path: string } {
+  const base = new URL(baseUrl);
+  const prefix = `${base.pathname.replace(/\/$/, '')}${versionPrefix}`;
+  const path = `${prefix}/${providerPath}${query ? `?${query}` : ''}`;
+  const joined = new URL(`${base.origin}${path}`);
+  if (joined.origin !== base.origin || !(joined.pathname === `${prefix}/` || joined.pathname.startsWith(`${prefix}/`))) {
+    throw unsafe('it leaves the provider base URL');
+  }
+  return { origin: base.origin, path };
+}
+
+/** True when `host` matches a pattern such as `*.openai.azure.com` (one or more labels) or an exact host. */
+export function hostMatches(host: string, pattern: string): boolean {
+  const lowerHost = host.toLowerCase();
+  const lowerPattern = pattern.toLowerCase();
+  if (!lowerPattern.startsWith('*.')) return lowerHost === lowerPattern;
+  const suffix = lowerPattern.slice(1);
+  return lowerHost.endsWith(suffix) && lowerHost.length > suffix.length && /^[a-z0-9-]+(\.[a-z0-9-]+)*$/.test(lowerHost.slice(0, -suffix.length));
+}

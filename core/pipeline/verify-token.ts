@@ -1,0 +1,36 @@
+import { inject, injectable } from 'tsyringe';
+import { GATEWAY_DIRECTORY, GatewayError, type AppEntry, type GatewayDirectory, type PipelineStage, type ProxyContext } from '../contract';
+import { hashToken, isWellFormedToken } from '../security/tokens';
+
+/** The shared check of `Tollgate-App-Token`, used by the proxy pipeline and the attestation routes. */
+export function checkAppToken(directory: GatewayDirectory, header: string | string[] | undefined): AppEntry | Promise<AppEntry> {
+  if (typeof header !== 'string' || header.length === 0) {
+    throw new GatewayError('unauthorized', 'Missing Tollgate-App-Token header.', { reason: 'app_token_missing' });
+  }
+  if (!isWellFormedToken('app', header)) {
+    throw new GatewayError('unauthorized', 'The app token is malformed (expected at_ followed by 32 letters and digits).', { reason: 'app_token_malformed' });
+  }
+  // Lookup is by SHA-256 of the token in an index (or a map): the secret is never compared byte by byte.
+  const found = directory.findAppByTokenHash(hashToken(header));
+  return found instanceof Promise ? found.then(admit) : admit(found);
+}
+
+function admit(app: AppEntry | null): AppEntry {
+  if (!app) throw new GatewayError('unauthorized', 'The app token is not valid.', { reason: 'app_token_unknown' });
+  if (app.status !== 'active') throw new GatewayError('unauthorized', 'This app is disabled.', { reason: 'app_disabled' });
+  return app;
+}
+
+/** Stage 1, `verifyToken`: the `Tollgate-App-Token` names an active app. Provides `app`. */
+@injectable()
+export class VerifyTokenStage implements PipelineStage {
+  readonly name = 'verifyToken' as const;
+
+  constructor(@inject(GATEWAY_DIRECTORY) private readonly directory: GatewayDirectory) {}
+
+  run(context: ProxyContext): void | Promise<void> {
+    const found = checkAppToken(this.directory, context.request.headers['tollgate-app-token']);
+    if (found instanceof Promise) return found.then((app) => context.set('app', app));
+    context.set('app', found);
+  }
+}

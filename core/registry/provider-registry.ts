@@ -1,0 +1,125 @@
+/**
+ * The provider registry: every manifest registered under `PROVIDER_MANIFEST`, checked once at boot, with the operator's
+ * base-URL overrides applied. Core looks providers up here by the slug in the request; it never names one.
+ */
+import { inject, injectAll, injectable } from 'tsyringe';
+import {
+  CONFIGURATION,
+  PLUGIN_CONTRACT_VERSION,
+  PROVIDER_MANIFEST,
+  TollgateError,
+  type HttpMethod,
+  type ProviderManifest,
+} from '../contract';
+import { providerVariableStem, type Configuration } from '../configuration/configuration';
+
+export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,39}$/;
+export const VERSION_PATTERN = /^v[0-9][a-z0-9.-]{0,15}$/;
+const METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/** A provider as the gateway uses it: the manifest plus what was derived from it at boot. */
+export interface RegisteredProvider {
+  readonly manifest: ProviderManifest;
+  /** The effective base URL (manifest, or the operator's `TOLLGATE_PROVIDER_<SLUG>_BASE_URL`), without trailing slash. */
+  readonly baseUrl: string;
+  /** True when the operator replaced the manifest's base URL. */
+  readonly overridden: boolean;
+  /** Allowed methods (upper case). */
+  readonly methods: ReadonlySet<string>;
+  /** Lower-case names of headers that carry the credential; a client's own values for them are stripped. */
+  readonly credentialHeaders: readonly string[];
+}
+
+function fail(slug: string, message: string): never {
+  throw new TollgateError('TG_ERR_PROVIDER_MANIFEST', `provider "${slug}": ${message}`);
+}
+
+function parseBaseUrl(slug: string, value: string, allowHttp: boolean, what: string): URL {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    fail(slug, `${what} "${value}" is not a URL`);
+  }
+  if (url.protocol !== 'https:' && !(allowHttp && url.protocol === 'http:')) fail(slug, `${what} must use https`);
+  if (url.username || url.password || url.search || url.hash) fail(slug, `${what} must not carry credentials, a query or a fragment`);
+  return url;
+}
+
+/** Checks a manifest against the contract; throws a coded error naming the provider and the fault. */
+export function validateManifest(manifest: ProviderManifest, origin = 'built-in'): void {
+  const slug = typeof manifest?.slug === 'string' ? manifest.slug : '?';
+  if (manifest.contractVersion !== PLUGIN_CONTRACT_VERSION) {
+    throw new TollgateError(
+      'TG_ERR_PLUGIN_CONTRACT_VERSION',
+      `provider "${slug}" (${origin}) targets plugin contract ${String(manifest.contractVersion)}, this server speaks ${PLUGIN_CONTRACT_VERSION}`,
+    );
+  }
+  if (!SLUG_PATTERN.test(slug)) fail(slug, `slug must match ${SLUG_PATTERN}`);
+  if (typeof manifest.name !== 'string' || manifest.name.length === 0) fail(slug, 'name is required');
+  parseBaseUrl(slug, manifest.baseUrl, false, 'baseUrl');
+  for (const alternate of manifest.alternateBaseUrls ?? []) parseBaseUrl(slug, alternate, false, 'alternateBaseUrls entry');
+  const versions = Object.entries(manifest.versions ?? {});
+  if (versions.length === 0) fail(slug, 'at least one version is required');
+  for (const [version, prefix] of versions) {
+    if (!VERSION_PATTERN.test(version)) fail(slug, `version "${version}" must match ${VERSION_PATTERN}`);
+    if (prefix !== '' && (!prefix.startsWith('/') || prefix.endsWith('/') || prefix.includes('..') || prefix.includes('//'))) {
+      fail(slug, `version "${version}" maps to "${prefix}": use '' or a path like "/v1" (no trailing slash)`);
+    }
+  }
+  const auth = manifest.auth;
+  if (auth?.kind === 'header') {
+    if (!/^[A-Za-z0-9-]+$/.test(auth.header)) fail(slug, 'auth.header must be a header name');
+  } else if (auth?.kind === 'query') {
+    if (!/^[A-Za-z0-9_.-]+$/.test(auth.parameter)) fail(slug, 'auth.parameter must be a query parameter name');
+  } else if (auth?.kind === 'computed') {
+    if (typeof manifest.authorize !== 'function') fail(slug, 'auth.kind "computed" requires an authorize() hook');
+  } else {
+    fail(slug, 'auth.kind must be "header", "query" or "computed"');
+  }
+  for (const method of manifest.routes?.methods ?? []) if (!METHODS.includes(method)) fail(slug, `unknown method "${method}"`);
+  if (manifest.tenant && manifest.tenant.allowedHosts.length === 0) fail(slug, 'tenant.allowedHosts must name at least one host pattern');
+}
+
+@injectable()
+export class ProviderRegistry {
+  private readonly bySlug = new Map<string, RegisteredProvider>();
+  /** Every header name any registered provider carries its key in (lower case): never accepted from a client. */
+  readonly credentialHeaders: ReadonlySet<string>;
+
+  constructor(
+    @injectAll(PROVIDER_MANIFEST) manifests: ProviderManifest[],
+    @inject(CONFIGURATION) configuration: Configuration,
+  ) {
+    for (const manifest of manifests) {
+      validateManifest(manifest);
+      if (this.bySlug.has(manifest.slug)) {
+        throw new TollgateError('TG_ERR_PROVIDER_DUPLICATE', `provider "${manifest.slug}" is registered twice`);
+      }
+      const override = configuration.providerBaseUrls[providerVariableStem(manifest.slug)];
+      // An operator override may be plain http (a fake upstream in tests, a mirror on a private network); it is the
+      // operator's choice, never the client's.
+      const baseUrl = override ? parseBaseUrl(manifest.slug, override, true, `TOLLGATE_PROVIDER_${providerVariableStem(manifest.slug)}_BASE_URL`).href.replace(/\/$/, '') : manifest.baseUrl.replace(/\/$/, '');
+      const credentialHeaders = new Set<string>();
+      if (manifest.auth.kind === 'header') credentialHeaders.add(manifest.auth.header.toLowerCase());
+      this.bySlug.set(manifest.slug, {
+        manifest,
+        baseUrl,
+        overridden: Boolean(override),
+        methods: new Set(manifest.routes?.methods ?? ['GET', 'POST']),
+        credentialHeaders: [...credentialHeaders],
+      });
+    }
+    this.credentialHeaders = new Set([...this.bySlug.values()].flatMap((provider) => provider.credentialHeaders));
+  }
+
+  /** The provider for `slug`, or undefined. */
+  find(slug: string): RegisteredProvider | undefined {
+    return this.bySlug.get(slug);
+  }
+
+  /** Every provider, sorted by slug. */
+  list(): RegisteredProvider[] {
+    return [...this.bySlug.values()].sort((a, b) => a.manifest.slug.localeCompare(b.manifest.slug));
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * `POST /v1/attest/challenge` and `POST /v1/attest/{method}` (protocol.md, "Addresses"): trade a platform attestation
+ * for a device token. Each method is served by the attestation verifier registered for it.
+ */
+import { randomBytes } from 'node:crypto';
+import express, { type Request, type Response, type Router } from 'express';
+import { GatewayError, type AttestationVerifier, type ChallengeStore, type GatewayDirectory, type RateLimitStore } from '../contract';
+import type { DeviceTokenService } from '../attestation/device-tokens';
+import { checkAppToken } from '../pipeline/verify-token';
+import { writeRateLimitHeaders } from '../pipeline/limit-rate';
+import { requestIdOf } from './proxy';
+import { sendGatewayError, toGatewayError } from './errors';
+
+/** Challenges live 5 minutes (issue "Device attestation"). */
+export const CHALLENGE_TTL_MS = 5 * 60 * 1000;
+/** Attestation exchanges per client address per minute. */
+export const ATTEST_LIMIT_PER_MINUTE = 60;
+
+export interface AttestRouteDependencies {
+  readonly directory: GatewayDirectory;
+  readonly verifiers: readonly AttestationVerifier[];
+  readonly challenges: ChallengeStore;
+  readonly rateLimits: RateLimitStore;
+  readonly deviceTokens: DeviceTokenService;
+  readonly recordDevice: (input: { appId: string; deviceId: string; method: string; publicKey: string | null }) => Promise<{ revoked: boolean }>;
+  readonly production: boolean;
+  readonly clock: () => number;
+}
+
+export function createAttestRouter(dependencies: AttestRouteDependencies): Router {
+  const router = express.Router();
+  const verifiers = new Map(dependencies.verifiers.map((verifier) => [verifier.method, verifier]));
+  const { clock } = dependencies;
+
+  /** Per-address limit, so that attestation endpoints cannot be used to grind challenges or tokens. */
+  const limitByAddress = async (request: Request, response: Response) => {
+    const address = request.socket.remoteAddress ?? 'unknown';
+    const rule = { policy: 'attest-ip', key: `ip\u0000${address}`, limit: ATTEST_LIMIT_PER_MINUTE, windowSeconds: 60 };
+    const [result] = await dependencies.rateLimits.consume([rule], clock());
+    writeRateLimitHeaders(response, [
+      { policy: rule.policy, limit: rule.limit, windowSeconds: rule.windowSeconds, remaining: result!.remaining, resetSeconds: result!.resetSeconds },
+    ]);
+    if (!result!.allowed) {
+      throw new GatewayError('rateLimited', `Too many attestation requests; retry after ${result!.retryAfterSeconds} s.`, {
+        retryAfterSeconds: result!.retryAfterSeconds,
+        reason: 'rate_limited_attest_ip',
+      });
+    }
+  };
+
+  const handle = (work: (request: Request, response: Response) => Promise<void>) => (request: Request, response: Response) => {
+    work(request, response).catch((error: unknown) => {
+      response.locals.error = error;
+      sendGatewayError(response, requestIdOf(response), toGatewayError(error));
+    });
+  };
+
+  router.post(
+    '/challenge',
+    handle(async (request, response) => {
+      await limitByAddress(request, response);
+      const app = await checkAppToken(dependencies.directory, request.headers['tollgate-app-token']);
+      const challenge = randomBytes(32).toString('base64url');
+      const expiresAt = clock() + CHALLENGE_TTL_MS;
+      await dependencies.challenges.issue(app.id, challenge, expiresAt);
+      response.status(200).json({ challenge, expiresAt: new Date(expiresAt).toISOString() });
+    }),
+  );
+
+  router.post(
+    '/:method',
+    express.json({ limit: '256kb', strict: true }),
+    handle(async (request, response) => {
+      await limitByAddress(request, response);
+      const app = await checkAppToken(dependencies.directory, request.headers['tollgate-app-token']);
+      const method = String(request.params.method);
+      const verifier = verifiers.get(method);
+      if (!verifier) {
+        throw new GatewayError('invalidRequest', `Unknown attestation method "${method}" (known: ${[...verifiers.keys()].join(', ')}).`, { status: 404, reason: 'unknown_method' });
+      }
+      const body: unknown = request.body;
+      if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+        throw new GatewayError('invalidRequest', 'The request body must be a JSON object.', { reason: 'body_not_object' });
+      }
+      const device = await verifier.verify({
+        app,
+        body: body as Record<string, unknown>,
+        production: dependencies.production,
+        consumeChallenge: (challenge) => dependencies.challenges.consume(app.id, challenge, clock()),
+      });
+      const { revoked } = await dependencies.recordDevice({ appId: app.id, deviceId: device.deviceId, method, publicKey: device.publicKey ?? null });
+      if (revoked) throw new GatewayError('attestationFailed', 'This device has been revoked.', { reason: 'device_revoked' });
+      const issued = await dependencies.deviceTokens.issue({ appId: app.id, deviceId: device.deviceId, method, ttlSeconds: app.settings.deviceTokenTtlSeconds });
+      response.status(200).json({
+        deviceToken: issued.token,
+        expiresAt: new Date(issued.expiresAt).toISOString(),
+        expiresIn: app.settings.deviceTokenTtlSeconds,
+        deviceId: device.deviceId,
+        method,
+      });
+    }),
+  );
+
+  return router;
+}

@@ -1,0 +1,47 @@
+/**
+ * Writing gateway-made errors (protocol.md, "Errors"): `Tollgate-Error: <type>` and
+ * `{"error":{"type","message","requestId"}}`. Anything that is not a `GatewayError` becomes a generic `internalError`
+ * whose details go to the log only.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { GatewayError, TollgateError } from '../contract';
+
+/** Converts any thrown value to the error the client is told about. */
+export function toGatewayError(error: unknown): GatewayError {
+  if (error instanceof GatewayError) return error;
+  if (error instanceof TollgateError && error.code === 'TG_ERR_VALIDATION') {
+    return new GatewayError('invalidRequest', error.message, { reason: 'validation' });
+  }
+  const bodyParser = error as { type?: string; status?: number } | undefined;
+  if (bodyParser?.type === 'entity.parse.failed') return new GatewayError('invalidRequest', 'The request body is not valid JSON.', { reason: 'malformed_json' });
+  if (bodyParser?.type === 'entity.too.large') return new GatewayError('invalidRequest', 'The request body is too large.', { status: 413, reason: 'body_too_large' });
+  if (bodyParser?.type === 'encoding.unsupported' || bodyParser?.type === 'charset.unsupported') {
+    return new GatewayError('invalidRequest', 'The request body encoding is not supported.', { status: 415, reason: 'unsupported_encoding' });
+  }
+  return new GatewayError('internalError', 'The gateway failed to handle this request.', { reason: 'internal', cause: error });
+}
+
+/** True when the client declared a request body that has not been read to its end. */
+export function hasUnreadBody(request: IncomingMessage): boolean {
+  if (request.complete) return false;
+  const length = request.headers['content-length'];
+  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/** Sends `error` unless a response has already started (then the connection is cut so the client notices). */
+export function sendGatewayError(response: ServerResponse, requestId: string, error: GatewayError, request?: IncomingMessage): void {
+  if (response.headersSent) {
+    response.destroy();
+    return;
+  }
+  const body = JSON.stringify({ error: { type: error.type, message: error.message, requestId } });
+  response.statusCode = error.status;
+  response.setHeader('Tollgate-Error', error.type);
+  response.setHeader('Content-Type', 'application/json; charset=utf-8');
+  response.setHeader('Content-Length', Buffer.byteLength(body));
+  response.setHeader('Cache-Control', 'no-store');
+  if (error.retryAfterSeconds !== undefined) response.setHeader('Retry-After', String(error.retryAfterSeconds));
+  // An unread request body (e.g. a refused upload) is not drained: close the connection instead of reading it all.
+  if (request && hasUnreadBody(request)) response.setHeader('Connection', 'close');
+  response.end(body);
+}

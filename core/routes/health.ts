@@ -1,0 +1,52 @@
+/** `GET /healthz` (the process answers), `GET /readyz` (its dependencies answer) and `GET /v1/providers` (the catalog). */
+import express, { type Router } from 'express';
+import type { ProviderRegistry } from '../registry/provider-registry';
+
+export interface HealthDependencies {
+  readonly registry: ProviderRegistry;
+  /** Each check resolves when its dependency is reachable, or rejects. */
+  readonly readinessChecks: Readonly<Record<string, () => Promise<void>>>;
+  readonly version: string;
+}
+
+export function createHealthRouter(dependencies: HealthDependencies): Router {
+  const router = express.Router();
+
+  router.get('/healthz', (_request, response) => {
+    response.status(200).json({ status: 'ok', version: dependencies.version });
+  });
+
+  router.get('/readyz', async (_request, response) => {
+    const checks: Record<string, 'ok' | 'failing'> = {};
+    await Promise.all(
+      Object.entries(dependencies.readinessChecks).map(async ([name, check]) => {
+        try {
+          await check();
+          checks[name] = 'ok';
+        } catch {
+          checks[name] = 'failing';
+        }
+      }),
+    );
+    const ready = Object.values(checks).every((state) => state === 'ok');
+    response.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', checks });
+  });
+
+  // The public catalog: what an SDK needs to call and parse a provider. Never a secret, never a base URL override.
+  const catalog = dependencies.registry.list().map(({ manifest }) => ({
+    slug: manifest.slug,
+    name: manifest.name,
+    versions: Object.keys(manifest.versions),
+    capabilities: manifest.capabilities,
+    streaming: manifest.streaming,
+    methods: manifest.routes?.methods ?? ['GET', 'POST'],
+    perTenantHost: Boolean(manifest.tenant),
+    ...(manifest.notes ? { notes: manifest.notes } : {}),
+  }));
+  const catalogBody = JSON.stringify({ providers: catalog });
+  router.get('/v1/providers', (_request, response) => {
+    response.status(200).type('application/json').send(catalogBody);
+  });
+
+  return router;
+}

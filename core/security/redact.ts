@@ -1,0 +1,42 @@
+/**
+ * Redaction of credentials before anything is logged or returned. Public gateways have shipped provider keys in logged
+ * URLs many times (query-string keys such as Gemini's `key=`); every URL and header set goes through here first.
+ */
+
+/** Query parameters whose values are credentials or may be. Matched case-insensitively on the whole name. */
+const SENSITIVE_QUERY = /^(key|api[_-]?key|apikey|access[_-]?token|token|auth|authorization|secret|password|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|code)$/i;
+
+/** Header names never logged with their value. */
+const SENSITIVE_HEADER = /^(authorization|proxy-authorization|cookie|set-cookie|x-api-key|api-key|xi-api-key|x-goog-api-key|x-subscription-token|tollgate-app-token|tollgate-device-token|tollgate-assertion|x-amz-security-token)$|key|token|secret/i;
+
+export const REDACTED = '[redacted]';
+
+/** Replaces the values of sensitive query parameters in a path-with-query or URL; the rest is kept as sent. */
+export function redactUrl(pathOrUrl: string): string {
+  const queryStart = pathOrUrl.indexOf('?');
+  if (queryStart < 0) return pathOrUrl;
+  const head = pathOrUrl.slice(0, queryStart);
+  const query = pathOrUrl
+    .slice(queryStart + 1)
+    .split('&')
+    .map((pair) => {
+      const equals = pair.indexOf('=');
+      const name = equals < 0 ? pair : pair.slice(0, equals);
+      let decoded = name;
+      try {
+        decoded = decodeURIComponent(name);
+      } catch {
+        // keep the raw name
+      }
+      return SENSITIVE_QUERY.test(decoded) ? `${name}=${REDACTED}` : pair;
+    })
+    .join('&');
+  return `${head}?${query}`;
+}
+
+/** A copy of a header set with every credential-bearing value replaced. */
+export function redactHeaders(headers: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(headers)) out[name] = SENSITIVE_HEADER.test(name) ? REDACTED : value;
+  return out;
+}

@@ -1,0 +1,414 @@
+/**
+ * The composition root: builds the tsyringe container, loads providers and plugins, mounts the routes, and starts or
+ * stops the HTTP server. The only place that names concrete stage and store classes.
+ */
+import 'reflect-metadata';
+import { randomUUID } from 'node:crypto';
+import http, { type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type { Knex } from 'knex';
+import type { DestinationStream, Logger } from 'pino';
+import { container as rootContainer, type DependencyContainer } from 'tsyringe';
+import {
+  ATTESTATION_VERIFIER,
+  CHALLENGE_STORE,
+  CLOCK,
+  CONFIGURATION,
+  DATABASE,
+  DEVICE_TOKENS,
+  GATEWAY_DIRECTORY,
+  GatewayError,
+  LOGGER,
+  PIPELINE_OBSERVER,
+  PROVIDER_MANIFEST,
+  RATE_LIMIT_STORE,
+  SECRET_CIPHER,
+  STAGE_NAMES,
+  STAGE_TOKENS,
+  TollgateError,
+  USAGE_RECORDER,
+  type AttestationVerifier,
+  type ChallengeStore,
+  type PipelineObserver,
+  type PipelineStage,
+  type PluginHost,
+  type ProviderManifest,
+  type RateLimitStore,
+  type StageName,
+} from '../contract';
+import { loadConfiguration, type Configuration } from '../configuration/configuration';
+import { DeviceTokenService } from '../attestation/device-tokens';
+import { ManagementService } from '../management/management-service';
+import { ForwardStage } from '../pipeline/forward';
+import { InjectKeyStage } from '../pipeline/inject-key';
+import { LimitRateStage } from '../pipeline/limit-rate';
+import { Pipeline } from '../pipeline/pipeline';
+import { ResolveSecretStage } from '../pipeline/resolve-secret';
+import { VerifyDeviceStage } from '../pipeline/verify-device';
+import { VerifyTokenStage } from '../pipeline/verify-token';
+import { ProviderRegistry } from '../registry/provider-registry';
+import { createAttestRouter } from '../routes/attest';
+import { sendGatewayError, toGatewayError } from '../routes/errors';
+import { createHealthRouter } from '../routes/health';
+import { PROXY_PREFIX, createProxyHandler, requestIdOf } from '../routes/proxy';
+import { redactUrl } from '../security/redact';
+import { CachedDirectory } from '../storage/cached-directory';
+import { openDatabase, migrate } from '../storage/database';
+import { SecretCipher } from '../storage/encryption';
+import { resolveMasterKey, type MasterKey } from '../storage/master-key';
+import { DeviceRepository } from '../storage/repositories';
+import { UsageRecorder } from '../storage/usage-recorder';
+import { DevelopmentAttestationVerifier } from '../attestation/development-verifier';
+import { MemoryChallengeStore } from '../stores/memory-challenge-store';
+import { MemoryRateLimitStore } from '../stores/memory-rate-limit-store';
+import { BUILT_IN_PLUGINS_DIRECTORY, BUILT_IN_PROVIDERS_DIRECTORY, discoverPluginFolders, discoverProviderFolders, loadPluginPackage } from './plugin-loader';
+import { createLogger } from './logger';
+
+export const TOLLGATE_VERSION: string = (require('../../../package.json') as { version: string }).version;
+
+export interface GatewayOptions {
+  /** Environment variables (default `process.env`). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Working directory for `./data` and `tollgate.config.json` (default `process.cwd()`). */
+  readonly workingDirectory?: string;
+  /** Where JSON logs go (default stdout). */
+  readonly logDestination?: DestinationStream;
+  /** Provider folders to discover (default: the built-in `providers/`). */
+  readonly providerDirectories?: readonly string[];
+  /** Extra provider manifests (tests). */
+  readonly extraProviders?: readonly ProviderManifest[];
+  /** Allow private and loopback tenant base URLs (tests only). */
+  readonly allowPrivateUpstreams?: boolean;
+  readonly clock?: () => number;
+}
+
+/** Everything a process needs to manage state without serving HTTP (the CLI). */
+export interface GatewayCore {
+  readonly configuration: Configuration;
+  readonly database: Knex;
+  readonly masterKey: MasterKey;
+  readonly cipher: SecretCipher;
+  readonly registry: ProviderRegistry;
+  readonly management: ManagementService;
+  readonly logger: Logger;
+  readonly container: DependencyContainer;
+  close(): Promise<void>;
+}
+
+/** A running gateway. */
+export interface RunningGateway extends GatewayCore {
+  readonly server: Server;
+  /** `http://host:port`. */
+  readonly url: string;
+  readonly directory: CachedDirectory;
+  readonly deviceTokens: DeviceTokenService;
+  readonly usage: UsageRecorder;
+  readonly forward: ForwardStage;
+  /** Stops accepting connections, lets in-flight requests finish up to the grace period, flushes usage, closes. */
+  close(): Promise<void>;
+}
+
+/** Collects what plugins register, checked before it goes into the container. */
+class PluginRegistrations implements PluginHost {
+  readonly providers: ProviderManifest[] = [];
+  readonly verifiers: AttestationVerifier[] = [];
+  readonly observers: PipelineObserver[] = [];
+  readonly stages = new Map<StageName, PipelineStage>();
+  rateLimitStore: RateLimitStore | undefined;
+  challengeStore: ChallengeStore | undefined;
+
+  registerProvider(manifest: ProviderManifest): void {
+    this.providers.push(manifest);
+  }
+  registerAttestationVerifier(verifier: AttestationVerifier): void {
+    this.verifiers.push(verifier);
+  }
+  registerObserver(observer: PipelineObserver): void {
+    this.observers.push(observer);
+  }
+  replaceStage(stage: StageName, implementation: PipelineStage): void {
+    if (!STAGE_NAMES.includes(stage)) throw new TollgateError('TG_ERR_PLUGIN_INVALID', `unknown stage "${stage}"`);
+    this.stages.set(stage, implementation);
+  }
+  replaceRateLimitStore(store: RateLimitStore): void {
+    this.rateLimitStore = store;
+  }
+  replaceChallengeStore(store: ChallengeStore): void {
+    this.challengeStore = store;
+  }
+}
+
+/**
+ * Opens storage and builds the container: everything but the HTTP server. Used by `serve` and by CLI commands.
+ */
+export async function createGatewayCore(options: GatewayOptions = {}): Promise<GatewayCore & { plugins: PluginRegistrations; directory: CachedDirectory }> {
+  const configuration = loadConfiguration(options.env ?? process.env, options.workingDirectory ?? process.cwd());
+  const logger = createLogger(configuration.logLevel, options.logDestination);
+  const clock = options.clock ?? Date.now;
+  const masterKey = resolveMasterKey(configuration);
+  const cipher = new SecretCipher(masterKey.key);
+  const database = openDatabase(configuration);
+  try {
+    await migrate(database);
+  } catch (error) {
+    await database.destroy();
+    throw error;
+  }
+
+  const plugins = new PluginRegistrations();
+  const loadedPlugins = [
+    ...discoverPluginFolders(BUILT_IN_PLUGINS_DIRECTORY),
+    ...configuration.plugins.map((name) => loadPluginPackage(name, options.workingDirectory)),
+  ];
+  for (const plugin of loadedPlugins) {
+    for (const manifest of plugin.providers ?? []) plugins.registerProvider(manifest);
+    await plugin.register?.(plugins);
+  }
+
+  const container = rootContainer.createChildContainer();
+  container.register(CONFIGURATION, { useValue: configuration });
+  container.register(CLOCK, { useValue: clock });
+  container.register(LOGGER, { useValue: logger });
+  container.register(DATABASE, { useValue: database });
+  container.register(SECRET_CIPHER, { useValue: cipher });
+  const manifests = [
+    ...(options.providerDirectories ?? [BUILT_IN_PROVIDERS_DIRECTORY]).flatMap(discoverProviderFolders),
+    ...plugins.providers,
+    ...(options.extraProviders ?? []),
+  ];
+  for (const manifest of manifests) container.register(PROVIDER_MANIFEST, { useValue: manifest });
+  container.registerSingleton(ProviderRegistry);
+  const registry = container.resolve(ProviderRegistry);
+
+  const directory = new CachedDirectory(database, cipher, {
+    pollIntervalMs: configuration.changePollMs,
+    onError: (error) => logger.error({ err: error }, 'change feed poll failed'),
+  });
+  const management = new ManagementService(database, cipher, registry, {
+    onChange: () => directory.invalidate(),
+    allowPrivateUpstreams: options.allowPrivateUpstreams ?? false,
+    clock,
+  });
+  return {
+    configuration,
+    database,
+    masterKey,
+    cipher,
+    registry,
+    management,
+    logger,
+    container,
+    plugins,
+    directory,
+    async close() {
+      directory.stop();
+      await database.destroy();
+      logger.flush();
+    },
+  };
+}
+
+/** Starts a gateway: storage, container, routes, HTTP server. */
+export async function startGateway(options: GatewayOptions = {}): Promise<RunningGateway> {
+  const core = await createGatewayCore(options);
+  const { configuration, container, logger, database, cipher, plugins, directory, registry, management } = core;
+  const clock = container.resolve<() => number>(CLOCK);
+
+  await directory.start();
+  container.register(GATEWAY_DIRECTORY, { useValue: directory });
+  const deviceTokens = new DeviceTokenService(database, cipher, clock);
+  await deviceTokens.initialize();
+  container.register(DEVICE_TOKENS, { useValue: deviceTokens });
+  const rateLimits = plugins.rateLimitStore ?? new MemoryRateLimitStore();
+  container.register(RATE_LIMIT_STORE, { useValue: rateLimits });
+  const challenges = plugins.challengeStore ?? new MemoryChallengeStore();
+  container.register(CHALLENGE_STORE, { useValue: challenges });
+  const usage = new UsageRecorder(database, {
+    flushIntervalMs: 1000,
+    batchSize: 500,
+    maxBuffered: 50_000,
+    onError: (error) => logger.error({ err: error }, 'usage events could not be written'),
+  });
+  usage.start();
+  container.register(USAGE_RECORDER, { useValue: usage });
+
+  const defaultStages: Record<StageName, new (...args: never[]) => PipelineStage> = {
+    verifyToken: VerifyTokenStage,
+    verifyDevice: VerifyDeviceStage,
+    limitRate: LimitRateStage,
+    resolveSecret: ResolveSecretStage,
+    injectKey: InjectKeyStage,
+    forward: ForwardStage,
+  };
+  for (const stage of STAGE_NAMES) {
+    const replacement = plugins.stages.get(stage);
+    if (replacement) container.register(STAGE_TOKENS[stage], { useValue: replacement });
+    else container.registerSingleton(STAGE_TOKENS[stage], defaultStages[stage] as never);
+  }
+  const pipeline = container.resolve(Pipeline);
+  const forward = container.resolve<PipelineStage>(STAGE_TOKENS.forward);
+
+  const verifiers: AttestationVerifier[] = [
+    new DevelopmentAttestationVerifier((token) => management.findDevelopmentTokenOwner(token)),
+    ...plugins.verifiers,
+  ];
+  for (const verifier of verifiers) container.register(ATTESTATION_VERIFIER, { useValue: verifier });
+
+  const usageObserver: PipelineObserver = {
+    onResponse(context) {
+      const app = context.peek('app');
+      if (!app) return;
+      usage.record({
+        appId: app.id,
+        deviceId: context.peek('device')?.deviceId ?? null,
+        provider: context.provider.slug,
+        status: context.outcome.status,
+        errorType: context.outcome.errorType ?? null,
+        latencyMs: clock() - context.startedAt,
+        bytesIn: context.outcome.bytesIn,
+        bytesOut: context.outcome.bytesOut,
+        truncated: context.outcome.truncated,
+        createdAt: context.startedAt,
+      });
+    },
+  };
+  const logObserver: PipelineObserver = {
+    onResponse(context) {
+      const locals = (context.response as unknown as { locals?: Record<string, unknown> }).locals;
+      if (locals) {
+        locals.proxy = {
+          app: context.peek('app')?.id,
+          device: context.peek('device')?.deviceId,
+          provider: context.provider.slug,
+          bytesIn: context.outcome.bytesIn,
+          bytesOut: context.outcome.bytesOut,
+          truncated: context.outcome.truncated || undefined,
+        };
+      }
+    },
+    onError(context, error) {
+      const gatewayError = toGatewayError(error);
+      if (gatewayError.type === 'internalError') logger.error({ requestId: context.requestId, err: error }, 'proxy request failed');
+      const locals = (context.response as unknown as { locals?: Record<string, unknown> }).locals;
+      if (locals) locals.reason = gatewayError.reason;
+    },
+  };
+  for (const observer of [usageObserver, logObserver, ...plugins.observers]) container.register(PIPELINE_OBSERVER, { useValue: observer });
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+
+  // Request id on every response, and one access-log line per request (URL redacted, no headers).
+  app.use((request: Request, response: Response, next: NextFunction) => {
+    const requestId = randomUUID();
+    const started = performance.now();
+    response.setHeader('Tollgate-Request-Id', requestId);
+    response.once('close', () => {
+      logger.info(
+        {
+          requestId,
+          method: request.method,
+          path: redactUrl(request.originalUrl ?? request.url ?? ''),
+          status: response.statusCode,
+          errorType: response.getHeader('Tollgate-Error'),
+          reason: response.locals.reason,
+          ms: Math.round((performance.now() - started) * 10) / 10,
+          aborted: response.writableFinished ? undefined : true,
+          ...(response.locals.proxy as object | undefined),
+        },
+        'request',
+      );
+    });
+    next();
+  });
+
+  const proxyHandler = createProxyHandler({ registry, pipeline, observers: [usageObserver, logObserver, ...plugins.observers], clock });
+  app.use((request: Request, response: Response, next: NextFunction) => {
+    if (request.url.startsWith(`${PROXY_PREFIX}/`)) proxyHandler(request, response);
+    else next();
+  });
+  app.use(
+    createHealthRouter({
+      registry,
+      version: TOLLGATE_VERSION,
+      readinessChecks: {
+        database: async () => {
+          await database.raw('select 1');
+        },
+      },
+    }),
+  );
+  app.use(
+    '/v1/attest',
+    createAttestRouter({
+      directory,
+      verifiers,
+      challenges,
+      rateLimits,
+      deviceTokens,
+      production: configuration.production,
+      clock,
+      recordDevice: async (input) => {
+        const device = await new DeviceRepository(database).recordAttestation({ ...input, now: clock() });
+        return { revoked: device.revokedAt !== null };
+      },
+    }),
+  );
+  app.use((_request: Request, response: Response) => {
+    sendGatewayError(response, requestIdOf(response), new GatewayError('invalidRequest', 'No such route.', { status: 404, reason: 'no_route' }));
+  });
+  app.use((error: unknown, request: Request, response: Response, _next: NextFunction) => {
+    const gatewayError = toGatewayError(error);
+    if (gatewayError.type === 'internalError') logger.error({ err: error }, 'request failed');
+    sendGatewayError(response, requestIdOf(response), gatewayError, request);
+  });
+
+  const server = http.createServer(
+    {
+      // Slow-loris bounds: the whole head within 20 s, the whole request within the upstream timeout plus upload time.
+      headersTimeout: 20_000,
+      requestTimeout: 0,
+      keepAliveTimeout: 65_000,
+      maxHeaderSize: 32 * 1024,
+    },
+    app,
+  );
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(configuration.port, configuration.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}`;
+
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      await new Promise<void>((resolve) => {
+        const deadline = setTimeout(() => {
+          server.closeAllConnections();
+          resolve();
+        }, configuration.shutdownGraceMs);
+        deadline.unref();
+        server.close(() => {
+          clearTimeout(deadline);
+          resolve();
+        });
+        server.closeIdleConnections();
+      });
+      await usage.stop();
+      (forward as ForwardStage).close?.();
+      await rateLimits.close?.();
+      await challenges.close?.();
+      await core.close();
+    })();
+    return closing;
+  };
+
+  return { ...core, server, url, directory, deviceTokens, usage, forward: forward as ForwardStage, close };
+}

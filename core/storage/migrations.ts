@@ -1,0 +1,114 @@
+/**
+ * Schema migrations, the same for SQLite and PostgreSQL. Listed in code (not read from a folder) so that the compiled
+ * build carries them and their order is explicit. Times are unix milliseconds (bigint).
+ */
+import type { Knex } from 'knex';
+
+interface Migration {
+  readonly name: string;
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+const initial: Migration = {
+  name: '0001-initial',
+  async up(knex) {
+    await knex.schema.createTable('apps', (table) => {
+      table.string('id', 64).primary();
+      table.string('name', 200).notNullable();
+      table.string('token_hash', 64).notNullable().unique();
+      table.string('token_hint', 16).notNullable();
+      table.string('status', 16).notNullable().defaultTo('active');
+      table.text('settings').notNullable();
+      table.bigInteger('devices_revoked_before').notNullable().defaultTo(0);
+      table.bigInteger('created_at').notNullable();
+      table.bigInteger('updated_at').notNullable();
+    });
+    await knex.schema.createTable('secrets', (table) => {
+      table.string('app_id', 64).notNullable().references('id').inTable('apps').onDelete('CASCADE');
+      table.string('provider', 40).notNullable();
+      table.text('sealed_value').notNullable();
+      table.string('key_id', 32).notNullable();
+      table.string('masked', 64).notNullable();
+      table.string('base_url', 2048).nullable();
+      table.bigInteger('created_at').notNullable();
+      table.bigInteger('updated_at').notNullable();
+      table.primary(['app_id', 'provider']);
+    });
+    await knex.schema.createTable('development_tokens', (table) => {
+      table.string('id', 64).primary();
+      table.string('app_id', 64).notNullable().references('id').inTable('apps').onDelete('CASCADE');
+      table.string('token_hash', 64).notNullable().unique();
+      table.string('token_hint', 16).notNullable();
+      table.string('label', 200).nullable();
+      table.bigInteger('created_at').notNullable();
+      table.bigInteger('revoked_at').nullable();
+    });
+    await knex.schema.createTable('admin_keys', (table) => {
+      table.string('id', 64).primary();
+      table.string('name', 200).notNullable();
+      table.string('key_hash', 64).notNullable().unique();
+      table.string('key_hint', 16).notNullable();
+      table.bigInteger('created_at').notNullable();
+      table.bigInteger('revoked_at').nullable();
+    });
+    await knex.schema.createTable('devices', (table) => {
+      table.string('app_id', 64).notNullable().references('id').inTable('apps').onDelete('CASCADE');
+      table.string('device_id', 200).notNullable();
+      table.string('method', 40).notNullable();
+      table.text('public_key').nullable();
+      table.bigInteger('counter').notNullable().defaultTo(0);
+      table.bigInteger('created_at').notNullable();
+      table.bigInteger('last_attested_at').notNullable();
+      table.bigInteger('revoked_at').nullable();
+      table.primary(['app_id', 'device_id']);
+    });
+    await knex.schema.createTable('signing_keys', (table) => {
+      table.string('kid', 64).primary();
+      table.string('algorithm', 16).notNullable();
+      table.text('sealed_private_key').notNullable();
+      table.text('public_jwk').notNullable();
+      table.bigInteger('created_at').notNullable();
+      table.bigInteger('retired_at').nullable();
+    });
+    await knex.schema.createTable('usage_events', (table) => {
+      table.bigIncrements('id').primary();
+      table.string('app_id', 64).notNullable();
+      table.string('device_id', 200).nullable();
+      table.string('provider', 40).notNullable();
+      table.integer('status').notNullable();
+      table.string('error_type', 40).nullable();
+      table.integer('latency_ms').notNullable();
+      table.bigInteger('bytes_in').notNullable();
+      table.bigInteger('bytes_out').notNullable();
+      table.boolean('truncated').notNullable().defaultTo(false);
+      table.bigInteger('created_at').notNullable();
+      table.index(['app_id', 'created_at']);
+    });
+    await knex.schema.createTable('change_feed', (table) => {
+      table.integer('id').primary();
+      table.bigInteger('sequence').notNullable();
+    });
+    await knex('change_feed').insert({ id: 1, sequence: 0 });
+  },
+  async down(knex) {
+    for (const table of ['change_feed', 'usage_events', 'signing_keys', 'devices', 'admin_keys', 'development_tokens', 'secrets', 'apps']) {
+      await knex.schema.dropTableIfExists(table);
+    }
+  },
+};
+
+export const MIGRATIONS: readonly Migration[] = [initial];
+
+/** A knex migration source over {@link MIGRATIONS}. */
+export class CodeMigrationSource implements Knex.MigrationSource<Migration> {
+  getMigrations(): Promise<Migration[]> {
+    return Promise.resolve([...MIGRATIONS]);
+  }
+  getMigrationName(migration: Migration): string {
+    return migration.name;
+  }
+  getMigration(migration: Migration): Promise<Knex.Migration> {
+    return Promise.resolve({ up: (knex: Knex) => migration.up(knex), down: (knex: Knex) => migration.down(knex) });
+  }
+}

@@ -1,0 +1,375 @@
+/**
+ * Data access. Every write that changes what the gateway enforces (apps, secrets, tokens, devices) bumps the change
+ * feed in the same transaction, so that every process's caches see it within `TOLLGATE_CHANGE_POLL_MS`.
+ */
+import type { Knex } from 'knex';
+import { DEFAULT_APP_SETTINGS, type AppSettings } from '../contract';
+
+export interface AppRow {
+  readonly id: string;
+  readonly name: string;
+  readonly tokenHash: string;
+  readonly tokenHint: string;
+  readonly status: 'active' | 'disabled';
+  readonly settings: AppSettings;
+  readonly devicesRevokedBefore: number;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface SecretRow {
+  readonly appId: string;
+  readonly provider: string;
+  readonly sealedValue: string;
+  readonly keyId: string;
+  readonly masked: string;
+  readonly baseUrl: string | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface DeviceRow {
+  readonly appId: string;
+  readonly deviceId: string;
+  readonly method: string;
+  readonly publicKey: string | null;
+  readonly counter: number;
+  readonly createdAt: number;
+  readonly lastAttestedAt: number;
+  readonly revokedAt: number | null;
+}
+
+export interface SigningKeyRow {
+  readonly kid: string;
+  readonly algorithm: string;
+  readonly sealedPrivateKey: string;
+  readonly publicJwk: string;
+  readonly createdAt: number;
+  readonly retiredAt: number | null;
+}
+
+export interface UsageEvent {
+  readonly appId: string;
+  readonly deviceId: string | null;
+  readonly provider: string;
+  readonly status: number;
+  readonly errorType: string | null;
+  readonly latencyMs: number;
+  readonly bytesIn: number;
+  readonly bytesOut: number;
+  readonly truncated: boolean;
+  readonly createdAt: number;
+}
+
+type Row = Record<string, unknown>;
+
+/** Parses stored settings over the defaults, so that a setting added later has its default for old rows. */
+export function parseSettings(text: string): AppSettings {
+  const stored = JSON.parse(text) as Partial<AppSettings>;
+  return Object.freeze({ ...DEFAULT_APP_SETTINGS, ...stored });
+}
+
+function toApp(row: Row): AppRow {
+  return {
+    id: row.id as string,
+    name: row.name as string,
+    tokenHash: row.token_hash as string,
+    tokenHint: row.token_hint as string,
+    status: row.status as 'active' | 'disabled',
+    settings: parseSettings(row.settings as string),
+    devicesRevokedBefore: Number(row.devices_revoked_before),
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+  };
+}
+
+function toSecret(row: Row): SecretRow {
+  return {
+    appId: row.app_id as string,
+    provider: row.provider as string,
+    sealedValue: row.sealed_value as string,
+    keyId: row.key_id as string,
+    masked: row.masked as string,
+    baseUrl: (row.base_url as string | null) ?? null,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+  };
+}
+
+function toDevice(row: Row): DeviceRow {
+  return {
+    appId: row.app_id as string,
+    deviceId: row.device_id as string,
+    method: row.method as string,
+    publicKey: (row.public_key as string | null) ?? null,
+    counter: Number(row.counter),
+    createdAt: Number(row.created_at),
+    lastAttestedAt: Number(row.last_attested_at),
+    revokedAt: row.revoked_at === null || row.revoked_at === undefined ? null : Number(row.revoked_at),
+  };
+}
+
+/** Increments the change sequence inside `transaction`. */
+export async function bumpChangeSequence(transaction: Knex | Knex.Transaction): Promise<void> {
+  await transaction('change_feed').where({ id: 1 }).increment('sequence', 1);
+}
+
+/** The current change sequence. */
+export async function readChangeSequence(database: Knex): Promise<number> {
+  const row = (await database('change_feed').where({ id: 1 }).first('sequence')) as Row | undefined;
+  return row ? Number(row.sequence) : 0;
+}
+
+export class AppRepository {
+  constructor(private readonly database: Knex | Knex.Transaction) {}
+
+  async insert(app: AppRow): Promise<void> {
+    await this.database('apps').insert({
+      id: app.id,
+      name: app.name,
+      token_hash: app.tokenHash,
+      token_hint: app.tokenHint,
+      status: app.status,
+      settings: JSON.stringify(app.settings),
+      devices_revoked_before: app.devicesRevokedBefore,
+      created_at: app.createdAt,
+      updated_at: app.updatedAt,
+    });
+  }
+
+  async findById(id: string): Promise<AppRow | undefined> {
+    const row = (await this.database('apps').where({ id }).first()) as Row | undefined;
+    return row ? toApp(row) : undefined;
+  }
+
+  async findByTokenHash(tokenHash: string): Promise<AppRow | undefined> {
+    const row = (await this.database('apps').where({ token_hash: tokenHash }).first()) as Row | undefined;
+    return row ? toApp(row) : undefined;
+  }
+
+  async list(): Promise<AppRow[]> {
+    const rows = (await this.database('apps').orderBy('created_at', 'asc')) as Row[];
+    return rows.map(toApp);
+  }
+
+  async update(
+    id: string,
+    changes: Partial<Pick<AppRow, 'name' | 'tokenHash' | 'tokenHint' | 'status' | 'settings' | 'devicesRevokedBefore'>>,
+    now: number,
+  ): Promise<number> {
+    const columns: Row = { updated_at: now };
+    if (changes.name !== undefined) columns.name = changes.name;
+    if (changes.tokenHash !== undefined) columns.token_hash = changes.tokenHash;
+    if (changes.tokenHint !== undefined) columns.token_hint = changes.tokenHint;
+    if (changes.status !== undefined) columns.status = changes.status;
+    if (changes.settings !== undefined) columns.settings = JSON.stringify(changes.settings);
+    if (changes.devicesRevokedBefore !== undefined) columns.devices_revoked_before = changes.devicesRevokedBefore;
+    return this.database('apps').where({ id }).update(columns);
+  }
+
+  async delete(id: string): Promise<number> {
+    return this.database('apps').where({ id }).delete();
+  }
+}
+
+export class SecretRepository {
+  constructor(private readonly database: Knex | Knex.Transaction) {}
+
+  async upsert(secret: SecretRow): Promise<void> {
+    await this.database('secrets')
+      .insert({
+        app_id: secret.appId,
+        provider: secret.provider,
+        sealed_value: secret.sealedValue,
+        key_id: secret.keyId,
+        masked: secret.masked,
+        base_url: secret.baseUrl,
+        created_at: secret.createdAt,
+        updated_at: secret.updatedAt,
+      })
+      .onConflict(['app_id', 'provider'])
+      .merge(['sealed_value', 'key_id', 'masked', 'base_url', 'updated_at']);
+  }
+
+  async find(appId: string, provider: string): Promise<SecretRow | undefined> {
+    const row = (await this.database('secrets').where({ app_id: appId, provider }).first()) as Row | undefined;
+    return row ? toSecret(row) : undefined;
+  }
+
+  async listForApp(appId: string): Promise<SecretRow[]> {
+    const rows = (await this.database('secrets').where({ app_id: appId }).orderBy('provider')) as Row[];
+    return rows.map(toSecret);
+  }
+
+  async listAll(): Promise<SecretRow[]> {
+    return ((await this.database('secrets')) as Row[]).map(toSecret);
+  }
+
+  async delete(appId: string, provider: string): Promise<number> {
+    return this.database('secrets').where({ app_id: appId, provider }).delete();
+  }
+}
+
+export class TokenRepository {
+  constructor(private readonly database: Knex | Knex.Transaction) {}
+
+  async insertDevelopmentToken(row: { id: string; appId: string; tokenHash: string; tokenHint: string; label: string | null; createdAt: number }): Promise<void> {
+    await this.database('development_tokens').insert({
+      id: row.id,
+      app_id: row.appId,
+      token_hash: row.tokenHash,
+      token_hint: row.tokenHint,
+      label: row.label,
+      created_at: row.createdAt,
+      revoked_at: null,
+    });
+  }
+
+  async findDevelopmentToken(tokenHash: string): Promise<{ id: string; appId: string; tokenHash: string; revokedAt: number | null } | undefined> {
+    const row = (await this.database('development_tokens').where({ token_hash: tokenHash }).first()) as Row | undefined;
+    if (!row) return undefined;
+    return { id: row.id as string, appId: row.app_id as string, tokenHash: row.token_hash as string, revokedAt: row.revoked_at == null ? null : Number(row.revoked_at) };
+  }
+
+  async listDevelopmentTokens(appId: string): Promise<Array<{ id: string; tokenHint: string; label: string | null; createdAt: number; revokedAt: number | null }>> {
+    const rows = (await this.database('development_tokens').where({ app_id: appId }).orderBy('created_at')) as Row[];
+    return rows.map((row) => ({
+      id: row.id as string,
+      tokenHint: row.token_hint as string,
+      label: (row.label as string | null) ?? null,
+      createdAt: Number(row.created_at),
+      revokedAt: row.revoked_at == null ? null : Number(row.revoked_at),
+    }));
+  }
+
+  async insertAdminKey(row: { id: string; name: string; keyHash: string; keyHint: string; createdAt: number }): Promise<void> {
+    await this.database('admin_keys').insert({ id: row.id, name: row.name, key_hash: row.keyHash, key_hint: row.keyHint, created_at: row.createdAt, revoked_at: null });
+  }
+
+  async findAdminKey(keyHash: string): Promise<{ id: string; name: string; keyHash: string; revokedAt: number | null } | undefined> {
+    const row = (await this.database('admin_keys').where({ key_hash: keyHash }).first()) as Row | undefined;
+    if (!row) return undefined;
+    return { id: row.id as string, name: row.name as string, keyHash: row.key_hash as string, revokedAt: row.revoked_at == null ? null : Number(row.revoked_at) };
+  }
+
+  async countAdminKeys(): Promise<number> {
+    const row = (await this.database('admin_keys').whereNull('revoked_at').count({ count: '*' }).first()) as Row | undefined;
+    return Number(row?.count ?? 0);
+  }
+}
+
+export class DeviceRepository {
+  constructor(private readonly database: Knex | Knex.Transaction) {}
+
+  /** Records an attestation; a device revoked earlier stays revoked (re-attesting does not undo a revocation). */
+  async recordAttestation(row: { appId: string; deviceId: string; method: string; publicKey: string | null; now: number }): Promise<DeviceRow> {
+    await this.database('devices')
+      .insert({
+        app_id: row.appId,
+        device_id: row.deviceId,
+        method: row.method,
+        public_key: row.publicKey,
+        counter: 0,
+        created_at: row.now,
+        last_attested_at: row.now,
+        revoked_at: null,
+      })
+      .onConflict(['app_id', 'device_id'])
+      .merge({ last_attested_at: row.now, method: row.method });
+    const stored = await this.find(row.appId, row.deviceId);
+    return stored!;
+  }
+
+  async find(appId: string, deviceId: string): Promise<DeviceRow | undefined> {
+    const row = (await this.database('devices').where({ app_id: appId, device_id: deviceId }).first()) as Row | undefined;
+    return row ? toDevice(row) : undefined;
+  }
+
+  async listForApp(appId: string): Promise<DeviceRow[]> {
+    return ((await this.database('devices').where({ app_id: appId }).orderBy('last_attested_at', 'desc')) as Row[]).map(toDevice);
+  }
+
+  async listRevoked(): Promise<DeviceRow[]> {
+    return ((await this.database('devices').whereNotNull('revoked_at')) as Row[]).map(toDevice);
+  }
+
+  async revoke(appId: string, deviceId: string, now: number): Promise<number> {
+    return this.database('devices').where({ app_id: appId, device_id: deviceId }).whereNull('revoked_at').update({ revoked_at: now });
+  }
+}
+
+export class SigningKeyRepository {
+  constructor(private readonly database: Knex | Knex.Transaction) {}
+
+  async insert(row: SigningKeyRow): Promise<void> {
+    await this.database('signing_keys').insert({
+      kid: row.kid,
+      algorithm: row.algorithm,
+      sealed_private_key: row.sealedPrivateKey,
+      public_jwk: row.publicJwk,
+      created_at: row.createdAt,
+      retired_at: row.retiredAt,
+    });
+  }
+
+  async list(): Promise<SigningKeyRow[]> {
+    const rows = (await this.database('signing_keys').orderBy('created_at', 'asc')) as Row[];
+    return rows.map((row) => ({
+      kid: row.kid as string,
+      algorithm: row.algorithm as string,
+      sealedPrivateKey: row.sealed_private_key as string,
+      publicJwk: row.public_jwk as string,
+      createdAt: Number(row.created_at),
+      retiredAt: row.retired_at == null ? null : Number(row.retired_at),
+    }));
+  }
+
+  async retire(kid: string, now: number): Promise<void> {
+    await this.database('signing_keys').where({ kid }).update({ retired_at: now });
+  }
+}
+
+export class UsageRepository {
+  constructor(private readonly database: Knex) {}
+
+  async insertBatch(events: readonly UsageEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    await this.database.batchInsert(
+      'usage_events',
+      events.map((event) => ({
+        app_id: event.appId,
+        device_id: event.deviceId,
+        provider: event.provider,
+        status: event.status,
+        error_type: event.errorType,
+        latency_ms: event.latencyMs,
+        bytes_in: event.bytesIn,
+        bytes_out: event.bytesOut,
+        truncated: event.truncated,
+        created_at: event.createdAt,
+      })),
+      200,
+    );
+  }
+
+  async listForApp(appId: string, fromMs: number, toMs: number, limit = 1000): Promise<UsageEvent[]> {
+    const rows = (await this.database('usage_events')
+      .where({ app_id: appId })
+      .andWhere('created_at', '>=', fromMs)
+      .andWhere('created_at', '<', toMs)
+      .orderBy('created_at', 'desc')
+      .limit(limit)) as Row[];
+    return rows.map((row) => ({
+      appId: row.app_id as string,
+      deviceId: (row.device_id as string | null) ?? null,
+      provider: row.provider as string,
+      status: Number(row.status),
+      errorType: (row.error_type as string | null) ?? null,
+      latencyMs: Number(row.latency_ms),
+      bytesIn: Number(row.bytes_in),
+      bytesOut: Number(row.bytes_out),
+      truncated: Boolean(row.truncated),
+      createdAt: Number(row.created_at),
+    }));
+  }
+}

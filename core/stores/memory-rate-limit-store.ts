@@ -1,0 +1,59 @@
+/**
+ * In-process rate-limit store: GCRA (the generic cell rate algorithm, ITU-T I.371), the single-node default.
+ *
+ * Why GCRA: it keeps one number per key (the theoretical arrival time, TAT), admits a burst of at most `limit` requests
+ * and then exactly `limit` per window, and has no window edge. A fixed-window limiter admits up to twice the limit
+ * across the edge of two windows (../shared/design/style.md, "Known traps").
+ *
+ * For `limit` units per `window`: the emission interval is T = window / limit. A request at time `now` is admitted when
+ * `max(TAT, now) + T - window <= now`; TAT then advances by T.
+ */
+import type { RateLimitRule, RateLimitRuleResult, RateLimitStore } from '../contract';
+
+const SWEEP_INTERVAL_MS = 60_000;
+
+export class MemoryRateLimitStore implements RateLimitStore {
+  /** Key → TAT in unix ms. */
+  private readonly arrivals = new Map<string, number>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor() {
+    // Entries whose TAT is in the past hold no information (the quota is whole); drop them so memory follows traffic.
+    this.sweeper = setInterval(() => this.sweep(Date.now()), SWEEP_INTERVAL_MS);
+    this.sweeper.unref();
+  }
+
+  consume(rules: readonly RateLimitRule[], nowMs: number): RateLimitRuleResult[] {
+    const results: RateLimitRuleResult[] = [];
+    const next: number[] = [];
+    let allowed = true;
+    for (const rule of rules) {
+      const windowMs = rule.windowSeconds * 1000;
+      const interval = windowMs / rule.limit;
+      const tat = Math.max(this.arrivals.get(rule.key) ?? nowMs, nowMs);
+      const newTat = tat + interval;
+      const allowAt = newTat - windowMs;
+      const ruleAllowed = allowAt <= nowMs;
+      if (!ruleAllowed) allowed = false;
+      next.push(newTat);
+      results.push({
+        rule,
+        allowed: ruleAllowed,
+        remaining: ruleAllowed ? Math.max(0, Math.floor((nowMs - allowAt) / interval)) : 0,
+        resetSeconds: Math.max(0, Math.ceil(((ruleAllowed ? newTat : tat) - nowMs) / 1000)),
+        retryAfterSeconds: ruleAllowed ? 0 : Math.max(1, Math.ceil((allowAt - nowMs) / 1000)),
+      });
+    }
+    // All or nothing: charge every rule only when every rule admits the request.
+    if (allowed) rules.forEach((rule, index) => this.arrivals.set(rule.key, next[index]!));
+    return results;
+  }
+
+  private sweep(nowMs: number): void {
+    for (const [key, tat] of this.arrivals) if (tat <= nowMs) this.arrivals.delete(key);
+  }
+
+  close(): void {
+    clearInterval(this.sweeper);
+  }
+}

@@ -1,0 +1,19 @@
+/**
+ * Google Gemini API (https://ai.google.dev/api). The key goes in the `x-goog-api-key` header (Google also accepts a
+ * `key=` query parameter; the header keeps it out of URLs and logs). `models/{m}:streamGenerateContent?alt=sse` streams
+ * SSE without `[DONE]`; without `alt=sse` the same method streams one JSON array, element by element.
+ */
+import { PLUGIN_CONTRACT_VERSION, defineProvider } from '../../core/contract';
+
+export const manifest = defineProvider({
+  contractVersion: PLUGIN_CONTRACT_VERSION,
+  slug: 'gemini',
+  name: 'Google Gemini',
+  baseUrl: 'https://generativelanguage.googleapis.com',
+  versions: { v1beta: '/v1beta', v1: '/v1', v1alpha: '/v1alpha' },
+  auth: { kind: 'header', header: 'x-goog-api-key' },
+  capabilities: ['chat', 'embeddings', 'image'],
+  streaming: ['sse', 'json-array'],
+  routes: { methods: ['GET', 'POST'], allow: ['models', 'cachedContents', 'files'], deny: ['tunedModels', 'operations', 'corpora'] },
+  notes: 'Stream with models/{model}:streamGenerateContent?alt=sse (SSE); without alt=sse the stream is a JSON array.',
+});

@@ -1,0 +1,20 @@
+/**
+ * OpenAI (https://platform.openai.com/docs/api-reference). `Authorization: Bearer <key>`; chat streams as SSE ending in
+ * `data: [DONE]`; `/audio/speech` answers with audio bytes. Organization admin routes (`/v1/organization/...`) are refused.
+ */
+import { openAiCompatible, OPENAI_COMPATIBLE_ROUTES } from '../_shared';
+
+export const manifest = openAiCompatible({
+  slug: 'openai',
+  name: 'OpenAI',
+  baseUrl: 'https://api.openai.com',
+  capabilities: ['chat', 'embeddings', 'image', 'tts', 'stt', 'translation'],
+  streaming: ['sse', 'binary'],
+  routes: {
+    ...OPENAI_COMPATIBLE_ROUTES,
+    // Files and uploads back the Responses and Assistants features; vector stores back file search.
+    allow: [...(OPENAI_COMPATIBLE_ROUTES.allow ?? []), 'files', 'uploads', 'vector_stores', 'conversations', 'realtime/sessions'],
+    methods: ['GET', 'POST', 'DELETE'],
+  },
+  notes: 'Chat: OpenAI SSE ending in [DONE]; Responses API: SSE with event names; /audio/speech: audio bytes.',
+});
