@@ -1,0 +1,109 @@
+/**
+ * Starts a real gateway in-process for a test: a fresh SQLite file in a temp directory, a random master key, a free
+ * port, providers pointed at fake upstreams, and every log line captured for leak checks.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { startGateway, type GatewayOptions, type RunningGateway } from '../../core/server/gateway';
+import { providerVariableStem } from '../../core/configuration/configuration';
+
+export interface TestGatewayOptions extends Omit<GatewayOptions, 'env' | 'logDestination'> {
+  /** Provider slug → base URL (usually a FakeUpstream's url). */
+  readonly upstreams?: Readonly<Record<string, string>>;
+  /** Extra TOLLGATE_* variables. */
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+export interface Provisioned {
+  readonly appId: string;
+  readonly appToken: string;
+  readonly deviceId: string;
+  readonly deviceToken: string;
+  /** The two Tollgate headers a client sends. */
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+export class TestGateway {
+  /** Every JSON log line the gateway wrote. */
+  readonly logs: string[] = [];
+
+  private constructor(
+    readonly gateway: RunningGateway,
+    readonly dataDirectory: string,
+    logs: string[],
+  ) {
+    this.logs = logs;
+  }
+
+  static async start(options: TestGatewayOptions = {}): Promise<TestGateway> {
+    const dataDirectory = mkdtempSync(path.join(os.tmpdir(), 'tollgate-test-'));
+    const logs: string[] = [];
+    const destination = new Writable({
+      write(chunk: Buffer, _encoding, callback) {
+        for (const line of chunk.toString('utf8').split('\n')) if (line) logs.push(line);
+        callback();
+      },
+    });
+    const env: Record<string, string> = {
+      TOLLGATE_PORT: '0',
+      TOLLGATE_HOST: '127.0.0.1',
+      TOLLGATE_ENV: 'development',
+      TOLLGATE_DATA_DIR: dataDirectory,
+      TOLLGATE_MASTER_KEY: randomBytes(32).toString('base64'),
+      TOLLGATE_LOG_LEVEL: 'debug',
+      TOLLGATE_CHANGE_POLL_MS: '50',
+      ...(options.env ?? {}),
+    };
+    for (const [slug, url] of Object.entries(options.upstreams ?? {})) env[`TOLLGATE_PROVIDER_${providerVariableStem(slug)}_BASE_URL`] = url;
+    const gateway = await startGateway({ ...options, env, workingDirectory: dataDirectory, logDestination: destination as never });
+    return new TestGateway(gateway, dataDirectory, logs);
+  }
+
+  get url(): string {
+    return this.gateway.url;
+  }
+
+  /** Creates an app (development attestation allowed unless overridden) and returns its id and token. */
+  async createApp(settings: Record<string, unknown> = {}): Promise<{ appId: string; appToken: string }> {
+    const app = await this.gateway.management.createApp({ name: 'Test app', allowDevelopmentAttestation: true, ...settings });
+    return { appId: app.id, appToken: app.appToken };
+  }
+
+  async setSecret(appId: string, provider: string, value: string, baseUrl?: string): Promise<void> {
+    await this.gateway.management.setSecret({ appId, provider, value, ...(baseUrl ? { baseUrl } : {}) });
+  }
+
+  /** Exchanges a development token for a device token over HTTP, as an SDK on a simulator would. */
+  async deviceToken(appId: string, appToken: string, deviceId = `device-${randomBytes(4).toString('hex')}`): Promise<string> {
+    const { developmentToken } = await this.gateway.management.createDevelopmentToken(appId);
+    const response = await fetch(`${this.url}/v1/attest/development`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'tollgate-app-token': appToken },
+      body: JSON.stringify({ developmentToken, deviceId }),
+    });
+    if (response.status !== 200) throw new Error(`development attestation failed: ${response.status} ${await response.text()}`);
+    return ((await response.json()) as { deviceToken: string }).deviceToken;
+  }
+
+  /** An app with a secret for each given provider and an attested device. */
+  async provision(secrets: Readonly<Record<string, string>>, settings: Record<string, unknown> = {}): Promise<Provisioned> {
+    const { appId, appToken } = await this.createApp(settings);
+    for (const [provider, value] of Object.entries(secrets)) await this.setSecret(appId, provider, value);
+    const deviceId = `device-${randomBytes(4).toString('hex')}`;
+    const deviceToken = await this.deviceToken(appId, appToken, deviceId);
+    return { appId, appToken, deviceId, deviceToken, headers: { 'Tollgate-App-Token': appToken, 'Tollgate-Device-Token': deviceToken } };
+  }
+
+  /** All captured log text, for leak checks. */
+  logText(): string {
+    return this.logs.join('\n');
+  }
+
+  async close(): Promise<void> {
+    await this.gateway.close();
+    rmSync(this.dataDirectory, { recursive: true, force: true });
+  }
+}
