@@ -18,6 +18,10 @@ import type { ChallengeStore, RateLimitStore } from './stores';
 
 /** What a plugin may register. The server checks every registration at boot. */
 export interface PluginHost {
+  /** The server's `TOLLGATE_*` settings as configured (read-only), e.g. `TOLLGATE_REDIS_URL`. */
+  readonly settings: Readonly<Record<string, string | undefined>>;
+  /** True with `TOLLGATE_ENV=production`. */
+  readonly production: boolean;
   registerProvider(manifest: ProviderManifest): void;
   registerAttestationVerifier(verifier: AttestationVerifier): void;
   registerObserver(observer: PipelineObserver): void;

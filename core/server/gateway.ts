@@ -118,6 +118,11 @@ class PluginRegistrations implements PluginHost {
   rateLimitStore: RateLimitStore | undefined;
   challengeStore: ChallengeStore | undefined;
 
+  constructor(
+    readonly settings: Readonly<Record<string, string | undefined>>,
+    readonly production: boolean,
+  ) {}
+
   registerProvider(manifest: ProviderManifest): void {
     this.providers.push(manifest);
   }
@@ -156,7 +161,11 @@ export async function createGatewayCore(options: GatewayOptions = {}): Promise<G
     throw error;
   }
 
-  const plugins = new PluginRegistrations();
+  const environment = options.env ?? process.env;
+  const plugins = new PluginRegistrations(
+    Object.freeze(Object.fromEntries(Object.entries(environment).filter(([name]) => name.startsWith('TOLLGATE_') && !name.startsWith('TOLLGATE_MASTER_KEY')))),
+    configuration.production,
+  );
   const loadedPlugins = [
     ...discoverPluginFolders(BUILT_IN_PLUGINS_DIRECTORY),
     ...configuration.plugins.map((name) => loadPluginPackage(name, options.workingDirectory)),

@@ -98,7 +98,26 @@ const initial: Migration = {
   },
 };
 
-export const MIGRATIONS: readonly Migration[] = [initial];
+const auditLog: Migration = {
+  name: '0002-audit-log',
+  async up(knex) {
+    await knex.schema.createTable('audit_log', (table) => {
+      table.bigIncrements('id').primary();
+      table.string('actor', 200).notNullable();
+      table.string('action', 100).notNullable();
+      table.string('target', 300).nullable();
+      table.text('details').nullable();
+      table.bigInteger('created_at').notNullable();
+      table.index(['created_at']);
+    });
+  },
+  async down(knex) {
+    await knex.schema.dropTableIfExists('audit_log');
+  },
+};
+
+/** Append only; never reorder or edit a migration that has shipped. */
+export const MIGRATIONS: readonly Migration[] = [initial, auditLog];
 
 /** A knex migration source over {@link MIGRATIONS}. */
 export class CodeMigrationSource implements Knex.MigrationSource<Migration> {

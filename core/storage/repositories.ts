@@ -373,3 +373,40 @@ export class UsageRepository {
     }));
   }
 }
+
+/** One audited management action. `details` never holds a secret value (callers pass masked forms only). */
+export interface AuditEntry {
+  readonly actor: string;
+  readonly action: string;
+  readonly target: string | null;
+  readonly details: Readonly<Record<string, unknown>> | null;
+  readonly createdAt: number;
+}
+
+export class AuditRepository {
+  constructor(private readonly database: Knex | Knex.Transaction) {}
+
+  async append(entry: AuditEntry): Promise<void> {
+    await this.database('audit_log').insert({
+      actor: entry.actor,
+      action: entry.action,
+      target: entry.target,
+      details: entry.details === null ? null : JSON.stringify(entry.details),
+      created_at: entry.createdAt,
+    });
+  }
+
+  async list(options: { fromMs?: number; toMs?: number; limit?: number } = {}): Promise<AuditEntry[]> {
+    let query = this.database('audit_log').orderBy('id', 'desc').limit(options.limit ?? 200);
+    if (options.fromMs !== undefined) query = query.where('created_at', '>=', options.fromMs);
+    if (options.toMs !== undefined) query = query.where('created_at', '<', options.toMs);
+    const rows = (await query) as Row[];
+    return rows.map((row) => ({
+      actor: row.actor as string,
+      action: row.action as string,
+      target: (row.target as string | null) ?? null,
+      details: row.details == null ? null : (JSON.parse(row.details as string) as Record<string, unknown>),
+      createdAt: Number(row.created_at),
+    }));
+  }
+}
