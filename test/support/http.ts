@@ -18,9 +18,13 @@ export function rawRequest(
   options: { method?: string; path: string; headers?: OutgoingHttpHeaders | string[]; body?: string | Buffer },
 ): Promise<RawResponse> {
   const url = new URL(baseUrl);
+  // With raw array headers Node adds no Host header, and an HTTP/1.1 server must refuse a request without one.
+  const headers = Array.isArray(options.headers) && !options.headers.some((value, index) => index % 2 === 0 && value.toLowerCase() === 'host')
+    ? ['Host', url.host, ...options.headers]
+    : options.headers;
   return new Promise((resolve, reject) => {
     const request = http.request(
-      { host: url.hostname, port: url.port, method: options.method ?? 'GET', path: options.path, headers: options.headers as OutgoingHttpHeaders, agent: false },
+      { host: url.hostname, port: url.port, method: options.method ?? 'GET', path: options.path, headers: headers as OutgoingHttpHeaders, agent: false },
       (response) => {
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
