@@ -1,0 +1,86 @@
+/**
+ * The upstream host is never chosen by the client: every path that could leave the provider's base URL is refused with
+ * `invalidRequest` and nothing is sent upstream (protocol.md, "Addresses"; style.md, "Known traps").
+ */
+import { expect } from 'chai';
+import { checkProviderPath, joinUpstreamUrl } from '../../core/pipeline/proxy-path';
+import { FakeUpstream } from '../support/fake-upstream';
+import { TestGateway, type Provisioned } from '../support/gateway';
+import { rawRequest, type ErrorBody } from '../support/http';
+
+const UNSAFE: ReadonlyArray<[string, string]> = [
+  ['dot-dot segment', '../../admin'],
+  ['dot-dot inside', 'chat/../../x'],
+  ['single dot segment', './chat/completions'],
+  ['encoded dot-dot', '%2e%2e/%2e%2e/x'],
+  ['mixed-case encoded dot-dot', '%2E%2e/x'],
+  ['encoded slash before dot-dot', 'chat%2F..%2F..%2Fx'],
+  ['double-encoded dot-dot', '%252e%252e/x'],
+  ['protocol-relative //host', '/evil.example/x'],
+  ['encoded //host', '%2F%2Fevil.example/x'],
+  ['userinfo @', '@evil.example/x'],
+  ['encoded @', 'x%40evil.example'],
+  ['backslash', '%5Cevil.example/x'],
+  ['encoded backslash pair', '%5C%5Cevil.example'],
+  ['absolute URL', 'http://evil.example/x'],
+  ['scheme without slashes', 'http:evil.example'],
+  ['encoded absolute URL', 'https%3A%2F%2Fevil.example'],
+  ['NUL', 'chat%00/completions'],
+  ['CRLF', 'chat%0d%0aHost:%20evil'],
+  ['tab', '%09//evil.example'],
+  ['DEL', 'chat%7f'],
+  ['malformed percent-encoding', 'chat%zz'],
+];
+
+describe('unsafe provider paths', () => {
+  let upstream: FakeUpstream;
+  let gateway: TestGateway;
+  let device: Provisioned;
+
+  before(async () => {
+    upstream = await FakeUpstream.start();
+    gateway = await TestGateway.start({ upstreams: { openai: upstream.url } });
+    device = await gateway.provision({ openai: 'sk-paths-0123456789abcdef' });
+  });
+  after(async () => {
+    await gateway.close();
+    await upstream.close();
+  });
+
+  for (const [name, providerPath] of UNSAFE) {
+    it(`refuses ${name} (${providerPath}) with invalidRequest and sends nothing upstream`, async () => {
+      const before = upstream.requests.length;
+      const response = await rawRequest(gateway.url, { method: 'POST', path: `/v1/proxy/openai/v1/${providerPath}`, headers: device.headers, body: '{}' });
+      expect(response.status, response.text()).to.equal(400);
+      expect(response.headers['tollgate-error']).to.equal('invalidRequest');
+      expect(response.json<ErrorBody>().error.type).to.equal('invalidRequest');
+      expect(upstream.requests.length).to.equal(before);
+    });
+  }
+
+  it('still forwards ordinary paths with colons, encoded spaces and query strings', async () => {
+    const response = await rawRequest(gateway.url, {
+      method: 'POST',
+      path: '/v1/proxy/openai/v1/chat/completions?api-version=2024-02-01&x=a%20b',
+      headers: device.headers,
+      body: '{}',
+    });
+    expect(response.status).to.equal(200);
+    expect(upstream.last().url).to.equal('/v1/chat/completions?api-version=2024-02-01&x=a%20b');
+  });
+
+  describe('checkProviderPath and joinUpstreamUrl (unit)', () => {
+    it('accepts the shapes providers use', () => {
+      for (const path of ['chat/completions', 'models/gemini-2.0-flash:streamGenerateContent', 'text-to-speech/21m00Tcm4TlvDq8ikWAM/stream', 'fal-ai/flux/dev', 'files/file-abc%20def', '']) {
+        expect(checkProviderPath(path)).to.equal(path);
+      }
+    });
+    it('refuses every unsafe form', () => {
+      for (const [, path] of UNSAFE) expect(() => checkProviderPath(path), path).to.throw(/not allowed/);
+    });
+    it('keeps the base origin and path prefix', () => {
+      expect(joinUpstreamUrl('https://api.groq.com/openai', '/v1', 'chat/completions', 'a=1')).to.deep.equal({ origin: 'https://api.groq.com', path: '/openai/v1/chat/completions?a=1' });
+      expect(joinUpstreamUrl('https://api.perplexity.ai', '', 'chat/completions', '')).to.deep.equal({ origin: 'https://api.perplexity.ai', path: '/chat/completions' });
+    });
+  });
+});
