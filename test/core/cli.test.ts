@@ -1,0 +1,147 @@
+/**
+ * The `tollgate` command line as operations.md specifies it, run as a real process on a real SQLite file, and `serve`
+ * (what `npm start` runs) booting on a fresh directory with no other set-up.
+ */
+import { expect } from 'chai';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const CLI = path.resolve(__dirname, '..', '..', 'bin', 'tollgate.js');
+
+function run(cwd: string, args: string[], options: { input?: string; env?: Record<string, string> } = {}) {
+  const result = spawnSync(process.execPath, [CLI, ...args], {
+    cwd,
+    input: options.input ?? '',
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '', ...options.env },
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr, json: () => JSON.parse(result.stdout) as Record<string, any> };
+}
+
+/** Starts `tollgate serve` and resolves with its URL once the banner names it. */
+function serve(cwd: string, env: Record<string, string>): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
+  const child = spawn(process.execPath, [CLI, 'serve'], { cwd, env: { PATH: process.env.PATH ?? '', TOLLGATE_PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  return new Promise((resolve, reject) => {
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const match = /listening on (http:\/\/[^\s]+)/.exec(stderr);
+      if (match) resolve({ child, url: match[1]!, stderr: () => stderr });
+    });
+    child.stdout!.resume();
+    child.once('exit', (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
+  });
+}
+
+function exited(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
+describe('tollgate CLI', () => {
+  let cwd: string;
+
+  beforeEach(() => {
+    cwd = mkdtempSync(path.join(os.tmpdir(), 'tollgate-cli-'));
+  });
+  afterEach(() => rmSync(cwd, { recursive: true, force: true }));
+
+  it('creates an app, stores a secret from stdin, lists it masked, and never prints the value again', () => {
+    const created = run(cwd, ['apps', 'create', '--name', 'My App', '--allow-development-attestation']);
+    expect(created.status, created.stderr).to.equal(0);
+    const app = created.json();
+    expect(app.appToken).to.match(/^at_[0-9A-Za-z]{32}$/);
+    expect(app.settings.allowDevelopmentAttestation).to.equal(true);
+    expect(statSync(path.join(cwd, 'data', 'master.key')).mode & 0o777).to.equal(0o600);
+
+    const secret = 'sk-cli-secret-value-0123456789abcdef';
+    const set = run(cwd, ['secrets', 'set', '--app', app.id, '--provider', 'openai'], { input: `${secret}\n` });
+    expect(set.status, set.stderr).to.equal(0);
+    expect(set.json()).to.deep.include({ appId: app.id, provider: 'openai', masked: 'sk-…cdef' });
+    const listed = run(cwd, ['secrets', 'list', '--app', app.id]);
+    expect(listed.stdout).to.include('sk-…cdef').and.not.include(secret);
+    const apps = run(cwd, ['apps', 'list']);
+    expect(apps.json().apps).to.have.length(1);
+    expect(apps.stdout).not.to.include(app.appToken);
+
+    const devToken = run(cwd, ['dev-tokens', 'create', '--app', app.id]);
+    expect(devToken.json().developmentToken).to.match(/^dt_/);
+    const adminKey = run(cwd, ['admin-keys', 'create', '--name', 'ops']);
+    expect(adminKey.json().adminKey).to.match(/^ak_/);
+    const rotated = run(cwd, ['apps', 'rotate-token', '--app', app.id]);
+    expect(rotated.json().appToken).to.match(/^at_/).and.not.equal(app.appToken);
+    const updated = run(cwd, ['apps', 'update', '--app', app.id, '--device-limit', '5', '--allow-development-attestation', 'false']);
+    expect(updated.json().settings).to.deep.include({ deviceLimitPerMinute: 5, allowDevelopmentAttestation: false });
+    expect(run(cwd, ['apps', 'disable', '--app', app.id]).json().status).to.equal('disabled');
+  });
+
+  it('refuses bad input with a one-line error, a non-zero exit and no partial state', () => {
+    const app = run(cwd, ['apps', 'create', '--name', 'Strict']).json();
+    const cases: Array<[string[], string | undefined, RegExp]> = [
+      [['secrets', 'set', '--app', app.id, '--provider', 'no-such-provider'], 'sk-abcdef0123456789', /unknown provider/],
+      [['secrets', 'set', '--app', 'app_missing', '--provider', 'openai'], 'sk-abcdef0123456789', /not found/],
+      [['secrets', 'set', '--app', app.id, '--provider', 'openai'], '', /no secret value/],
+      [['secrets', 'set', '--app', app.id, '--provider', 'openai', '--base-url', 'https://evil.example'], 'sk-abcdef0123456789', /fixed host/],
+      [['apps', 'create', '--name', 'x', '--apple-app-id', 'not-an-app-id'], undefined, /appleAppId/],
+      [['apps', 'update', '--app', app.id, '--device-limit', '0'], undefined, /deviceLimitPerMinute/],
+      [['apps', 'update', '--app', app.id, '--device-limit', 'many'], undefined, /integer/],
+      [['apps', 'create'], undefined, /--name is required/],
+      [['apps', 'frobnicate'], undefined, /unknown command/],
+      [['apps', 'create', '--name', 'x', '--bogus'], undefined, /Unknown option/],
+    ];
+    for (const [args, input, message] of cases) {
+      const result = run(cwd, args, { input });
+      expect(result.status, args.join(' ')).to.be.greaterThan(0);
+      expect(result.stdout, args.join(' ')).to.equal('');
+      expect(result.stderr.trim().split('\n'), args.join(' ')).to.have.length(1);
+      expect(result.stderr, args.join(' ')).to.match(message);
+    }
+    expect(run(cwd, ['secrets', 'list', '--app', app.id]).json().secrets).to.deep.equal([]);
+    expect(run(cwd, ['apps', 'list']).json().apps).to.have.length(1);
+    expect(run(cwd, ['apps', 'get', '--app', app.id]).json().settings.deviceLimitPerMinute).to.equal(60);
+  });
+
+  it('serve boots on an empty directory, answers /healthz, prints how to start, and exits 0 on SIGTERM', async () => {
+    const { child, url, stderr } = await serve(cwd, {});
+    try {
+      const health = await fetch(`${url}/healthz`);
+      expect(health.status).to.equal(200);
+      expect(await health.json()).to.deep.include({ status: 'ok' });
+      expect((await fetch(`${url}/readyz`)).status).to.equal(200);
+      expect(stderr()).to.include('admin-keys create').and.include('apps create');
+      expect(existsSync(path.join(cwd, 'data', 'tollgate.db'))).to.equal(true);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited(child)).to.equal(0);
+  });
+
+  it('in production, refuses to boot without a master key', () => {
+    const result = run(cwd, ['serve'], { env: { TOLLGATE_ENV: 'production', TOLLGATE_PORT: '0' } });
+    expect(result.status).to.equal(1);
+    expect(result.stderr).to.match(/TG_ERR_MASTER_KEY/);
+    expect(existsSync(path.join(cwd, 'data', 'master.key'))).to.equal(false);
+  });
+
+  it('in production, refuses development attestation even for an app that allows it', async () => {
+    const key = randomBytes(32).toString('base64');
+    const app = run(cwd, ['apps', 'create', '--name', 'Prod', '--allow-development-attestation'], { env: { TOLLGATE_MASTER_KEY: key } }).json();
+    const { developmentToken } = run(cwd, ['dev-tokens', 'create', '--app', app.id], { env: { TOLLGATE_MASTER_KEY: key } }).json();
+    const { child, url, stderr } = await serve(cwd, { TOLLGATE_ENV: 'production', TOLLGATE_MASTER_KEY: key });
+    try {
+      expect(stderr()).to.match(/development attestation is refused/);
+      const response = await fetch(`${url}/v1/attest/development`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'tollgate-app-token': app.appToken },
+        body: JSON.stringify({ developmentToken, deviceId: 'sim-1' }),
+      });
+      expect(response.status).to.equal(403);
+      expect(response.headers.get('tollgate-error')).to.equal('attestationFailed');
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited(child)).to.equal(0);
+  });
+});
