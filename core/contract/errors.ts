@@ -54,7 +54,7 @@ export interface GatewayErrorOptions {
  * `{"error":{"type","message","requestId"}}` (protocol.md).
  *
  * @example
- * throw new GatewayError('secretNotFound', 'This app has no secret for provider "openai".');
+ * throw new GatewayError('secretNotFound', 'This app has no secret for provider "acme".');
  */
 export class GatewayError extends Error {
   readonly type: GatewayErrorType;

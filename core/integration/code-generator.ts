@@ -15,7 +15,7 @@ export interface IntegrationRequest {
   readonly platform: IntegrationPlatform;
   /** The app token to embed (`at_…`), or a placeholder when the caller must not see it. */
   readonly appToken: string;
-  /** Provider slug, e.g. `openai`. */
+  /** Provider slug, e.g. `acme`. */
   readonly provider: string;
   readonly capability: IntegrationCapability;
   /** The gateway's public base URL, e.g. `https://gateway.example.com`. */

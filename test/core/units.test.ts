@@ -1,0 +1,161 @@
+/** Unit tests of the pieces the gateway's guarantees rest on. */
+import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { ProxyContext, SecretValue, TollgateError, maskSecret } from '../../core/contract';
+import { loadConfiguration } from '../../core/configuration/configuration';
+import { redactUrl } from '../../core/security/redact';
+import { generateToken, hashToken, isWellFormedToken } from '../../core/security/tokens';
+import { SecretCipher } from '../../core/storage/encryption';
+import { MemoryRateLimitStore } from '../../core/stores/memory-rate-limit-store';
+import { BUILT_IN_PROVIDERS_DIRECTORY } from '../../core/server/plugin-loader';
+import { TestGateway } from '../support/gateway';
+
+const SOURCE_ROOT = path.resolve(__dirname, '..', '..', '..');
+
+describe('GCRA in-process rate-limit store', () => {
+  const rule = (limit: number, key = 'k') => ({ policy: 'device', key, limit, windowSeconds: 60 });
+
+  it('admits exactly the limit in a burst, then one per emission interval', () => {
+    const store = new MemoryRateLimitStore();
+    const start = 1_000_000;
+    const admitted = Array.from({ length: 10 }, () => store.consume([rule(6)], start)[0]!.allowed).filter(Boolean).length;
+    expect(admitted).to.equal(6);
+    const refused = store.consume([rule(6)], start)[0]!;
+    expect(refused.allowed).to.equal(false);
+    expect(refused.retryAfterSeconds).to.equal(10);
+    expect(store.consume([rule(6)], start + 9_999)[0]!.allowed).to.equal(false);
+    expect(store.consume([rule(6)], start + 10_000)[0]!.allowed).to.equal(true);
+    store.close();
+  });
+
+  it('never admits more than the limit across a window edge (no fixed-window double burst)', () => {
+    const store = new MemoryRateLimitStore();
+    let admitted = 0;
+    for (let t = 0; t < 120_000; t += 500) if (store.consume([rule(10)], 5_000_000 + t)[0]!.allowed) admitted += 1;
+    // 10 in the first instant, then one per 6 s over the remaining 120 s.
+    expect(admitted).to.equal(10 + 19);
+    store.close();
+  });
+
+  it('charges all rules or none', () => {
+    const store = new MemoryRateLimitStore();
+    const now = 7_000_000;
+    store.consume([rule(1, 'app')], now);
+    const results = store.consume([rule(5, 'device'), rule(1, 'app')], now);
+    expect(results.map((result) => result.allowed)).to.deep.equal([true, false]);
+    // The device rule was not charged: five more are still admitted on their own.
+    expect(Array.from({ length: 5 }, () => store.consume([rule(5, 'device')], now)[0]!.allowed)).to.deep.equal([true, true, true, true, true]);
+    store.close();
+  });
+});
+
+describe('secret encryption at rest (AES-256-GCM)', () => {
+  const cipher = new SecretCipher(randomBytes(32));
+
+  it('round-trips and never stores the plaintext', () => {
+    const sealed = cipher.seal('sk-plaintext-value', 'secret\u0000app_1\u0000openai');
+    expect(sealed).to.match(/^v1\.[0-9a-f]{16}\./).and.not.include('plaintext');
+    expect(cipher.open(sealed, 'secret\u0000app_1\u0000openai')).to.equal('sk-plaintext-value');
+    expect(cipher.seal('same', 'ad')).to.not.equal(cipher.seal('same', 'ad'));
+  });
+
+  it('refuses a ciphertext moved to another row, altered, or opened with another key', () => {
+    const sealed = cipher.seal('sk-plaintext-value', 'secret\u0000app_1\u0000openai');
+    expect(() => cipher.open(sealed, 'secret\u0000app_2\u0000openai')).to.throw(TollgateError, /failed authentication/);
+    const parts = sealed.split('.');
+    parts[4] = Buffer.from('tampered').toString('base64url');
+    expect(() => cipher.open(parts.join('.'), 'secret\u0000app_1\u0000openai')).to.throw(TollgateError);
+    expect(() => new SecretCipher(randomBytes(32)).open(sealed, 'secret\u0000app_1\u0000openai')).to.throw(/master key/);
+  });
+});
+
+describe('credentials and redaction', () => {
+  it('issues well-formed tokens and stores only their SHA-256', () => {
+    const token = generateToken('app');
+    expect(isWellFormedToken('app', token)).to.equal(true);
+    expect(isWellFormedToken('admin', token)).to.equal(false);
+    expect(hashToken(token)).to.match(/^[0-9a-f]{64}$/).and.not.include(token.slice(3));
+  });
+
+  it('masks secrets in every textual form', () => {
+    const value = new SecretValue('sk-live-0123456789abcdefWXYZ');
+    expect(String(value)).to.equal('[secret]');
+    expect(`${value}`).to.equal('[secret]');
+    expect(JSON.stringify({ value })).to.equal('{"value":"[secret]"}');
+    expect(require('node:util').inspect(value)).to.not.include('sk-live');
+    expect(value.masked()).to.equal('sk-…WXYZ');
+    expect(maskSecret('short')).to.equal('…');
+  });
+
+  it('redacts credential query parameters and keeps the rest', () => {
+    expect(redactUrl('/v1/x?q=hello&key=AIza123&api_key=s&X-Amz-Signature=abc&alt=sse')).to.equal(
+      '/v1/x?q=hello&key=[redacted]&api_key=[redacted]&X-Amz-Signature=[redacted]&alt=sse',
+    );
+  });
+});
+
+describe('configuration', () => {
+  it('has the documented defaults', () => {
+    const configuration = loadConfiguration({}, '/tmp');
+    expect(configuration).to.deep.include({ port: 8080, host: '127.0.0.1', environment: 'development', logLevel: 'info', maxBodyBytes: 25 * 1024 * 1024 });
+    expect(configuration.dataDirectory).to.equal('/tmp/data');
+    expect(loadConfiguration({ NODE_ENV: 'production' }, '/tmp').environment).to.equal('production');
+  });
+
+  it('refuses malformed values naming the variable', () => {
+    expect(() => loadConfiguration({ TOLLGATE_PORT: 'eighty' }, '/tmp')).to.throw(/TOLLGATE_PORT/);
+    expect(() => loadConfiguration({ TOLLGATE_ENV: 'staging' }, '/tmp')).to.throw(/TOLLGATE_ENV/);
+    expect(() => loadConfiguration({ TOLLGATE_DATABASE_URL: 'mysql://x' }, '/tmp')).to.throw(/TOLLGATE_DATABASE_URL/);
+  });
+});
+
+describe('typed per-stage context', () => {
+  it('reading a fact before its stage ran is a coded error, not undefined', () => {
+    const context = new ProxyContext('id', {} as never, {} as never, { slug: 's', version: 'v1', providerPath: '', query: '' }, {} as never, 0);
+    expect(() => context.get('secret')).to.throw(TollgateError, /resolveSecret/).with.property('code', 'TG_ERR_STAGE_ORDER');
+  });
+});
+
+describe('device-token signing keys', () => {
+  it('rotate without downtime: tokens signed by the old key keep working, new tokens use the new key', async () => {
+    const gateway = await TestGateway.start({});
+    try {
+      const { appId, appToken } = await gateway.createApp();
+      const before = await gateway.deviceToken(appId, appToken, 'rotating-device');
+      const oldKid = JSON.parse(Buffer.from(before.split('.')[0]!, 'base64url').toString()).kid as string;
+      const newKid = await gateway.gateway.deviceTokens.rotate();
+      expect(newKid).to.not.equal(oldKid);
+      const claims = await gateway.gateway.deviceTokens.verify(before);
+      expect(claims.deviceId).to.equal('rotating-device');
+      const after = await gateway.deviceToken(appId, appToken, 'rotating-device');
+      expect(JSON.parse(Buffer.from(after.split('.')[0]!, 'base64url').toString()).kid).to.equal(newKid);
+    } finally {
+      await gateway.close();
+    }
+  });
+});
+
+describe('core never names a provider', () => {
+  it('no registered slug appears as a string literal in core/', () => {
+    const slugs = readdirSync(BUILT_IN_PROVIDERS_DIRECTORY).filter((name) => !name.startsWith('_') && statSync(path.join(BUILT_IN_PROVIDERS_DIRECTORY, name)).isDirectory());
+    expect(slugs.length).to.be.greaterThan(2);
+    const files: string[] = [];
+    const walk = (directory: string) => {
+      for (const entry of readdirSync(directory, { withFileTypes: true })) {
+        const full = path.join(directory, entry.name);
+        if (entry.isDirectory()) walk(full);
+        else if (entry.name.endsWith('.ts')) files.push(full);
+      }
+    };
+    walk(path.join(SOURCE_ROOT, 'core'));
+    expect(files.length).to.be.greaterThan(10);
+    for (const file of files) {
+      const source = readFileSync(file, 'utf8');
+      for (const slug of slugs) {
+        expect(new RegExp(`['"\`]${slug}['"\`/]`).test(source), `${path.relative(SOURCE_ROOT, file)} names "${slug}"`).to.equal(false);
+      }
+    }
+  });
+});
