@@ -1,6 +1,7 @@
 /**
- * The benchmark's fake provider: a JSON chat completion and an SSE stream of ten chunks, answered at once so that the
- * measurement is the proxies' cost, not the provider's. Prints its port on stdout.
+ * A fake OpenAI-shaped provider: a JSON chat completion, or an SSE stream of ten chunks when the URL contains `stream`
+ * or the body asks for `"stream":true`, answered at once so that a benchmark measures the proxies, not the provider.
+ * Also the README walkthrough's stand-in for OpenAI. Usage: node dist/bench/upstream.js [port]; prints its port.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,9 +18,13 @@ const frames = Array.from({ length: 10 }, (_, index) => `data: ${JSON.stringify(
 frames.push('data: [DONE]\n\n');
 
 const server = http.createServer((request, response) => {
-  request.resume();
+  let body = '';
+  request.setEncoding('utf8');
+  request.on('data', (chunk: string) => {
+    if (body.length < 4096) body += chunk;
+  });
   request.on('end', () => {
-    if (request.url?.includes('stream')) {
+    if (request.url?.includes('stream') || /"stream"\s*:\s*true/.test(body)) {
       response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       for (const frame of frames) response.write(frame);
       response.end();
@@ -30,4 +35,4 @@ const server = http.createServer((request, response) => {
   });
 });
 server.keepAliveTimeout = 65_000;
-server.listen(0, '127.0.0.1', () => process.stdout.write(`${(server.address() as AddressInfo).port}\n`));
+server.listen(Number(process.argv[2] ?? 0), '127.0.0.1', () => process.stdout.write(`${(server.address() as AddressInfo).port}\n`));
