@@ -51,6 +51,7 @@ import { ProviderRegistry } from '../registry/provider-registry';
 import { createAttestRouter } from '../routes/attest';
 import { sendGatewayError, toGatewayError } from '../routes/errors';
 import { createHealthRouter } from '../routes/health';
+import { GatewayMetrics } from '../routes/metrics';
 import { PROXY_PREFIX, createProxyHandler, requestIdOf } from '../routes/proxy';
 import { redactUrl } from '../security/redact';
 import { CachedDirectory } from '../storage/cached-directory';
@@ -303,13 +304,15 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       accessDetails.set(context.response, { ...accessDetails.get(context.response), reason: gatewayError.reason });
     },
   };
-  for (const observer of [usageObserver, logObserver, ...plugins.observers]) container.register(PIPELINE_OBSERVER, { useValue: observer });
+  const metrics = new GatewayMetrics();
+  const observers: PipelineObserver[] = [usageObserver, logObserver, metrics, ...plugins.observers];
+  for (const observer of observers) container.register(PIPELINE_OBSERVER, { useValue: observer });
 
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
 
-  const proxyHandler = createProxyHandler({ registry, pipeline, observers: [usageObserver, logObserver, ...plugins.observers], clock });
+  const proxyHandler = createProxyHandler({ registry, pipeline, observers, clock });
   app.use(
     createHealthRouter({
       registry,
@@ -321,6 +324,18 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       },
     }),
   );
+  app.get('/metrics', (_request: Request, response: Response) => {
+    response
+      .status(200)
+      .type('text/plain; version=0.0.4')
+      .send(
+        metrics.render({
+          upstreamQueued: () => (forward as ForwardStage).queuedRequests?.() ?? 0,
+          usageDropped: () => usage.dropped,
+          usageWritten: () => usage.written,
+        }),
+      );
+  });
   app.use(
     '/v1/attest',
     createAttestRouter({

@@ -1,0 +1,55 @@
+/**
+ * `GET /metrics`: Prometheus text exposition (format 0.0.4). Counters are kept in memory by a pipeline observer; labels
+ * are bounded (provider slugs, status classes, error types), never app or device ids.
+ */
+import type { PipelineObserver, ProxyContext } from '../contract';
+
+export interface MetricsSources {
+  /** Requests waiting for an upstream socket (a non-zero value means the pool is too small). */
+  readonly upstreamQueued: () => number;
+  readonly usageDropped: () => number;
+  readonly usageWritten: () => number;
+}
+
+export class GatewayMetrics implements PipelineObserver {
+  private readonly requests = new Map<string, number>();
+  private readonly bytesOut = new Map<string, number>();
+  private truncated = 0;
+  private readonly started = Date.now();
+
+  onResponse(context: ProxyContext): void {
+    const status = context.outcome.status;
+    const key = `provider="${context.provider.slug}",code="${status >= 100 ? `${Math.floor(status / 100)}xx` : 'none'}",error="${context.outcome.errorType ?? ''}"`;
+    this.requests.set(key, (this.requests.get(key) ?? 0) + 1);
+    const providerKey = `provider="${context.provider.slug}"`;
+    this.bytesOut.set(providerKey, (this.bytesOut.get(providerKey) ?? 0) + context.outcome.bytesOut);
+    if (context.outcome.truncated) this.truncated += 1;
+  }
+
+  render(sources: MetricsSources): string {
+    const lines = [
+      '# HELP tollgate_proxy_requests_total Proxied requests by provider, status class and gateway error type.',
+      '# TYPE tollgate_proxy_requests_total counter',
+      ...[...this.requests].map(([labels, value]) => `tollgate_proxy_requests_total{${labels}} ${value}`),
+      '# HELP tollgate_proxy_response_bytes_total Response body bytes streamed to clients, by provider.',
+      '# TYPE tollgate_proxy_response_bytes_total counter',
+      ...[...this.bytesOut].map(([labels, value]) => `tollgate_proxy_response_bytes_total{${labels}} ${value}`),
+      '# HELP tollgate_proxy_truncated_total Responses cut before their end (client gone or provider reset).',
+      '# TYPE tollgate_proxy_truncated_total counter',
+      `tollgate_proxy_truncated_total ${this.truncated}`,
+      '# HELP tollgate_upstream_queued_requests Requests waiting for a socket in the upstream pools.',
+      '# TYPE tollgate_upstream_queued_requests gauge',
+      `tollgate_upstream_queued_requests ${sources.upstreamQueued()}`,
+      '# HELP tollgate_usage_events_dropped_total Usage events dropped because the database was slower than traffic.',
+      '# TYPE tollgate_usage_events_dropped_total counter',
+      `tollgate_usage_events_dropped_total ${sources.usageDropped()}`,
+      '# HELP tollgate_usage_events_written_total Usage events written.',
+      '# TYPE tollgate_usage_events_written_total counter',
+      `tollgate_usage_events_written_total ${sources.usageWritten()}`,
+      '# HELP tollgate_uptime_seconds Seconds since the gateway started.',
+      '# TYPE tollgate_uptime_seconds gauge',
+      `tollgate_uptime_seconds ${Math.floor((Date.now() - this.started) / 1000)}`,
+    ];
+    return `${lines.join('\n')}\n`;
+  }
+}
