@@ -393,8 +393,12 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
 
   const server = http.createServer(
     {
-      // Slow-loris bounds: the whole head within 20 s, the whole request within the upstream timeout plus upload time.
-      headersTimeout: 20_000,
+      // Slow-loris bound: the whole request head within TOLLGATE_HEADERS_TIMEOUT_MS. Heads over 32 KiB get 431.
+      headersTimeout: configuration.headersTimeoutMs,
+      // Node enforces headersTimeout only when it sweeps connections (default every 30 s).
+      connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(configuration.headersTimeoutMs / 4))),
+      // No whole-request timeout: uploads and streams may legitimately run long; the body limit and the upstream
+      // timeouts bound them instead.
       requestTimeout: 0,
       keepAliveTimeout: 65_000,
       maxHeaderSize: 32 * 1024,
