@@ -9,46 +9,11 @@
  * Environment: BENCH_DURATION (seconds per measurement, default 10), BENCH_CONNECTIONS (default 50).
  */
 import autocannon from 'autocannon';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
+import { startBenchTargets } from './harness';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
-const ROOT = path.resolve(__dirname, '..');
-const CLI = path.join(ROOT, 'bin', 'tollgate.js');
-const children: ChildProcess[] = [];
-
-function startChild(script: string, args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, [script, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    child.stdout!.once('data', (chunk: Buffer) => resolve({ child, port: Number(chunk.toString().trim()) }));
-    child.once('exit', (code) => reject(new Error(`${path.basename(script)} exited with ${code}`)));
-  });
-}
-
-function startTollgate(env: Record<string, string>): Promise<string> {
-  const child = spawn(process.execPath, [...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []), CLI, 'serve'], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(stderr);
-      if (match) resolve(match[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`tollgate exited with ${code}: ${stderr}`)));
-  });
-}
-
-function cli(env: Record<string, string>, args: string[], input = ''): Record<string, string> {
-  const result = spawnSync(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, input, encoding: 'utf8' });
-  if (result.status !== 0) throw new Error(`tollgate ${args.join(' ')} failed: ${result.stderr}`);
-  return JSON.parse(result.stdout) as Record<string, string>;
-}
 
 interface Measurement {
   readonly target: string;
@@ -83,29 +48,9 @@ async function measure(target: string, workload: string, url: string, headers: R
 }
 
 async function main(): Promise<void> {
-  const dataDirectory = mkdtempSync(path.join(os.tmpdir(), 'tollgate-bench-'));
+  const targets = await startBenchTargets({ nodeArguments: process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [] });
   try {
-    const { port: upstreamPort } = await startChild(path.join(__dirname, 'upstream.js'), []);
-    const { port: barePort } = await startChild(path.join(__dirname, 'bare-proxy.js'), [String(upstreamPort)]);
-    const env = {
-      TOLLGATE_DATA_DIR: dataDirectory,
-      TOLLGATE_MASTER_KEY: randomBytes(32).toString('base64'),
-      TOLLGATE_PORT: '0',
-      TOLLGATE_PROVIDER_OPENAI_BASE_URL: `http://127.0.0.1:${upstreamPort}`,
-      TOLLGATE_LOG_LEVEL: process.env.TOLLGATE_LOG_LEVEL ?? 'info',
-    };
-    const app = cli(env, ['apps', 'create', '--name', 'bench', '--allow-development-attestation', '--device-limit', '1000000', '--app-limit', '100000000']);
-    cli(env, ['secrets', 'set', '--app', app.id!, '--provider', 'openai'], 'sk-bench-0123456789abcdef');
-    const { developmentToken } = cli(env, ['dev-tokens', 'create', '--app', app.id!]);
-    const tollgateUrl = await startTollgate(env);
-    const attested = await fetch(`${tollgateUrl}/v1/attest/development`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'tollgate-app-token': app.appToken! },
-      body: JSON.stringify({ developmentToken, deviceId: 'bench-device' }),
-    });
-    const { deviceToken } = (await attested.json()) as { deviceToken: string };
-    const tollgateHeaders = { 'tollgate-app-token': app.appToken!, 'tollgate-device-token': deviceToken, authorization: 'Bearer client-key-is-stripped' };
-
+    const { upstreamPort, barePort, tollgateUrl, tollgateHeaders } = targets;
     const results: Measurement[] = [];
     for (const workload of ['json', 'sse']) {
       const suffix = workload === 'sse' ? '?stream=1' : '';
@@ -133,13 +78,11 @@ async function main(): Promise<void> {
       process.exitCode = 1;
     }
   } finally {
-    for (const child of children) child.kill('SIGTERM');
-    rmSync(dataDirectory, { recursive: true, force: true });
+    targets.stop();
   }
 }
 
 main().catch((error: unknown) => {
   process.stderr.write(`bench failed: ${(error as Error).stack ?? String(error)}\n`);
-  for (const child of children) child.kill('SIGTERM');
   process.exitCode = 1;
 });

@@ -2,6 +2,7 @@
  * `GET /metrics`: Prometheus text exposition (format 0.0.4). Counters are kept in memory by a pipeline observer; labels
  * are bounded (provider slugs, status classes, error types), never app or device ids.
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { PipelineObserver, ProxyContext } from '../contract';
 
 export interface MetricsSources {
@@ -16,6 +17,15 @@ export class GatewayMetrics implements PipelineObserver {
   private readonly bytesOut = new Map<string, number>();
   private truncated = 0;
   private readonly started = Date.now();
+  private readonly loopDelay = monitorEventLoopDelay({ resolution: 10 });
+
+  constructor() {
+    this.loopDelay.enable();
+  }
+
+  stop(): void {
+    this.loopDelay.disable();
+  }
 
   onResponse(context: ProxyContext): void {
     const status = context.outcome.status;
@@ -46,10 +56,20 @@ export class GatewayMetrics implements PipelineObserver {
       '# HELP tollgate_usage_events_written_total Usage events written.',
       '# TYPE tollgate_usage_events_written_total counter',
       `tollgate_usage_events_written_total ${sources.usageWritten()}`,
+      '# HELP tollgate_event_loop_delay_p99_seconds 99th percentile event-loop delay since the last scrape.',
+      '# TYPE tollgate_event_loop_delay_p99_seconds gauge',
+      `tollgate_event_loop_delay_p99_seconds ${(this.loopDelay.percentile(99) / 1e9).toFixed(6)}`,
+      '# HELP process_resident_memory_bytes Resident memory of the gateway process.',
+      '# TYPE process_resident_memory_bytes gauge',
+      `process_resident_memory_bytes ${process.memoryUsage.rss()}`,
+      '# HELP process_heap_used_bytes V8 heap in use.',
+      '# TYPE process_heap_used_bytes gauge',
+      `process_heap_used_bytes ${process.memoryUsage().heapUsed}`,
       '# HELP tollgate_uptime_seconds Seconds since the gateway started.',
       '# TYPE tollgate_uptime_seconds gauge',
       `tollgate_uptime_seconds ${Math.floor((Date.now() - this.started) / 1000)}`,
     ];
+    this.loopDelay.reset();
     return `${lines.join('\n')}\n`;
   }
 }

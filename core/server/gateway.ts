@@ -431,6 +431,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         });
         server.closeIdleConnections();
       });
+      metrics.stop();
       await usage.stop();
       (forward as ForwardStage).close?.();
       await rateLimits.close?.();

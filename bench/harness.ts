@@ -1,0 +1,90 @@
+/**
+ * Shared set-up of `npm run bench` and `npm run soak`: the fake upstream, the bare proxy and a real `tollgate serve`, each
+ * in its own process, with an app, a secret and an attested device ready.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const ROOT = path.resolve(__dirname, '..');
+const CLI = path.join(ROOT, 'bin', 'tollgate.js');
+
+export interface BenchTargets {
+  readonly upstreamPort: number;
+  readonly barePort: number;
+  readonly tollgateUrl: string;
+  readonly tollgatePid: number;
+  /** The two Tollgate headers plus a client Authorization the gateway must strip. */
+  readonly tollgateHeaders: Readonly<Record<string, string>>;
+  stop(): void;
+}
+
+function startChild(children: ChildProcess[], script: string, args: string[]): Promise<number> {
+  const child = spawn(process.execPath, [script, ...args], { env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    child.stdout!.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
+    child.once('exit', (code) => reject(new Error(`${path.basename(script)} exited with ${code}`)));
+  });
+}
+
+function cli(env: Record<string, string>, args: string[], input = ''): Record<string, string> {
+  const result = spawnSync(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, input, encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`tollgate ${args.join(' ')} failed: ${result.stderr}`);
+  return JSON.parse(result.stdout) as Record<string, string>;
+}
+
+/** Starts the three targets. `extraEnv` reaches `tollgate serve` (e.g. TOLLGATE_REDIS_URL); `nodeArguments` its node. */
+export async function startBenchTargets(options: { extraEnv?: Record<string, string>; nodeArguments?: string[] } = {}): Promise<BenchTargets> {
+  const children: ChildProcess[] = [];
+  const dataDirectory = mkdtempSync(path.join(os.tmpdir(), 'tollgate-bench-'));
+  const stop = () => {
+    for (const child of children) child.kill('SIGTERM');
+    rmSync(dataDirectory, { recursive: true, force: true });
+  };
+  try {
+    const upstreamPort = await startChild(children, path.join(__dirname, 'upstream.js'), []);
+    const barePort = await startChild(children, path.join(__dirname, 'bare-proxy.js'), [String(upstreamPort)]);
+    const env: Record<string, string> = {
+      TOLLGATE_DATA_DIR: dataDirectory,
+      TOLLGATE_MASTER_KEY: randomBytes(32).toString('base64'),
+      TOLLGATE_PORT: '0',
+      TOLLGATE_PROVIDER_OPENAI_BASE_URL: `http://127.0.0.1:${upstreamPort}`,
+      TOLLGATE_LOG_LEVEL: process.env.TOLLGATE_LOG_LEVEL ?? 'info',
+      ...options.extraEnv,
+    };
+    const app = cli(env, ['apps', 'create', '--name', 'bench', '--allow-development-attestation', '--device-limit', '1000000', '--app-limit', '100000000']);
+    cli(env, ['secrets', 'set', '--app', app.id!, '--provider', 'openai'], 'sk-bench-0123456789abcdef');
+    const { developmentToken } = cli(env, ['dev-tokens', 'create', '--app', app.id!]);
+    const tollgate = spawn(process.execPath, [...(options.nodeArguments ?? []), CLI, 'serve'], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    children.push(tollgate);
+    const tollgateUrl = await new Promise<string>((resolve, reject) => {
+      let stderr = '';
+      tollgate.stderr!.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+        const match = /listening on (http:\/\/\S+)/.exec(stderr);
+        if (match) resolve(match[1]!);
+      });
+      tollgate.once('exit', (code) => reject(new Error(`tollgate exited with ${code}: ${stderr}`)));
+    });
+    const attested = await fetch(`${tollgateUrl}/v1/attest/development`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'tollgate-app-token': app.appToken! },
+      body: JSON.stringify({ developmentToken, deviceId: 'bench-device' }),
+    });
+    const { deviceToken } = (await attested.json()) as { deviceToken: string };
+    return {
+      upstreamPort,
+      barePort,
+      tollgateUrl,
+      tollgatePid: tollgate.pid!,
+      tollgateHeaders: { 'tollgate-app-token': app.appToken!, 'tollgate-device-token': deviceToken, authorization: 'Bearer client-key-is-stripped' },
+      stop,
+    };
+  } catch (error) {
+    stop();
+    throw error;
+  }
+}
