@@ -25,6 +25,12 @@ export interface SoakReport {
   readonly rssSlopeBytesPerMinute: number;
   readonly heapSlopeBytesPerMinute: number;
   readonly loopDelayP99MaxSeconds: number;
+  /**
+   * Growth of the heap's floor: the lowest sample of the last third minus the lowest of the middle third. Minima sit just
+   * after a collection, so unlike a slope through the GC sawtooth this is stable on short runs.
+   */
+  readonly heapFloorGrowthBytes: number;
+  readonly rssMaxBytes: number;
 }
 
 function slopePerMinute(points: ReadonlyArray<[number, number]>): number {
@@ -67,6 +73,9 @@ export async function runSoak(options: { seconds: number; connections: number; s
       autocannon({ ...common, url, body: '{"model":"m","stream":true,"messages":[]}' }),
     ]);
     const settled = samples.filter((sample) => sample.atSeconds >= options.seconds / 2);
+    const third = options.seconds / 3;
+    const floor = (from: number, to: number) =>
+      Math.min(...samples.filter((sample) => sample.atSeconds >= from && sample.atSeconds < to).map((sample) => sample.heapBytes));
     return {
       seconds: options.seconds,
       requests: json.requests.total + sse.requests.total,
@@ -76,6 +85,8 @@ export async function runSoak(options: { seconds: number; connections: number; s
       rssSlopeBytesPerMinute: slopePerMinute(settled.map((sample) => [sample.atSeconds, sample.rssBytes])),
       heapSlopeBytesPerMinute: slopePerMinute(settled.map((sample) => [sample.atSeconds, sample.heapBytes])),
       loopDelayP99MaxSeconds: Math.max(0, ...samples.map((sample) => sample.loopDelayP99Seconds).filter(Number.isFinite)),
+      heapFloorGrowthBytes: floor(2 * third, Number.POSITIVE_INFINITY) - floor(third, 2 * third),
+      rssMaxBytes: Math.max(0, ...samples.map((sample) => sample.rssBytes).filter(Number.isFinite)),
     };
   } finally {
     clearInterval(sampler);
@@ -94,7 +105,7 @@ if (require.main === module) {
         [
           `soak: ${report.seconds} s, ${report.requests} requests (${report.errors} errors, ${report.non2xx} non-2xx), ${report.samples.length} samples`,
           `RSS ${first ? mib(first.rssBytes) : '?'} → ${last ? mib(last.rssBytes) : '?'} MiB; slope over the second half ${mib(report.rssSlopeBytesPerMinute)} MiB/min`,
-          `heap slope over the second half ${mib(report.heapSlopeBytesPerMinute)} MiB/min`,
+          `heap slope over the second half ${mib(report.heapSlopeBytesPerMinute)} MiB/min; heap floor growth (last third vs middle third) ${mib(report.heapFloorGrowthBytes)} MiB`,
           `event-loop delay p99, worst sample: ${(report.loopDelayP99MaxSeconds * 1000).toFixed(1)} ms`,
           '',
         ].join('\n'),

@@ -22,6 +22,8 @@ export interface UpstreamRequest {
   readonly path: string;
   /** Exactly the headers that go upstream (lower-case names), credential included. Never log it. */
   readonly headers: Record<string, string | string[]>;
+  /** A buffered body (only for providers whose signature covers the payload); otherwise the client's body is streamed. */
+  readonly body?: Buffer;
 }
 
 /**

@@ -96,6 +96,11 @@ export interface UpstreamRequestDraft {
   path: string;
   /** Outgoing headers with lower-case names. */
   readonly headers: Record<string, string | string[]>;
+  /**
+   * The whole request body, present only when the manifest sets `authorizeNeedsBody` (signatures that cover the
+   * payload, such as AWS SigV4). Bounded by `TOLLGATE_MAX_BODY_BYTES`.
+   */
+  readonly body?: Buffer;
 }
 
 /** The secret the pipeline resolved for this request. */
@@ -130,7 +135,9 @@ export interface ProviderManifest {
   readonly baseUrl: string;
   /**
    * Accepted versions and the path prefix each maps to on top of `baseUrl`, e.g. `{ v1: '/v1' }`. An unversioned
-   * provider declares a pseudo-version mapped to the root: `{ v1: '' }`.
+   * provider declares a pseudo-version mapped to the root: `{ v1: '' }`. A version may instead map to an absolute
+   * https URL on a second declared host (Replicate's streaming host, fal's queue host):
+   * `{ 'v1-stream': 'https://streaming.api.replicate.com/v1' }`. An operator base-URL override replaces that host too.
    */
   readonly versions: Readonly<Record<string, string>>;
   readonly auth: AuthStyle;
@@ -157,6 +164,11 @@ export interface ProviderManifest {
    * minted from a service account. Called once per request, after header hygiene.
    */
   readonly authorize?: (request: UpstreamRequestDraft, secret: ResolvedSecret) => void | Promise<void>;
+  /**
+   * Set when `authorize` must see the whole body (a signature over the payload). The gateway then reads the body (up to
+   * the body limit) before signing and forwards that buffer; every other provider's body is streamed.
+   */
+  readonly authorizeNeedsBody?: boolean;
 }
 
 /**

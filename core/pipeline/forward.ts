@@ -158,6 +158,11 @@ export class ForwardStage implements PipelineStage {
         }
       });
 
+      // A body already read for a payload signature is sent as is.
+      if (upstream.body) {
+        proxyRequest.end(upstream.body);
+        return;
+      }
       // Request body: streamed with back-pressure, counted, cut at the limit.
       request.on('data', (chunk: Buffer) => {
         context.outcome.bytesIn += chunk.length;

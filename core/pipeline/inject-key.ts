@@ -1,5 +1,7 @@
+import type { IncomingMessage } from 'node:http';
 import { inject, injectable } from 'tsyringe';
-import { GatewayError, type PipelineStage, type ProxyContext, type UpstreamRequestDraft } from '../contract';
+import { CONFIGURATION, GatewayError, type PipelineStage, type ProxyContext, type UpstreamRequestDraft } from '../contract';
+import type { Configuration } from '../configuration/configuration';
 import { ProviderRegistry, type RegisteredProvider } from '../registry/provider-registry';
 import { forwardableRequestHeaders } from './header-hygiene';
 import { joinUpstreamUrl, routeAllowed } from './proxy-path';
@@ -40,6 +42,33 @@ function upstreamBase(provider: RegisteredProvider, context: ProxyContext): stri
   return provider.baseUrl;
 }
 
+/** A version mapped to an absolute URL names a second declared host; an operator override replaces its origin too. */
+function versionBase(provider: RegisteredProvider, context: ProxyContext, target: string): { base: string; prefix: string } {
+  if (!/^https?:/.test(target)) return { base: upstreamBase(provider, context), prefix: target };
+  const url = new URL(target);
+  const prefix = url.pathname === '/' ? '' : url.pathname;
+  return { base: provider.overridden ? provider.baseUrl : url.origin, prefix };
+}
+
+/** Reads a whole request body, refusing it past `limit` bytes (only for payload-signing providers). */
+function readBody(request: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    request.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        request.pause();
+        reject(new GatewayError('invalidRequest', `The request body is larger than ${limit} bytes.`, { status: 413, reason: 'body_too_large' }));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    request.once('end', () => resolve(Buffer.concat(chunks)));
+    request.once('error', reject);
+  });
+}
+
 /**
  * Stage 5, `injectKey`: builds the upstream request from the provider's declarations only: base URL, version prefix,
  * the checked client path, the client's forwardable headers, the provider's default headers and its credential, as the
@@ -49,7 +78,10 @@ function upstreamBase(provider: RegisteredProvider, context: ProxyContext): stri
 export class InjectKeyStage implements PipelineStage {
   readonly name = 'injectKey' as const;
 
-  constructor(@inject(ProviderRegistry) private readonly registry: ProviderRegistry) {}
+  constructor(
+    @inject(ProviderRegistry) private readonly registry: ProviderRegistry,
+    @inject(CONFIGURATION) private readonly configuration: Configuration,
+  ) {}
 
   run(context: ProxyContext): void | Promise<void> {
     const provider = this.registry.find(context.provider.slug)!;
@@ -70,7 +102,8 @@ export class InjectKeyStage implements PipelineStage {
       const pair = `${encodeURIComponent(auth.parameter)}=${encodeURIComponent(secret.value.reveal())}`;
       query = query ? `${query}&${pair}` : pair;
     }
-    const { origin, path } = joinUpstreamUrl(upstreamBase(provider, context), manifest.versions[version]!, providerPath, query);
+    const { base, prefix } = versionBase(provider, context, manifest.versions[version]!);
+    const { origin, path } = joinUpstreamUrl(base, prefix, providerPath, query);
     const headers = forwardableRequestHeaders(context.request.headers, this.registry.credentialHeaders);
     if (manifest.defaultHeaders) {
       for (const [name, value] of Object.entries(manifest.defaultHeaders)) {
@@ -81,11 +114,26 @@ export class InjectKeyStage implements PipelineStage {
     if (auth.kind === 'header') {
       headers[auth.header.toLowerCase()] = auth.scheme ? `${auth.scheme} ${secret.value.reveal()}` : secret.value.reveal();
     }
-    const draft: UpstreamRequestDraft = { method, origin, path, headers };
-    if (auth.kind === 'computed') {
-      const signed = manifest.authorize!(draft, secret);
-      if (signed instanceof Promise) return signed.then(() => context.set('upstream', { ...draft }));
+    if (auth.kind === 'computed') return this.authorize(context, { method, origin, path, headers });
+    context.set('upstream', { method, origin, path, headers });
+  }
+
+  /** Computed credentials: the manifest's hook signs the draft (with the whole body when it asks for it). */
+  private async authorize(context: ProxyContext, base: UpstreamRequestDraft): Promise<void> {
+    const manifest = context.provider;
+    let draft: UpstreamRequestDraft = base;
+    if (manifest.authorizeNeedsBody) {
+      const declared = context.request.headers['content-length'];
+      if (declared !== undefined && Number(declared) > this.configuration.maxBodyBytes) {
+        throw new GatewayError('invalidRequest', `The request body is larger than ${this.configuration.maxBodyBytes} bytes.`, { status: 413, reason: 'body_too_large' });
+      }
+      const body = await readBody(context.request, this.configuration.maxBodyBytes);
+      context.outcome.bytesIn = body.length;
+      const headers: Record<string, string | string[]> = { ...base.headers, 'content-length': String(body.length) };
+      delete headers['transfer-encoding'];
+      draft = { ...base, headers, body };
     }
-    context.set('upstream', { method, origin, path: draft.path, headers });
+    await manifest.authorize!(draft, context.get('secret'));
+    context.set('upstream', { method: draft.method, origin: draft.origin, path: draft.path, headers: draft.headers, ...(draft.body ? { body: draft.body } : {}) });
   }
 }

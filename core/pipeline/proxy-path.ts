@@ -112,11 +112,22 @@ export function joinUpstreamUrl(baseUrl: string, versionPrefix: string, provider
   return { origin: base.origin, path };
 }
 
-/** True when `host` matches a pattern such as `*.openai.azure.com` (one or more labels) or an exact host. */
+/**
+ * True when `host` matches a pattern: an exact host; a leading `*.` matches one or more labels
+ * (`*.openai.azure.com`); a `*` elsewhere matches exactly one label (`bedrock-runtime.*.amazonaws.com`).
+ */
 export function hostMatches(host: string, pattern: string): boolean {
-  const lowerHost = host.toLowerCase();
-  const lowerPattern = pattern.toLowerCase();
-  if (!lowerPattern.startsWith('*.')) return lowerHost === lowerPattern;
-  const suffix = lowerPattern.slice(1);
-  return lowerHost.endsWith(suffix) && lowerHost.length > suffix.length && /^[a-z0-9-]+(\.[a-z0-9-]+)*$/.test(lowerHost.slice(0, -suffix.length));
+  const hostLabels = host.toLowerCase().split('.');
+  const patternLabels = pattern.toLowerCase().split('.');
+  const label = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
+  if (!hostLabels.every((part) => label.test(part))) return false;
+  let fixed = patternLabels;
+  if (patternLabels[0] === '*' ) {
+    fixed = patternLabels.slice(1);
+    if (hostLabels.length <= fixed.length) return false;
+  } else if (hostLabels.length !== patternLabels.length) {
+    return false;
+  }
+  const tail = hostLabels.slice(hostLabels.length - fixed.length);
+  return fixed.every((part, index) => part === '*' || part === tail[index]);
 }

@@ -63,6 +63,11 @@ export function validateManifest(manifest: ProviderManifest, origin = 'built-in'
   if (versions.length === 0) fail(slug, 'at least one version is required');
   for (const [version, prefix] of versions) {
     if (!VERSION_PATTERN.test(version)) fail(slug, `version "${version}" must match ${VERSION_PATTERN}`);
+    if (/^https?:/.test(prefix)) {
+      const url = parseBaseUrl(slug, prefix, false, `version "${version}"`);
+      if (url.pathname.endsWith('/') && url.pathname !== '/') fail(slug, `version "${version}" URL must not end with "/"`);
+      continue;
+    }
     if (prefix !== '' && (!prefix.startsWith('/') || prefix.endsWith('/') || prefix.includes('..') || prefix.includes('//'))) {
       fail(slug, `version "${version}" maps to "${prefix}": use '' or a path like "/v1" (no trailing slash)`);
     }
