@@ -129,7 +129,7 @@ export function loadConfiguration(env: Source = process.env, workingDirectory = 
   });
 }
 
-/** The environment-variable stem of a provider slug: `azure-openai` → `AZURE_OPENAI`. */
+/** The environment-variable stem of a provider slug: `acme-ai` → `ACME_AI`. */
 export function providerVariableStem(slug: string): string {
   return slug.toUpperCase().replace(/-/g, '_');
 }

@@ -85,6 +85,8 @@ export interface TenantHostRule {
   baseUrl: 'required' | 'optional';
   /** Host patterns a tenant base URL must match; `*.` matches one or more labels, e.g. `*.openai.azure.com`. */
   allowedHosts: string[];
+  /** A regular expression the tenant base URL's path must match, e.g. `^/openai$`. Default: any path. */
+  pathPattern?: string;
 }
 
 /** An upstream request as the pipeline built it, before it is sent; computed auth hooks may add to it. */

@@ -247,6 +247,8 @@ export class ManagementService {
     if (url.username || url.password || url.search || url.hash) problems.push('must not carry credentials, a query or a fragment');
     if (!rule.allowedHosts.some((pattern) => hostMatches(url.hostname, pattern))) problems.push(`host must match ${rule.allowedHosts.join(' or ')}`);
     if (isPrivateHost(url.hostname) && !this.options.allowPrivateUpstreams) problems.push('must not be a private or loopback address');
+    const path = url.pathname.replace(/\/$/, '');
+    if (rule.pathPattern && !new RegExp(rule.pathPattern).test(path)) problems.push(`path must match ${rule.pathPattern}`);
     if (problems.length > 0) throw new TollgateError('TG_ERR_VALIDATION', `baseUrl ${problems.join('; ')}`, { baseUrl: problems });
     return url.href.replace(/\/$/, '');
   }

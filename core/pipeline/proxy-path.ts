@@ -114,7 +114,8 @@ export function joinUpstreamUrl(baseUrl: string, versionPrefix: string, provider
 
 /**
  * True when `host` matches a pattern: an exact host; a leading `*.` matches one or more labels
- * (`*.openai.azure.com`); a `*` elsewhere matches exactly one label (`bedrock-runtime.*.amazonaws.com`).
+ * (`*.openai.azure.com`); a `*` label elsewhere matches exactly one label (`bedrock-runtime.*.amazonaws.com`); a `*`
+ * inside a label matches part of one label (`*-aiplatform.googleapis.com`).
  */
 export function hostMatches(host: string, pattern: string): boolean {
   const hostLabels = host.toLowerCase().split('.');
@@ -129,5 +130,11 @@ export function hostMatches(host: string, pattern: string): boolean {
     return false;
   }
   const tail = hostLabels.slice(hostLabels.length - fixed.length);
-  return fixed.every((part, index) => part === '*' || part === tail[index]);
+  return fixed.every((part, index) => {
+    if (part === '*') return true;
+    if (!part.includes('*')) return part === tail[index];
+    // A `*` inside a label matches one or more label characters: `*-aiplatform` matches `us-central1-aiplatform`.
+    const glob = new RegExp(`^${part.split('*').map((piece) => piece.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[a-z0-9-]+')}$`);
+    return glob.test(tail[index]!);
+  });
 }

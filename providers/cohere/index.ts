@@ -1,0 +1,19 @@
+/**
+ * Cohere (https://docs.cohere.com/reference). v2 chat streams SSE with event names (`message-start`, `content-delta`,
+ * `message-end`); v1 `/generate` streams NDJSON. Bearer auth.
+ */
+import { BEARER } from '../_shared';
+import { PLUGIN_CONTRACT_VERSION, defineProvider } from '../../core/contract';
+
+export const manifest = defineProvider({
+  contractVersion: PLUGIN_CONTRACT_VERSION,
+  slug: 'cohere',
+  name: 'Cohere',
+  baseUrl: 'https://api.cohere.com',
+  versions: { v2: '/v2', v1: '/v1' },
+  auth: BEARER,
+  capabilities: ['chat', 'embeddings', 'rerank'],
+  streaming: ['sse', 'ndjson'],
+  routes: { methods: ['GET', 'POST'], allow: ['chat', 'embed', 'rerank', 'generate', 'classify', 'tokenize', 'detokenize', 'models'], deny: ['datasets', 'connectors', 'finetuning', 'api-keys'] },
+  notes: 'v2 chat: SSE with event names; v1 generate: NDJSON.',
+});

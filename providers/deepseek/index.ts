@@ -1,0 +1,12 @@
+/**
+ * DeepSeek (https://api-docs.deepseek.com): OpenAI-compatible. Under load it sends `: keep-alive` SSE comments (and blank
+ * lines on non-streamed calls); the gateway passes them through.
+ */
+import { openAiCompatible } from '../_shared';
+
+export const manifest = openAiCompatible({
+  slug: 'deepseek',
+  name: 'DeepSeek',
+  baseUrl: 'https://api.deepseek.com',
+  notes: 'OpenAI SSE with ": keep-alive" comments under load.',
+});

@@ -1,0 +1,18 @@
+/**
+ * fal (https://docs.fal.ai). `Authorization: Key <key>`. Synchronous calls go to `fal.run/{app}` (version `v1`), queued
+ * jobs to `queue.fal.run/{app}` (version `v1-queue`). `{app}/stream` with `Accept: text/event-stream` streams SSE.
+ */
+import { PLUGIN_CONTRACT_VERSION, defineProvider } from '../../core/contract';
+
+export const manifest = defineProvider({
+  contractVersion: PLUGIN_CONTRACT_VERSION,
+  slug: 'fal',
+  name: 'fal',
+  baseUrl: 'https://fal.run',
+  versions: { v1: '', 'v1-queue': 'https://queue.fal.run' },
+  auth: { kind: 'header', header: 'Authorization', scheme: 'Key' },
+  capabilities: ['image', 'video', 'audio', 'tts'],
+  streaming: ['sse', 'binary'],
+  routes: { methods: ['GET', 'POST', 'PUT'] },
+  notes: 'Path is the app id, e.g. fal-ai/flux/dev; v1-queue uses queue.fal.run.',
+});

@@ -1,0 +1,91 @@
+/**
+ * Google Vertex AI (https://cloud.google.com/vertex-ai/docs/reference/rest). Computed credentials: the secret is a
+ * service-account JSON key; the gateway signs a JWT assertion (RS256) and trades it at Google's OAuth token endpoint for
+ * an access token (RFC 7523, "JWT Profile for OAuth 2.0 Authorization Grants"), cached until a minute before expiry, then
+ * sends `Authorization: Bearer <token>`.
+ *
+ * The host is per region/project and comes from the secret record:
+ * `--base-url https://us-central1-aiplatform.googleapis.com` (or `https://aiplatform.googleapis.com` for `global`).
+ * The token endpoint is Google's, never one named in the key file; an operator may override it with
+ * `TOLLGATE_PROVIDER_VERTEX_AI_TOKEN_URL` (a fake one in tests).
+ */
+import { SignJWT, importPKCS8 } from 'jose';
+import { PLUGIN_CONTRACT_VERSION, defineProvider, type ResolvedSecret, type UpstreamRequestDraft } from '../../core/contract';
+
+const GOOGLE_TOKEN_URL = 'https://oauth2.googleapis.com/token';
+const SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
+
+interface ServiceAccount {
+  client_email: string;
+  private_key: string;
+  private_key_id?: string;
+}
+
+const tokens = new Map<string, Promise<{ token: string; expiresAt: number }>>();
+
+function parseServiceAccount(secret: ResolvedSecret): ServiceAccount {
+  let parsed: Partial<ServiceAccount>;
+  try {
+    parsed = JSON.parse(secret.value.reveal()) as Partial<ServiceAccount>;
+  } catch {
+    throw new Error('the vertex-ai secret must be a service-account JSON key');
+  }
+  if (typeof parsed.client_email !== 'string' || typeof parsed.private_key !== 'string') {
+    throw new Error('the vertex-ai service-account key lacks client_email or private_key');
+  }
+  return parsed as ServiceAccount;
+}
+
+async function mintToken(account: ServiceAccount, tokenUrl: string): Promise<{ token: string; expiresAt: number }> {
+  const key = await importPKCS8(account.private_key, 'RS256');
+  const assertion = await new SignJWT({ scope: SCOPE })
+    .setProtectedHeader({ alg: 'RS256', typ: 'JWT', ...(account.private_key_id ? { kid: account.private_key_id } : {}) })
+    .setIssuer(account.client_email)
+    .setSubject(account.client_email)
+    .setAudience(tokenUrl)
+    .setIssuedAt()
+    .setExpirationTime('1h')
+    .sign(key);
+  const response = await fetch(tokenUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion }).toString(),
+    signal: AbortSignal.timeout(10_000),
+  });
+  if (!response.ok) throw new Error(`the OAuth token endpoint answered ${response.status}`);
+  const body = (await response.json()) as { access_token?: string; expires_in?: number };
+  if (typeof body.access_token !== 'string') throw new Error('the OAuth token endpoint answered without access_token');
+  return { token: body.access_token, expiresAt: Date.now() + (body.expires_in ?? 3600) * 1000 };
+}
+
+/** An access token for the account, shared by concurrent requests and refreshed a minute before it expires. */
+async function accessToken(account: ServiceAccount): Promise<string> {
+  const tokenUrl = process.env.TOLLGATE_PROVIDER_VERTEX_AI_TOKEN_URL ?? GOOGLE_TOKEN_URL;
+  const cacheKey = `${tokenUrl}\u0000${account.client_email}\u0000${account.private_key_id ?? ''}`;
+  const cached = tokens.get(cacheKey);
+  if (cached) {
+    const settled = await cached.catch(() => undefined);
+    if (settled && settled.expiresAt - 60_000 > Date.now()) return settled.token;
+  }
+  const pending = mintToken(account, tokenUrl);
+  tokens.set(cacheKey, pending);
+  pending.catch(() => tokens.delete(cacheKey));
+  return (await pending).token;
+}
+
+export const manifest = defineProvider({
+  contractVersion: PLUGIN_CONTRACT_VERSION,
+  slug: 'vertex-ai',
+  name: 'Google Vertex AI',
+  baseUrl: 'https://aiplatform.googleapis.com',
+  versions: { v1: '/v1', v1beta1: '/v1beta1' },
+  auth: { kind: 'computed' },
+  async authorize(draft: UpstreamRequestDraft, secret: ResolvedSecret) {
+    draft.headers.authorization = `Bearer ${await accessToken(parseServiceAccount(secret))}`;
+  },
+  capabilities: ['chat', 'embeddings', 'image'],
+  streaming: ['sse', 'json-array'],
+  routes: { methods: ['GET', 'POST'], allow: ['projects/'] },
+  tenant: { baseUrl: 'optional', allowedHosts: ['aiplatform.googleapis.com', '*-aiplatform.googleapis.com'], pathPattern: '^$' },
+  notes: 'Secret: a service-account JSON key. Paths: projects/{p}/locations/{r}/publishers/{pub}/models/{m}:streamGenerateContent?alt=sse.',
+});

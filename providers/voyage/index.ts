@@ -1,0 +1,15 @@
+/** Voyage AI (https://docs.voyageai.com/reference). Bearer; embeddings and rerank. */
+import { BEARER } from '../_shared';
+import { PLUGIN_CONTRACT_VERSION, defineProvider } from '../../core/contract';
+
+export const manifest = defineProvider({
+  contractVersion: PLUGIN_CONTRACT_VERSION,
+  slug: 'voyage',
+  name: 'Voyage AI',
+  baseUrl: 'https://api.voyageai.com',
+  versions: { v1: '/v1' },
+  auth: BEARER,
+  capabilities: ['embeddings', 'rerank'],
+  streaming: [],
+  routes: { methods: ['POST'], allow: ['embeddings', 'multimodalembeddings', 'contextualizedembeddings', 'rerank'] },
+});
