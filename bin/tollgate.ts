@@ -20,7 +20,7 @@ Usage:
   tollgate serve
   tollgate migrate
   tollgate apps create --name NAME [--apple-app-id TEAMID.BUNDLE] [--android-package PKG --android-cert-sha256 HEX] [--allow-development-attestation]
-  tollgate apps update --app ID [--name NAME] [--device-limit N] [--app-limit N] [--allow-development-attestation true|false] [--device-token-ttl SECONDS] [--allowed-providers a,b]
+  tollgate apps update --app ID [--name NAME] [--device-limit N] [--app-limit N] [--allow-development-attestation true|false] [--device-token-ttl SECONDS] [--allowed-providers a,b] [--allowed-routes openai/chat/completions,…]
   tollgate apps list | get --app ID | rotate-token --app ID | disable --app ID | enable --app ID | delete --app ID
   tollgate secrets set --app ID --provider SLUG [--base-url URL]     (the value is read from stdin, never from argv)
   tollgate secrets list --app ID | delete --app ID --provider SLUG
@@ -45,6 +45,7 @@ const OPTIONS = {
   'app-limit': { type: 'string' },
   'device-token-ttl': { type: 'string' },
   'allowed-providers': { type: 'string' },
+  'allowed-routes': { type: 'string' },
   label: { type: 'string' },
   device: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
@@ -203,6 +204,7 @@ async function main(argv: string[]): Promise<void> {
             androidPackage: options['android-package'],
             androidCertSha256: options['android-cert-sha256'],
             allowedProviders: options['allowed-providers']?.split(',').map((slug) => slug.trim()).filter(Boolean),
+            allowedRoutes: options['allowed-routes']?.split(',').map((route) => route.trim()).filter(Boolean),
           }),
         ),
       );

@@ -20,6 +20,11 @@ export interface AppSettings {
   readonly androidCertSha256: string | undefined;
   /** Narrows the providers this app may call (slugs). Absent: every provider it has a secret for. */
   readonly allowedProviders: readonly string[] | undefined;
+  /**
+   * Narrows further to routes: `slug/path-prefix` entries, e.g. `acme/chat/completions` or `acme/audio/`.
+   * A bare slug allows all of that provider's routes. Absent: every route the provider's manifest allows.
+   */
+  readonly allowedRoutes: readonly string[] | undefined;
 }
 
 /** Default limits and lifetimes (protocol.md, issue "Core gateway"). */
@@ -32,6 +37,7 @@ export const DEFAULT_APP_SETTINGS: AppSettings = Object.freeze({
   androidPackage: undefined,
   androidCertSha256: undefined,
   allowedProviders: undefined,
+  allowedRoutes: undefined,
 });
 
 /** The app a request's `Tollgate-App-Token` belongs to (set by `verifyToken`). */

@@ -24,6 +24,7 @@ const SLUG = /^[a-z0-9][a-z0-9-]{0,39}$/;
 const APPLE_APP_ID = /^[A-Z0-9]{10}\.[A-Za-z0-9][A-Za-z0-9.-]{0,154}$/;
 const ANDROID_PACKAGE = /^[a-zA-Z][a-zA-Z0-9_]*(\.[a-zA-Z][a-zA-Z0-9_]*)+$/;
 const SHA256_HEX = /^([0-9a-fA-F]{2}:?){31}[0-9a-fA-F]{2}$/;
+const ROUTE = /^[a-z0-9][a-z0-9-]{0,39}(\/[A-Za-z0-9._~:\/-]{0,200})?$/;
 const PRINTABLE = /^[^\u0000-\u001f\u007f]*$/;
 
 export class AppSettingsInput {
@@ -39,6 +40,8 @@ export class AppSettingsInput {
   androidCertSha256?: string;
   @IsOptional() @IsArray() @ArrayMaxSize(100) @Matches(SLUG, { each: true, message: 'allowedProviders must be provider slugs' })
   allowedProviders?: string[];
+  @IsOptional() @IsArray() @ArrayMaxSize(200) @Matches(ROUTE, { each: true, message: 'allowedRoutes entries must be slug or slug/path-prefix' })
+  allowedRoutes?: string[];
 }
 
 export class CreateAppInput extends AppSettingsInput {

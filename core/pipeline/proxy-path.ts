@@ -78,7 +78,8 @@ export function parseProxyRoute(rest: string): ProxyRoute {
   return { slug, version, providerPath: checkProviderPath(providerPath), query };
 }
 
-function matchesPrefix(path: string, prefix: string): boolean {
+/** Whole-segment prefix match: `audio/` matches `audio/speech`; `models` matches `models` and `models/x` (and `models:x`). */
+export function matchesPrefix(path: string, prefix: string): boolean {
   if (prefix.endsWith('/')) return path.startsWith(prefix);
   return path === prefix || path.startsWith(`${prefix}/`) || path.startsWith(`${prefix}:`);
 }

@@ -14,8 +14,10 @@ describe('soak (short CI variant)', function () {
     expect(report.errors).to.equal(0);
     expect(report.non2xx).to.equal(0);
     expect(report.samples.length).to.be.at.least(10);
-    // A leak of one small object per request at this rate would raise the heap's post-GC floor by several MiB.
-    expect(report.heapFloorGrowthBytes, `heap floor grew ${(report.heapFloorGrowthBytes / 1048576).toFixed(1)} MiB`).to.be.below(16 * 1024 * 1024);
+    // Twenty seconds is too short to tell a slow leak from warm-up (V8 grows its heap lazily for a while); this bound
+    // catches gross per-request leaks only. Slow leaks are the 10,000-stream test's job (forced GC, in process) and the
+    // documented 10-minute run's.
+    expect(report.heapFloorGrowthBytes, `heap floor grew ${(report.heapFloorGrowthBytes / 1048576).toFixed(1)} MiB`).to.be.below(64 * 1024 * 1024);
     expect(report.rssMaxBytes).to.be.below(512 * 1024 * 1024);
   });
 });
