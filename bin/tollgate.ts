@@ -9,8 +9,12 @@ import { parseArgs } from 'node:util';
 import { createInterface } from 'node:readline';
 import pino from 'pino';
 import { TollgateError } from '../core/contract';
-import { createGatewayCore, startGateway, TOLLGATE_VERSION, type GatewayCore, type RunningGateway } from '../core/server/gateway';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { authenticateAdminKey } from '../core/management/admin-auth';
+import { createMcpServer } from '../core/mcp/server';
+import { createGatewayCore, mcpDependencies, startGateway, TOLLGATE_VERSION, type GatewayCore, type RunningGateway } from '../core/server/gateway';
 import { describeDatabase } from '../core/storage/database';
+import { DeviceTokenService } from '../core/attestation/device-tokens';
 
 class UsageError extends Error {}
 
@@ -29,6 +33,7 @@ Usage:
   tollgate admin-keys create --name NAME
   tollgate providers list
   tollgate signing-keys rotate
+  tollgate mcp                         (the assistant-facing server over stdio; TOLLGATE_ADMIN_KEY names the actor)
 
 Configuration comes from TOLLGATE_* environment variables (see docs/reference/configuration.md).`;
 
@@ -142,6 +147,31 @@ async function serve(): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
+/**
+ * `tollgate mcp`: the assistant-facing server over stdio. stdout carries the protocol only; logs go to stderr. With
+ * `TOLLGATE_ADMIN_KEY` the key must be valid and names the actor in the audit log; without it, whoever can read the local
+ * database acts as "local".
+ */
+async function serveMcpOverStdio(): Promise<void> {
+  const core = await createGatewayCore({ logDestination: pino.destination({ dest: 2, sync: true }), env: { TOLLGATE_LOG_LEVEL: 'warn', ...process.env } });
+  let actor = 'local';
+  if (process.env.TOLLGATE_ADMIN_KEY) {
+    const admin = await authenticateAdminKey(core.database, process.env.TOLLGATE_ADMIN_KEY);
+    if (!admin) {
+      await core.close();
+      throw new Error('TOLLGATE_ADMIN_KEY is not a valid admin key');
+    }
+    actor = admin.name;
+  }
+  const configuration = core.configuration;
+  const server = createMcpServer(mcpDependencies(core, actor, configuration.publicUrl ?? `http://${configuration.host}:${configuration.port}`));
+  const transport = new StdioServerTransport();
+  transport.onclose = () => {
+    void core.close();
+  };
+  await server.connect(transport);
+}
+
 async function withCore(work: (core: GatewayCore) => Promise<unknown>): Promise<void> {
   // CLI logs go to stderr and only when something is wrong: stdout carries the one JSON answer.
   const core = await createGatewayCore({ logDestination: pino.destination({ dest: 2, sync: true }), env: { TOLLGATE_LOG_LEVEL: 'warn', ...process.env } });
@@ -252,9 +282,10 @@ async function main(argv: string[]): Promise<void> {
           streaming: manifest.streaming,
         })),
       }));
+    case 'mcp':
+      return serveMcpOverStdio();
     case 'signing-keys rotate':
       return withCore(async (core) => {
-        const { DeviceTokenService } = await import('../core/attestation/device-tokens');
         const service = new DeviceTokenService(core.database, core.cipher);
         await service.initialize();
         return { kid: await service.rotate() };

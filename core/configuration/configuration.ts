@@ -41,6 +41,8 @@ export interface Configuration {
   readonly upstreamMaxSockets: number;
   /** `TOLLGATE_CHANGE_POLL_MS`, default 1000: how often caches look for changes made by other processes. */
   readonly changePollMs: number;
+  /** `TOLLGATE_PUBLIC_URL`: the gateway's address as apps reach it (generated code embeds it). Default: the listen address. */
+  readonly publicUrl: string | undefined;
   /** `TOLLGATE_HEADERS_TIMEOUT_MS`, default 20 000: a client must send its whole request head within this (slow-loris). */
   readonly headersTimeoutMs: number;
   /** `TOLLGATE_SHUTDOWN_GRACE_MS`, default 30 000: how long in-flight streams may finish on SIGTERM. */
@@ -123,6 +125,7 @@ export function loadConfiguration(env: Source = process.env, workingDirectory = 
     upstreamFirstByteTimeoutMs: integer(source, 'TOLLGATE_UPSTREAM_TIMEOUT_MS', 120_000, 1, 3_600_000),
     upstreamMaxSockets: integer(source, 'TOLLGATE_UPSTREAM_MAX_SOCKETS', 2048, 1, 1_000_000),
     changePollMs: integer(source, 'TOLLGATE_CHANGE_POLL_MS', 1000, 10, 3_600_000),
+    publicUrl: source.TOLLGATE_PUBLIC_URL ? source.TOLLGATE_PUBLIC_URL.replace(/\/$/, '') : undefined,
     headersTimeoutMs: integer(source, 'TOLLGATE_HEADERS_TIMEOUT_MS', 20_000, 100, 600_000),
     shutdownGraceMs: integer(source, 'TOLLGATE_SHUTDOWN_GRACE_MS', 30_000, 0, 3_600_000),
     providerBaseUrls: Object.freeze(providerBaseUrls),

@@ -34,6 +34,21 @@ export type Capability =
  */
 export type StreamFormat = 'sse' | 'ndjson' | 'json-array' | 'binary' | 'aws-event-stream';
 
+/** A representative call for one capability, used by the integration-code generator (dashboard and assistant server). */
+export interface CapabilityExample {
+  readonly method: HttpMethod;
+  readonly version: string;
+  /** Provider path after the version. */
+  readonly path: string;
+  /** A JSON body, or undefined for GET. */
+  readonly body?: Readonly<Record<string, unknown>>;
+  /** True when the answer is a stream (SSE, NDJSON, audio bytes). */
+  readonly streams?: boolean;
+}
+
+/** The capabilities the integration generator knows, plus `streaming` (a streamed chat). */
+export type ExampleCapability = 'chat' | 'streaming' | 'image' | 'tts' | 'translation' | 'search';
+
 /** The HTTP methods a provider route may allow. */
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -154,6 +169,8 @@ export interface ProviderManifest {
   readonly tenant?: TenantHostRule;
   /** Short notes for the catalog (`GET /v1/providers`) and the SDK docs. */
   readonly notes?: string;
+  /** Representative calls per capability, for generated integration code. */
+  readonly examples?: Readonly<Partial<Record<ExampleCapability, CapabilityExample>>>;
   /**
    * Picks the upstream base URL from the secret when the host depends on the key itself (DeepL Free keys end in `:fx`).
    * Must return the manifest's `baseUrl` or one of `alternateBaseUrls`.

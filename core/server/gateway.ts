@@ -58,7 +58,10 @@ import { CachedDirectory } from '../storage/cached-directory';
 import { openDatabase, migrate } from '../storage/database';
 import { SecretCipher } from '../storage/encryption';
 import { resolveMasterKey, type MasterKey } from '../storage/master-key';
-import { DeviceRepository } from '../storage/repositories';
+import { AppRepository, AuditRepository, DeviceRepository } from '../storage/repositories';
+import { authenticateAdminKey } from '../management/admin-auth';
+import { createMcpServer, type McpDependencies } from '../mcp/server';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { UsageRecorder } from '../storage/usage-recorder';
 import { DevelopmentAttestationVerifier } from '../attestation/development-verifier';
 import { MemoryChallengeStore } from '../stores/memory-challenge-store';
@@ -219,6 +222,19 @@ export async function createGatewayCore(options: GatewayOptions = {}): Promise<G
   };
 }
 
+/** What the MCP server needs, for the HTTP route and for `tollgate mcp` over stdio. */
+export function mcpDependencies(core: GatewayCore, actor: string, gatewayUrl: string, clock: () => number = Date.now): McpDependencies {
+  return {
+    management: core.management,
+    registry: core.registry,
+    actor,
+    gatewayUrl,
+    version: TOLLGATE_VERSION,
+    audit: (entry) => new AuditRepository(core.database).append({ ...entry, createdAt: clock() }),
+    appTokenHash: async (appId) => (await new AppRepository(core.database).findById(appId))?.tokenHash ?? null,
+  };
+}
+
 /** Starts a gateway: storage, container, routes, HTTP server. */
 export async function startGateway(options: GatewayOptions = {}): Promise<RunningGateway> {
   const core = await createGatewayCore(options);
@@ -308,6 +324,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   const observers: PipelineObserver[] = [usageObserver, logObserver, metrics, ...plugins.observers];
   for (const observer of observers) container.register(PIPELINE_OBSERVER, { useValue: observer });
 
+  /** The listen URL, known once the server listens (generated code embeds it unless TOLLGATE_PUBLIC_URL is set). */
+  let url = '';
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -335,6 +353,27 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
           usageWritten: () => usage.written,
         }),
       );
+  });
+  // The assistant-facing server over streamable HTTP, stateless: one MCP server and transport per request. Admin key only.
+  app.all('/mcp', express.json({ limit: '1mb' }), async (request: Request, response: Response) => {
+    const admin = await authenticateAdminKey(database, request.headers.authorization);
+    if (!admin) {
+      sendGatewayError(response, requestIdOf(response), new GatewayError('unauthorized', 'The MCP endpoint requires Authorization: Bearer ak_… (an admin key).', { reason: 'admin_key_invalid' }));
+      return;
+    }
+    if (request.method !== 'POST') {
+      response.setHeader('Allow', 'POST');
+      sendGatewayError(response, requestIdOf(response), new GatewayError('invalidRequest', 'This MCP endpoint is stateless: use POST.', { status: 405, reason: 'mcp_method' }));
+      return;
+    }
+    const mcp = createMcpServer(mcpDependencies(core, admin.name, configuration.publicUrl ?? url, clock));
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    response.once('close', () => {
+      void transport.close();
+      void mcp.close();
+    });
+    await mcp.connect(transport);
+    await transport.handleRequest(request, response, request.body);
   });
   app.use(
     '/v1/attest',
@@ -414,7 +453,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   });
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  const url = `http://${host}:${address.port}`;
+  url = `http://${host}:${address.port}`;
 
   let closing: Promise<void> | undefined;
   const close = () => {

@@ -35,6 +35,8 @@ export interface OpenAiCompatibleOptions {
   routes?: RoutePolicy;
   defaultHeaders?: Record<string, string>;
   notes?: string;
+  /** Model used in generated examples. */
+  exampleModel?: string;
 }
 
 /** A manifest for an OpenAI-compatible provider: Bearer auth, OpenAI SSE streaming, the OpenAI route allow-list. */
@@ -51,5 +53,17 @@ export function openAiCompatible(options: OpenAiCompatibleOptions): ProviderMani
     routes: options.routes ?? OPENAI_COMPATIBLE_ROUTES,
     ...(options.defaultHeaders ? { defaultHeaders: options.defaultHeaders } : {}),
     ...(options.notes ? { notes: options.notes } : {}),
+    examples: openAiExamples(options.exampleModel ?? 'MODEL_NAME', options.capabilities ?? ['chat']),
   });
+}
+
+/** Generated-code examples for the OpenAI wire format. */
+export function openAiExamples(model: string, capabilities: readonly Capability[]): ProviderManifest['examples'] {
+  const messages = [{ role: 'user', content: 'Hello!' }];
+  return {
+    chat: { method: 'POST', version: 'v1', path: 'chat/completions', body: { model, messages } },
+    streaming: { method: 'POST', version: 'v1', path: 'chat/completions', body: { model, messages, stream: true }, streams: true },
+    ...(capabilities.includes('image') ? { image: { method: 'POST', version: 'v1', path: 'images/generations', body: { model, prompt: 'A lighthouse at dawn', size: '1024x1024' } } } : {}),
+    ...(capabilities.includes('tts') ? { tts: { method: 'POST', version: 'v1', path: 'audio/speech', body: { model, input: 'Hello!', voice: 'alloy' }, streams: true } } : {}),
+  };
 }

@@ -16,5 +16,9 @@ export const manifest = defineProvider({
   capabilities: ['chat'],
   streaming: ['sse'],
   routes: { methods: ['GET', 'POST'], allow: ['messages', 'models', 'complete'], deny: ['organizations/'] },
+  examples: {
+    chat: { method: 'POST', version: 'v1', path: 'messages', body: { model: 'claude-sonnet-4-5', max_tokens: 1024, messages: [{ role: 'user', content: 'Hello!' }] } },
+    streaming: { method: 'POST', version: 'v1', path: 'messages', body: { model: 'claude-sonnet-4-5', max_tokens: 1024, stream: true, messages: [{ role: 'user', content: 'Hello!' }] }, streams: true },
+  },
   notes: 'SSE with event names; anthropic-version defaults to 2023-06-01.',
 });

@@ -11,5 +11,6 @@ export const manifest = defineProvider({
   defaultHeaders: { accept: 'application/json' },
   capabilities: ['search'],
   streaming: [],
+  examples: { search: { method: 'GET', version: 'v1', path: 'web/search?q=tollgate' } },
   routes: { methods: ['GET'], allow: ['web/search', 'news/search', 'images/search', 'videos/search', 'suggest/search', 'spellcheck/search', 'summarizer/search'] },
 });

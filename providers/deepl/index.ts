@@ -18,6 +18,7 @@ export const manifest = defineProvider({
   auth: { kind: 'header', header: 'Authorization', scheme: 'DeepL-Auth-Key' },
   capabilities: ['translation'],
   streaming: [],
+  examples: { translation: { method: 'POST', version: 'v2', path: 'translate', body: { text: ['Hello!'], target_lang: 'DE' } } },
   routes: { methods: ['GET', 'POST'], allow: ['translate', 'languages', 'document', 'glossary-language-pairs', 'rephrase'] },
   notes: 'Keys ending in :fx use the Free host.',
 });

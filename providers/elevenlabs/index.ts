@@ -13,5 +13,6 @@ export const manifest = defineProvider({
   auth: { kind: 'header', header: 'xi-api-key' },
   capabilities: ['tts', 'stt'],
   streaming: ['binary'],
+  examples: { tts: { method: 'POST', version: 'v1', path: 'text-to-speech/21m00Tcm4TlvDq8ikWAM/stream', body: { text: 'Hello!', model_id: 'eleven_multilingual_v2' }, streams: true } },
   routes: { methods: ['GET', 'POST'], allow: ['text-to-speech/', 'speech-to-text', 'speech-to-speech/', 'sound-generation', 'audio-isolation', 'voices', 'models'], deny: ['user', 'workspace/'] },
 });

@@ -15,5 +15,9 @@ export const manifest = defineProvider({
   capabilities: ['chat', 'embeddings', 'image'],
   streaming: ['sse', 'json-array'],
   routes: { methods: ['GET', 'POST'], allow: ['models', 'cachedContents', 'files'], deny: ['tunedModels', 'operations', 'corpora'] },
+  examples: {
+    chat: { method: 'POST', version: 'v1beta', path: 'models/gemini-2.0-flash:generateContent', body: { contents: [{ parts: [{ text: 'Hello!' }] }] } },
+    streaming: { method: 'POST', version: 'v1beta', path: 'models/gemini-2.0-flash:streamGenerateContent?alt=sse', body: { contents: [{ parts: [{ text: 'Hello!' }] }] }, streams: true },
+  },
   notes: 'Stream with models/{model}:streamGenerateContent?alt=sse (SSE); without alt=sse the stream is a JSON array.',
 });

@@ -16,5 +16,6 @@ export const manifest = openAiCompatible({
     allow: [...(OPENAI_COMPATIBLE_ROUTES.allow ?? []), 'files', 'uploads', 'vector_stores', 'conversations', 'realtime/sessions'],
     methods: ['GET', 'POST', 'DELETE'],
   },
+  exampleModel: 'gpt-4o-mini',
   notes: 'Chat: OpenAI SSE ending in [DONE]; Responses API: SSE with event names; /audio/speech: audio bytes.',
 });

@@ -14,5 +14,6 @@ export const manifest = defineProvider({
   auth: BEARER,
   capabilities: ['image'],
   streaming: [],
+  examples: { image: { method: 'POST', version: 'v2beta', path: 'stable-image/generate/core', body: { prompt: 'A lighthouse at dawn', output_format: 'png' } } },
   routes: { methods: ['GET', 'POST'], allow: ['stable-image/', 'generation/', 'engines/', 'results/', '3d/', 'video/'], deny: ['user/'] },
 });

@@ -11,5 +11,6 @@ export const manifest = defineProvider({
   auth: BEARER,
   capabilities: ['search'],
   streaming: [],
+  examples: { search: { method: 'POST', version: 'v1', path: 'search', body: { query: 'tollgate', max_results: 5 } } },
   routes: { methods: ['POST'], allow: ['search', 'extract', 'crawl', 'map'] },
 });

@@ -10,7 +10,7 @@
  * A new provider folder gets all of this without writing a test; a provider without a fixture fails the suite.
  */
 import { expect } from 'chai';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import type { ProviderFixture, FixtureCall, FixtureResponse } from '../../providers/_shared/fixture';
@@ -94,7 +94,7 @@ describe('provider conformance (every registered provider)', function () {
 
   before(async () => {
     upstream = await FakeUpstream.start();
-    const discovered = (await import('node:fs')).readdirSync(BUILT_IN_PROVIDERS_DIRECTORY).filter((name) => !name.startsWith('_'));
+    const discovered = readdirSync(BUILT_IN_PROVIDERS_DIRECTORY).filter((name) => !name.startsWith('_'));
     for (const slug of discovered) fixtures.set(slug, loadFixture(slug));
     // Operator settings some providers need in tests (e.g. a fake OAuth token endpoint); restored afterwards.
     for (const fixture of fixtures.values()) {
@@ -149,10 +149,7 @@ describe('provider conformance (every registered provider)', function () {
     for (const provider of providers) expect(fixtures.get(provider.manifest.slug)!.provenance, provider.manifest.slug).to.match(/\S{10,}/);
   });
 
-  const slugs = (() => {
-    const { readdirSync } = require('node:fs') as typeof import('node:fs');
-    return readdirSync(BUILT_IN_PROVIDERS_DIRECTORY).filter((name: string) => !name.startsWith('_')).sort();
-  })();
+  const slugs = readdirSync(BUILT_IN_PROVIDERS_DIRECTORY).filter((name) => !name.startsWith('_')).sort();
 
   for (const slug of slugs) {
     describe(slug, () => {

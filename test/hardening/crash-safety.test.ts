@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createGatewayCore } from '../../core/server/gateway';
+import { CachedDirectory } from '../../core/storage/cached-directory';
 
 describe('crash safety (SIGKILL during writes)', () => {
   let cwd: string;
@@ -46,7 +47,6 @@ describe('crash safety (SIGKILL during writes)', () => {
       expect(integrity[0]!.integrity_check).to.equal('ok');
       const apps = new Map((await core.management.listApps()).map((app) => [app.id, app]));
       for (const id of acknowledgedApps) expect(apps.has(id), `acknowledged app ${id} lost`).to.equal(true);
-      const { CachedDirectory } = await import('../../core/storage/cached-directory');
       const directory = new CachedDirectory(core.database, core.cipher, { pollIntervalMs: 60_000, onError: () => undefined });
       for (const [appId, value] of acknowledgedSecrets) {
         const secret = await directory.findSecret(appId, 'openai');

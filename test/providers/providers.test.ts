@@ -6,7 +6,9 @@
 import { expect } from 'chai';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
+import { createPublicKey } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { serviceAccountKey } from '../../providers/vertex-ai/test/fixture';
 import os from 'node:os';
 import path from 'node:path';
 import { decodeJwt, decodeProtectedHeader, importSPKI, jwtVerify } from 'jose';
@@ -197,10 +199,8 @@ describe('provider plugins', () => {
     });
 
     it('signs a service-account assertion, mints one access token and reuses it; the key file cannot redirect the token request', async () => {
-      const { serviceAccountKey } = (await import('../../providers/vertex-ai/test/fixture')) as { serviceAccountKey: () => string };
       const key = serviceAccountKey();
       const { private_key: privateKey, client_email: email } = JSON.parse(key) as { private_key: string; client_email: string };
-      const { createPublicKey } = await import('node:crypto');
       const publicPem = createPublicKey(privateKey).export({ type: 'spki', format: 'pem' }).toString();
       upstream.on((request) => request.url === '/oauth2/token', respondJson(200, { access_token: 'ya29.minted-once', expires_in: 3599, token_type: 'Bearer' }));
       const device = await gateway.provision({}, {});

@@ -34,6 +34,8 @@ export class TestGateway {
     readonly gateway: RunningGateway,
     readonly dataDirectory: string,
     logs: string[],
+    /** The TOLLGATE_* settings it runs with (data directory, master key), for other processes sharing its database. */
+    readonly env: Readonly<Record<string, string>>,
   ) {
     this.logs = logs;
   }
@@ -59,7 +61,7 @@ export class TestGateway {
     };
     for (const [slug, url] of Object.entries(options.upstreams ?? {})) env[`TOLLGATE_PROVIDER_${providerVariableStem(slug)}_BASE_URL`] = url;
     const gateway = await startGateway({ ...options, env, workingDirectory: dataDirectory, logDestination: destination as never });
-    return new TestGateway(gateway, dataDirectory, logs);
+    return new TestGateway(gateway, dataDirectory, logs, env);
   }
 
   get url(): string {

@@ -1,0 +1,230 @@
+/**
+ * The assistant-facing server (Model Context Protocol), built on the official `@modelcontextprotocol/sdk`. Coding
+ * assistants manage apps and secrets and generate integration code through it, over streamable HTTP at `/mcp` (admin
+ * key required) or over stdio (`tollgate mcp`).
+ *
+ * Every tool validates its input (zod schemas here, then the management DTOs), answers a clear tool error when refused,
+ * never returns a secret value (secrets come back masked; tokens only when they are created), and every tool that
+ * changes something is written to the audit log under the admin key's name.
+ */
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
+import { TollgateError } from '../contract';
+import { generateIntegrationCode, INTEGRATION_CAPABILITIES, INTEGRATION_PLATFORMS } from '../integration/code-generator';
+import type { ManagementService } from '../management/management-service';
+import type { ProviderRegistry } from '../registry/provider-registry';
+import { digestsEqual, hashToken, isWellFormedToken } from '../security/tokens';
+
+export interface McpDependencies {
+  readonly management: ManagementService;
+  readonly registry: ProviderRegistry;
+  /** Who is acting (the admin key's name), for the audit log. */
+  readonly actor: string;
+  readonly audit: (entry: { actor: string; action: string; target: string | null; details: Record<string, unknown> | null }) => Promise<void>;
+  /** The gateway's public base URL, embedded in generated code. */
+  readonly gatewayUrl: string;
+  /** The stored token hash of an app, to check a token passed to `generate_integration_code`. */
+  readonly appTokenHash: (appId: string) => Promise<string | null>;
+  readonly version: string;
+}
+
+const PROTOCOL_SUMMARY = `# Tollgate protocol (v1), summary
+
+Proxy: {base}/v1/proxy/{provider}/{version}/{path} with headers Tollgate-App-Token (at_…) and Tollgate-Device-Token.
+Device tokens come from POST {base}/v1/attest/{method} (apple-app-attest, android-play-integrity, android-key-attestation,
+development). The gateway strips client credentials, injects the provider key, and streams the answer back untouched.
+Errors: header Tollgate-Error and {"error":{"type","message","requestId"}}; types unauthorized (401), attestationFailed
+(403), rateLimited (429, Retry-After), secretNotFound (424), providerNotFound (404), invalidRequest (400/405/413),
+upstreamUnavailable (502), upstreamTimeout (504). Provider errors pass through unchanged.
+SDK rules: initialize at app start; call only through the SDK's request/stream methods; never put a provider key in the
+app; simulators use development tokens in debug builds only; every security check is on in production builds.`;
+
+const settingsShape = {
+  deviceLimitPerMinute: z.number().int().min(1).max(1_000_000).optional().describe('requests per minute per device (default 60)'),
+  appLimitPerMinute: z.number().int().min(1).max(100_000_000).optional().describe('requests per minute for the app (default 600)'),
+  allowDevelopmentAttestation: z.boolean().optional().describe('accept development tokens from simulators (never in production)'),
+  deviceTokenTtlSeconds: z.number().int().min(60).max(604_800).optional(),
+  appleAppId: z.string().optional().describe('TEAMID.BUNDLE for App Attest'),
+  androidPackage: z.string().optional(),
+  androidCertSha256: z.string().optional(),
+  allowedProviders: z.array(z.string()).optional().describe('narrow the providers the app may call'),
+  allowedRoutes: z.array(z.string()).optional().describe('narrow further to slug/path-prefix routes'),
+};
+
+type ToolResult = { content: Array<{ type: 'text'; text: string }>; isError?: boolean; structuredContent?: Record<string, unknown> };
+
+function ok(value: unknown): ToolResult {
+  return { content: [{ type: 'text', text: JSON.stringify(value, null, 2) }] };
+}
+
+function refused(error: unknown): ToolResult {
+  const message = error instanceof TollgateError ? `${error.code}: ${error.message}` : error instanceof Error ? error.message : String(error);
+  return { content: [{ type: 'text', text: message }], isError: true };
+}
+
+function defined<T extends Record<string, unknown>>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, entry]) => entry !== undefined)) as Partial<T>;
+}
+
+/** Builds the MCP server (one per session or request; it holds no state of its own). */
+export function createMcpServer(dependencies: McpDependencies): McpServer {
+  const { management, registry } = dependencies;
+  const server = new McpServer({ name: 'tollgate', version: dependencies.version }, { capabilities: { logging: {} } });
+
+  const run = async (work: () => Promise<unknown>): Promise<ToolResult> => {
+    try {
+      return ok(await work());
+    } catch (error) {
+      return refused(error);
+    }
+  };
+  const audited = async (action: string, target: string | null, details: Record<string, unknown> | null, work: () => Promise<unknown>) =>
+    run(async () => {
+      const result = await work();
+      await dependencies.audit({ actor: dependencies.actor, action: `mcp.${action}`, target, details });
+      return result;
+    });
+
+  const catalog = () =>
+    registry.list().map(({ manifest }) => ({
+      slug: manifest.slug,
+      name: manifest.name,
+      versions: Object.keys(manifest.versions),
+      capabilities: manifest.capabilities,
+      streaming: manifest.streaming,
+    }));
+
+  server.registerTool('list_providers', { description: 'The provider catalog: slug, versions, capabilities, streaming formats.' }, () => run(async () => ({ providers: catalog() })));
+
+  server.registerTool('list_apps', { description: 'Every app with its settings (never its token).' }, () => run(async () => ({ apps: await management.listApps() })));
+
+  server.registerTool(
+    'create_app',
+    { description: 'Create an app. Its app token (at_…) is returned once, here.', inputSchema: { name: z.string().min(1).max(200), ...settingsShape } },
+    (input) => audited('create_app', null, { name: input.name }, async () => {
+      const app = await management.createApp(defined(input));
+      return app;
+    }),
+  );
+
+  server.registerTool(
+    'update_app',
+    { description: "Change an app's name, attestation policy, allowed providers and routes, or limits.", inputSchema: { appId: z.string(), name: z.string().min(1).max(200).optional(), ...settingsShape } },
+    ({ appId, ...changes }) => audited('update_app', appId, { fields: Object.keys(defined(changes)) }, () => management.updateApp(appId, defined(changes))),
+  );
+
+  server.registerTool('rotate_app_token', { description: 'Replace the app token; the old one stops working. The new token is returned once.', inputSchema: { appId: z.string() } }, ({ appId }) =>
+    audited('rotate_app_token', appId, null, () => management.rotateAppToken(appId)),
+  );
+
+  server.registerTool(
+    'set_secret',
+    {
+      description: "Store a provider key for an app, encrypted. Write-only: the answer shows it masked and no tool ever returns it.",
+      inputSchema: { appId: z.string(), provider: z.string(), value: z.string().min(1).max(16_384), baseUrl: z.string().url().optional().describe('per-tenant host (Azure resource, region)') },
+    },
+    ({ appId, provider, value, baseUrl }) => audited('set_secret', `${appId}/${provider}`, { provider, baseUrl: baseUrl ?? null }, () => management.setSecret(defined({ appId, provider, value, baseUrl }))),
+  );
+
+  server.registerTool('delete_secret', { description: "Delete an app's key for a provider.", inputSchema: { appId: z.string(), provider: z.string() } }, ({ appId, provider }) =>
+    audited('delete_secret', `${appId}/${provider}`, null, () => management.deleteSecret(appId, provider)),
+  );
+
+  server.registerTool('create_development_token', { description: 'A development attestation token (dt_…) for simulators and emulators, returned once.', inputSchema: { appId: z.string(), label: z.string().max(200).optional() } }, ({ appId, label }) =>
+    audited('create_development_token', appId, null, () => management.createDevelopmentToken(appId, label)),
+  );
+
+  server.registerTool('revoke_device', { description: 'Revoke a device: its tokens are refused on its next request.', inputSchema: { appId: z.string(), deviceId: z.string() } }, ({ appId, deviceId }) =>
+    audited('revoke_device', `${appId}/${deviceId}`, null, () => management.revokeDevice(appId, deviceId)),
+  );
+
+  server.registerTool(
+    'get_usage',
+    { description: "An app's usage over the last minutes: requests by provider, status and error type, with latency.", inputSchema: { appId: z.string(), sinceMinutes: z.number().int().min(1).max(43_200).default(60) } },
+    ({ appId, sinceMinutes }) =>
+      run(async () => {
+        const now = Date.now();
+        const events = await management.usage(appId, now - sinceMinutes * 60_000, now + 1);
+        const byProvider: Record<string, { requests: number; errors: Record<string, number>; statuses: Record<string, number>; latencyMsAverage: number }> = {};
+        for (const event of events) {
+          const entry = (byProvider[event.provider] ??= { requests: 0, errors: {}, statuses: {}, latencyMsAverage: 0 });
+          entry.latencyMsAverage = (entry.latencyMsAverage * entry.requests + event.latencyMs) / (entry.requests + 1);
+          entry.requests += 1;
+          entry.statuses[String(event.status)] = (entry.statuses[String(event.status)] ?? 0) + 1;
+          if (event.errorType) entry.errors[event.errorType] = (entry.errors[event.errorType] ?? 0) + 1;
+        }
+        return { appId, sinceMinutes, requests: events.length, byProvider };
+      }),
+  );
+
+  server.registerTool(
+    'generate_integration_code',
+    {
+      description:
+        'Ready-to-paste code for an app: SDK initialization at startup and a call through the SDK with every error kind handled. No provider key ever appears in it. Pass the appToken you received from create_app or rotate_app_token to embed it (it is checked against the app); otherwise a placeholder is used.',
+      inputSchema: {
+        platform: z.enum(INTEGRATION_PLATFORMS as [string, ...string[]]),
+        appId: z.string(),
+        provider: z.string(),
+        capability: z.enum(INTEGRATION_CAPABILITIES as [string, ...string[]]),
+        appToken: z.string().optional(),
+      },
+    },
+    ({ platform, appId, provider, capability, appToken }) =>
+      run(async () => {
+        await management.getApp(appId);
+        const registered = registry.find(provider);
+        if (!registered) throw new TollgateError('TG_ERR_VALIDATION', `unknown provider "${provider}" (see list_providers)`);
+        let token = 'at_YOUR_APP_TOKEN';
+        if (appToken !== undefined) {
+          const stored = await dependencies.appTokenHash(appId);
+          if (!isWellFormedToken('app', appToken) || !stored || !digestsEqual(stored, hashToken(appToken))) {
+            throw new TollgateError('TG_ERR_VALIDATION', 'appToken is not the current token of this app');
+          }
+          token = appToken;
+        }
+        return generateIntegrationCode({
+          platform: platform as (typeof INTEGRATION_PLATFORMS)[number],
+          capability: capability as (typeof INTEGRATION_CAPABILITIES)[number],
+          appToken: token,
+          provider: registered.manifest,
+          baseUrl: dependencies.gatewayUrl,
+        });
+      }),
+  );
+
+  server.registerResource('protocol', 'tollgate://protocol', { title: 'Tollgate protocol summary', mimeType: 'text/markdown' }, (uri) => ({
+    contents: [{ uri: uri.href, mimeType: 'text/markdown', text: PROTOCOL_SUMMARY }],
+  }));
+  server.registerResource('providers', 'tollgate://providers', { title: 'Provider catalog', mimeType: 'application/json' }, (uri) => ({
+    contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify({ providers: catalog() }, null, 2) }],
+  }));
+
+  server.registerPrompt(
+    'integrate-tollgate',
+    {
+      title: 'Integrate Tollgate into my app',
+      description: 'Walks an assistant through creating an app, storing a key, and adding the SDK to a mobile app.',
+      argsSchema: { platform: z.string().describe('ios, android, flutter or react-native'), provider: z.string().describe('provider slug, e.g. from list_providers') },
+    },
+    ({ platform, provider }) => ({
+      messages: [
+        {
+          role: 'user',
+          content: {
+            type: 'text',
+            text: `Integrate Tollgate into my ${platform} app so that it calls ${provider} without shipping an API key.
+1. Call create_app (allowDevelopmentAttestation: true for simulator work) and keep the appToken it returns.
+2. Ask me for the ${provider} key and store it with set_secret (never echo it back, never put it in app code).
+3. Call create_development_token for simulator testing.
+4. Call generate_integration_code with platform ${platform}, the appId, provider ${provider}, the capability I need and the appToken, and add the initialization at app start and the call where I need it.
+5. Remind me that release builds use App Attest or Play Integrity, and that every error kind is handled.
+Read tollgate://protocol for the rules.`,
+          },
+        },
+      ],
+    }),
+  );
+
+  return server;
+}
