@@ -1,0 +1,141 @@
+/**
+ * The storage suite, run against both engines: SQLite (a real file) and PostgreSQL (a throwaway server). Same migrations,
+ * same management operations, same read model.
+ */
+import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { TollgateError } from '../../core/contract';
+import { DeviceTokenService } from '../../core/attestation/device-tokens';
+import { createGatewayCore, type GatewayCore } from '../../core/server/gateway';
+import { CachedDirectory } from '../../core/storage/cached-directory';
+import { AuditRepository, DeviceRepository, UsageRepository, readChangeSequence } from '../../core/storage/repositories';
+import { UsageRecorder } from '../../core/storage/usage-recorder';
+import { hashToken } from '../../core/security/tokens';
+import { requireService, startPostgres, type RunningPostgres } from '../support/services';
+
+const ENGINES = ['sqlite', 'postgres'] as const;
+
+for (const engine of ENGINES) {
+  describe(`storage on ${engine}`, function () {
+    this.timeout(60_000);
+    let postgres: RunningPostgres | undefined;
+    let directory: string;
+    let core: GatewayCore;
+
+    before(async function () {
+      directory = mkdtempSync(path.join(os.tmpdir(), `tollgate-storage-${engine}-`));
+      const env: Record<string, string> = { TOLLGATE_DATA_DIR: directory, TOLLGATE_MASTER_KEY: randomBytes(32).toString('base64'), TOLLGATE_LOG_LEVEL: 'warn' };
+      if (engine === 'postgres') {
+        postgres = await requireService(this, startPostgres);
+        env.TOLLGATE_DATABASE_URL = postgres.url;
+      }
+      core = await createGatewayCore({ env, workingDirectory: directory });
+    });
+    after(async () => {
+      await core?.close();
+      postgres?.stop();
+      rmSync(directory, { recursive: true, force: true });
+    });
+
+    it('applies the migrations (idempotently) on the configured engine', async () => {
+      expect(core.database.client.config.client).to.equal(engine === 'postgres' ? 'pg' : 'better-sqlite3');
+      const [, pending] = (await core.database.migrate.list({ migrationSource: new (require('../../core/storage/migrations').CodeMigrationSource)() })) as [unknown, unknown[]];
+      expect(pending).to.have.length(0);
+      expect(await readChangeSequence(core.database)).to.be.a('number');
+    });
+
+    it('stores apps with a token hash only, and every write bumps the change feed', async () => {
+      const before = await readChangeSequence(core.database);
+      const app = await core.management.createApp({ name: `App on ${engine}`, deviceLimitPerMinute: 7 });
+      expect(await readChangeSequence(core.database)).to.equal(before + 1);
+      const row = await core.database('apps').where({ id: app.id }).first();
+      expect(row.token_hash).to.equal(hashToken(app.appToken));
+      expect(JSON.stringify(row)).not.to.include(app.appToken);
+      const updated = await core.management.updateApp(app.id, { appLimitPerMinute: 70 });
+      expect(updated.settings).to.deep.include({ deviceLimitPerMinute: 7, appLimitPerMinute: 70 });
+      expect((await core.management.listApps()).map((listed) => listed.id)).to.include(app.id);
+    });
+
+    it('encrypts secrets at rest and reads them back through the cached read model', async () => {
+      const app = await core.management.createApp({ name: 'Secrets' });
+      const value = `sk-${engine}-secret-0123456789abcdef`;
+      await core.management.setSecret({ appId: app.id, provider: 'openai', value });
+      const row = await core.database('secrets').where({ app_id: app.id, provider: 'openai' }).first();
+      expect(row.sealed_value).to.match(/^v1\./).and.not.include(value);
+      const directory = new CachedDirectory(core.database, core.cipher, { pollIntervalMs: 60_000, onError: () => undefined });
+      await directory.start();
+      try {
+        expect((await directory.findSecret(app.id, 'openai'))!.value.reveal()).to.equal(value);
+        expect(await directory.findSecret(app.id, 'anthropic')).to.equal(null);
+        expect((await directory.findAppByTokenHash(hashToken(app.appToken)))!.id).to.equal(app.id);
+        await core.management.deleteSecret(app.id, 'openai');
+        await directory.poll();
+        expect(await directory.findSecret(app.id, 'openai')).to.equal(null);
+      } finally {
+        directory.stop();
+      }
+    });
+
+    it('refuses bad input without writing anything', async () => {
+      const before = await readChangeSequence(core.database);
+      const count = Number((await core.database('apps').count({ n: '*' }).first())!.n);
+      for (const attempt of [() => core.management.createApp({ name: '' }), () => core.management.createApp({ name: 'x', bogus: true }), () => core.management.setSecret({ appId: 'app_missing', provider: 'openai', value: 'k' })]) {
+        try {
+          await attempt();
+          expect.fail('accepted bad input');
+        } catch (error) {
+          expect(error).to.be.instanceOf(TollgateError);
+        }
+      }
+      expect(await readChangeSequence(core.database)).to.equal(before);
+      expect(Number((await core.database('apps').count({ n: '*' }).first())!.n)).to.equal(count);
+    });
+
+    it('keeps development tokens, devices and revocations', async () => {
+      const app = await core.management.createApp({ name: 'Devices', allowDevelopmentAttestation: true });
+      const { developmentToken } = await core.management.createDevelopmentToken(app.id);
+      expect(await core.management.findDevelopmentTokenOwner(developmentToken)).to.deep.equal({ appId: app.id });
+      expect(await core.management.findDevelopmentTokenOwner(`dt_${'A'.repeat(32)}`)).to.equal(null);
+      const devices = new DeviceRepository(core.database);
+      await devices.recordAttestation({ appId: app.id, deviceId: 'phone-1', method: 'development', publicKey: null, now: Date.now() });
+      await devices.recordAttestation({ appId: app.id, deviceId: 'phone-1', method: 'development', publicKey: null, now: Date.now() + 1 });
+      await core.management.revokeDevice(app.id, 'phone-1');
+      expect((await devices.listRevoked()).map((device) => device.deviceId)).to.include('phone-1');
+      expect((await core.management.listDevices(app.id))[0]!.revokedAt).to.be.a('string');
+    });
+
+    it('persists device-token signing keys sealed under the master key', async () => {
+      const service = new DeviceTokenService(core.database, core.cipher);
+      await service.initialize();
+      const { token } = await service.issue({ appId: 'app_x', deviceId: 'd', method: 'development', ttlSeconds: 60 });
+      const reloaded = new DeviceTokenService(core.database, core.cipher);
+      await reloaded.initialize();
+      expect((await reloaded.verify(token)).deviceId).to.equal('d');
+      const rows = await core.database('signing_keys');
+      expect(JSON.stringify(rows)).not.to.match(/"d":"/);
+    });
+
+    it('writes usage events in batches and queries them per app and time window', async () => {
+      const app = await core.management.createApp({ name: 'Usage' });
+      const recorder = new UsageRecorder(core.database);
+      const now = Date.now();
+      for (let index = 0; index < 1200; index += 1) {
+        recorder.record({ appId: app.id, deviceId: 'd', provider: 'openai', status: index % 10 === 0 ? 429 : 200, errorType: index % 10 === 0 ? 'rateLimited' : null, latencyMs: 5, bytesIn: 10, bytesOut: 100, truncated: false, createdAt: now + index });
+      }
+      await recorder.flush();
+      expect(recorder.written).to.equal(1200);
+      const events = await new UsageRepository(core.database).listForApp(app.id, now, now + 600, 5000);
+      expect(events).to.have.length(600);
+      expect(events.filter((event) => event.errorType === 'rateLimited')).to.have.length(60);
+    });
+
+    it('appends and lists the audit log', async () => {
+      await new AuditRepository(core.database).append({ actor: 'ops', action: 'test.action', target: 'app_1', details: { field: 'x' }, createdAt: Date.now() });
+      const entries = await new AuditRepository(core.database).list({ limit: 5 });
+      expect(entries[0]).to.deep.include({ actor: 'ops', action: 'test.action', target: 'app_1' });
+    });
+  });
+}

@@ -1,0 +1,146 @@
+/**
+ * Throwaway PostgreSQL and Redis servers for tests: started on loopback, on free ports, in temporary directories, and
+ * removed afterwards. PostgreSQL refuses to run as root, so as root `initdb` and `pg_ctl` run as the `postgres` user on
+ * a directory that user owns.
+ *
+ * When a server binary is missing: with `CI=true` that is a failure (CI installs them, see .ci/run); elsewhere the
+ * caller's suite is skipped with the reason printed, because the service is truly absent.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+export class ServiceUnavailable extends Error {}
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+function postgresBinaries(): string | undefined {
+  const root = '/usr/lib/postgresql';
+  if (existsSync(root)) {
+    const versions = readdirSync(root).filter((name) => existsSync(path.join(root, name, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a));
+    if (versions[0]) return path.join(root, versions[0], 'bin');
+  }
+  try {
+    return path.dirname(execFileSync('sh', ['-c', 'command -v initdb'], { encoding: 'utf8' }).trim()) || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function commandExists(name: string): boolean {
+  try {
+    execFileSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (open) return;
+    if (Date.now() > deadline) throw new Error(`nothing listens on 127.0.0.1:${port} after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+export interface RunningPostgres {
+  /** `postgres://tollgate@127.0.0.1:PORT/tollgate` */
+  readonly url: string;
+  /** A fresh, empty database on the same server. */
+  createDatabase(name: string): string;
+  stop(): void;
+}
+
+/** Starts a throwaway PostgreSQL; throws `ServiceUnavailable` when the binaries are not installed. */
+export async function startPostgres(): Promise<RunningPostgres> {
+  const bin = postgresBinaries();
+  if (!bin) throw new ServiceUnavailable('PostgreSQL binaries (initdb, pg_ctl) are not installed: apt-get install postgresql');
+  const asRoot = process.getuid?.() === 0;
+  const directory = mkdtempSync(path.join(os.tmpdir(), 'tollgate-pg-'));
+  chmodSync(directory, 0o700);
+  const run = (command: string, args: string[]) => {
+    const [file, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', path.join(bin, command), ...args]] : [path.join(bin, command), args];
+    return execFileSync(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+  };
+  if (asRoot) {
+    const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
+    const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
+    chownSync(directory, uid, gid);
+  }
+  const data = path.join(directory, 'data');
+  run('initdb', ['-D', data, '-A', 'trust', '-U', 'tollgate', '--no-sync', '-E', 'UTF8']);
+  const port = await freePort();
+  run('pg_ctl', ['-D', data, '-l', path.join(directory, 'log'), '-w', '-o', `-p ${port} -k ${directory} -h 127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`, 'start']);
+  const psql = (sql: string) => run('psql', ['-h', '127.0.0.1', '-p', String(port), '-U', 'tollgate', '-d', 'postgres', '-v', 'ON_ERROR_STOP=1', '-c', sql]);
+  psql('CREATE DATABASE tollgate');
+  return {
+    url: `postgres://tollgate@127.0.0.1:${port}/tollgate`,
+    createDatabase(name: string) {
+      psql(`CREATE DATABASE "${name.replace(/"/g, '')}"`);
+      return `postgres://tollgate@127.0.0.1:${port}/${name}`;
+    },
+    stop() {
+      try {
+        run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
+      } catch {
+        // already stopped
+      }
+      rmSync(directory, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface RunningRedis {
+  readonly url: string;
+  readonly process: ChildProcess;
+  stop(): void;
+}
+
+/** Starts a throwaway Redis without persistence; throws `ServiceUnavailable` when `redis-server` is not installed. */
+export async function startRedis(): Promise<RunningRedis> {
+  if (!commandExists('redis-server')) throw new ServiceUnavailable('redis-server is not installed: apt-get install redis-server');
+  const directory = mkdtempSync(path.join(os.tmpdir(), 'tollgate-redis-'));
+  const port = await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', directory], { stdio: 'ignore' });
+  await waitForPort(port, 10_000);
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    process: child,
+    stop() {
+      child.kill('SIGKILL');
+      rmSync(directory, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Runs `start` for a mocha suite: with CI=true a missing service fails the suite; elsewhere it is skipped, naming why.
+ */
+export async function requireService<T>(context: Mocha.Context, start: () => Promise<T>): Promise<T> {
+  try {
+    return await start();
+  } catch (error) {
+    if (error instanceof ServiceUnavailable && process.env.CI !== 'true') {
+      process.stderr.write(`skipping: ${error.message} (with CI=true this fails)\n`);
+      context.skip();
+    }
+    throw error;
+  }
+}
