@@ -29,6 +29,8 @@ export interface PluginHost {
   replaceStage(stage: StageName, implementation: PipelineStage): void;
   replaceRateLimitStore(store: RateLimitStore): void;
   replaceChallengeStore(store: ChallengeStore): void;
+  /** Adds a check to `GET /readyz`: resolves when the dependency is reachable, rejects otherwise. */
+  registerReadinessCheck(name: string, check: () => Promise<void>): void;
 }
 
 /** The export an external plugin package provides. */

@@ -24,6 +24,16 @@ export function writeRateLimitHeaders(response: ServerResponse, outcomes: readon
   response.setHeader('RateLimit', outcomes.map((o) => `"${o.policy}";r=${o.remaining};t=${o.resetSeconds}`).join(', '));
 }
 
+/** A rate-limit store that cannot answer refuses the request (fail closed) rather than letting it through unlimited. */
+export function storeUnavailable(cause: unknown): GatewayError {
+  return new GatewayError('internalError', 'Rate limits cannot be checked right now; the request was refused. Retry shortly.', {
+    status: 503,
+    retryAfterSeconds: 1,
+    reason: 'rate_limit_store_unavailable',
+    cause,
+  });
+}
+
 function toOutcome(result: RateLimitRuleResult): LimitOutcome {
   return {
     policy: result.rule.policy,
@@ -54,8 +64,13 @@ export class LimitRateStage implements PipelineStage {
       { policy: 'device', key: `d\u0000${app.id}\u0000${device.deviceId}`, limit: app.settings.deviceLimitPerMinute, windowSeconds: 60 },
       { policy: 'app', key: `a\u0000${app.id}`, limit: app.settings.appLimitPerMinute, windowSeconds: 60 },
     ];
-    const results = this.store.consume(rules, this.clock());
-    if (results instanceof Promise) return results.then((settled) => this.decide(context, settled));
+    let results: RateLimitRuleResult[] | Promise<RateLimitRuleResult[]>;
+    try {
+      results = this.store.consume(rules, this.clock());
+    } catch (error) {
+      throw storeUnavailable(error);
+    }
+    if (results instanceof Promise) return results.then((settled) => this.decide(context, settled), (error: unknown) => Promise.reject(storeUnavailable(error)));
     this.decide(context, results);
   }
 

@@ -7,7 +7,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import { GatewayError, type AttestationVerifier, type ChallengeStore, type GatewayDirectory, type RateLimitStore } from '../contract';
 import type { DeviceTokenService } from '../attestation/device-tokens';
 import { checkAppToken } from '../pipeline/verify-token';
-import { writeRateLimitHeaders } from '../pipeline/limit-rate';
+import { storeUnavailable, writeRateLimitHeaders } from '../pipeline/limit-rate';
 import { requestIdOf } from './proxy';
 import { sendGatewayError, toGatewayError } from './errors';
 
@@ -36,7 +36,12 @@ export function createAttestRouter(dependencies: AttestRouteDependencies): Route
   const limitByAddress = async (request: Request, response: Response) => {
     const address = request.socket.remoteAddress ?? 'unknown';
     const rule = { policy: 'attest-ip', key: `ip\u0000${address}`, limit: ATTEST_LIMIT_PER_MINUTE, windowSeconds: 60 };
-    const [result] = await dependencies.rateLimits.consume([rule], clock());
+    let result: Awaited<ReturnType<RateLimitStore['consume']>>[number] | undefined;
+    try {
+      [result] = await dependencies.rateLimits.consume([rule], clock());
+    } catch (error) {
+      throw storeUnavailable(error);
+    }
     writeRateLimitHeaders(response, [
       { policy: rule.policy, limit: rule.limit, windowSeconds: rule.windowSeconds, remaining: result!.remaining, resetSeconds: result!.resetSeconds },
     ]);

@@ -146,6 +146,10 @@ class PluginRegistrations implements PluginHost {
   replaceChallengeStore(store: ChallengeStore): void {
     this.challengeStore = store;
   }
+  readonly readinessChecks: Record<string, () => Promise<void>> = {};
+  registerReadinessCheck(name: string, check: () => Promise<void>): void {
+    this.readinessChecks[name] = check;
+  }
 }
 
 /**
@@ -339,6 +343,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         database: async () => {
           await database.raw('select 1');
         },
+        ...plugins.readinessChecks,
       },
     }),
   );
