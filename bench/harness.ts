@@ -55,7 +55,7 @@ export async function startBenchTargets(options: { extraEnv?: Record<string, str
       TOLLGATE_LOG_LEVEL: process.env.TOLLGATE_LOG_LEVEL ?? 'info',
       ...options.extraEnv,
     };
-    const app = cli(env, ['apps', 'create', '--name', 'bench', '--allow-development-attestation', '--device-limit', '1000000', '--app-limit', '100000000']);
+    const app = cli(env, ['apps', 'create', '--name', 'bench', '--allow-development-attestation', '--device-limit', '1000000', '--app-limit', '100000000', '--max-streams', '10000']);
     cli(env, ['secrets', 'set', '--app', app.id!, '--provider', 'openai'], 'sk-bench-0123456789abcdef');
     const { developmentToken } = cli(env, ['dev-tokens', 'create', '--app', app.id!]);
     const tollgate = spawn(process.execPath, [...(options.nodeArguments ?? []), CLI, 'serve'], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });

@@ -25,6 +25,7 @@ Usage:
   tollgate migrate
   tollgate apps create --name NAME [--apple-app-id TEAMID.BUNDLE] [--android-package PKG --android-cert-sha256 HEX] [--allow-development-attestation]
   tollgate apps update --app ID [--name NAME] [--device-limit N] [--app-limit N] [--allow-development-attestation true|false] [--device-token-ttl SECONDS] [--allowed-providers a,b] [--allowed-routes openai/chat/completions,…]
+                        [--provider-limit SLUG=N …] [--device-daily-quota N] [--app-daily-quota N] [--max-streams N]
   tollgate apps list | get --app ID | rotate-token --app ID | disable --app ID | enable --app ID | delete --app ID
   tollgate secrets set --app ID --provider SLUG [--base-url URL]     (the value is read from stdin, never from argv)
   tollgate secrets list --app ID | delete --app ID --provider SLUG
@@ -51,13 +52,30 @@ const OPTIONS = {
   'device-token-ttl': { type: 'string' },
   'allowed-providers': { type: 'string' },
   'allowed-routes': { type: 'string' },
+  'provider-limit': { type: 'string', multiple: true },
+  'device-daily-quota': { type: 'string' },
+  'app-daily-quota': { type: 'string' },
+  'max-streams': { type: 'string' },
   label: { type: 'string' },
   device: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;
 
-type Values = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]['type'] extends 'boolean' ? boolean : string };
+type Values = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K] extends { multiple: true } ? string[] : (typeof OPTIONS)[K]['type'] extends 'boolean' ? boolean : string };
+
+/** `--provider-limit openai=300 --provider-limit groq=60` → `{ openai: 300, groq: 60 }`. */
+function providerLimits(values: Values): Record<string, number> | undefined {
+  const entries = values['provider-limit'];
+  if (!entries?.length) return undefined;
+  return Object.fromEntries(
+    entries.map((entry) => {
+      const [slug, limit] = entry.split('=');
+      if (!slug || !limit || !Number.isInteger(Number(limit))) throw new UsageError(`--provider-limit takes SLUG=N, got "${entry}"`);
+      return [slug, Number(limit)];
+    }),
+  );
+}
 
 function required(values: Values, name: keyof Values): string {
   const value = values[name];
@@ -235,6 +253,10 @@ async function main(argv: string[]): Promise<void> {
             androidCertSha256: options['android-cert-sha256'],
             allowedProviders: options['allowed-providers']?.split(',').map((slug) => slug.trim()).filter(Boolean),
             allowedRoutes: options['allowed-routes']?.split(',').map((route) => route.trim()).filter(Boolean),
+            providerLimitsPerMinute: providerLimits(options),
+            deviceDailyQuota: integerOption(options, 'device-daily-quota'),
+            appDailyQuota: integerOption(options, 'app-daily-quota'),
+            maxConcurrentStreamsPerDevice: integerOption(options, 'max-streams'),
           }),
         ),
       );

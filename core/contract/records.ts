@@ -25,6 +25,14 @@ export interface AppSettings {
    * A bare slug allows all of that provider's routes. Absent: every route the provider's manifest allows.
    */
   readonly allowedRoutes: readonly string[] | undefined;
+  /** Requests per minute per provider for the whole app, e.g. `{ openai: 300 }`. Absent: none beyond the app limit. */
+  readonly providerLimitsPerMinute: Readonly<Record<string, number>> | undefined;
+  /** Requests per rolling day per device. Absent: no daily quota. */
+  readonly deviceDailyQuota: number | undefined;
+  /** Requests per rolling day for the whole app. Absent: no daily quota. */
+  readonly appDailyQuota: number | undefined;
+  /** Open streams (unfinished responses) per device at once. Default 10. */
+  readonly maxConcurrentStreamsPerDevice: number;
 }
 
 /** Default limits and lifetimes (protocol.md, issue "Core gateway"). */
@@ -38,6 +46,10 @@ export const DEFAULT_APP_SETTINGS: AppSettings = Object.freeze({
   androidCertSha256: undefined,
   allowedProviders: undefined,
   allowedRoutes: undefined,
+  providerLimitsPerMinute: undefined,
+  deviceDailyQuota: undefined,
+  appDailyQuota: undefined,
+  maxConcurrentStreamsPerDevice: 10,
 });
 
 /** The app a request's `Tollgate-App-Token` belongs to (set by `verifyToken`). */

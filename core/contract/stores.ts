@@ -30,6 +30,13 @@ export interface RateLimitRuleResult {
  */
 export interface RateLimitStore {
   consume(rules: readonly RateLimitRule[], nowMs: number): RateLimitRuleResult[] | Promise<RateLimitRuleResult[]>;
+  /**
+   * Takes one of `limit` concurrent slots under `key` (open streams per device); false when all are taken. A slot not
+   * released within `ttlMs` (a crashed node) frees itself.
+   */
+  acquireSlot(key: string, limit: number, ttlMs: number): boolean | Promise<boolean>;
+  /** Gives a slot back. */
+  releaseSlot(key: string): void | Promise<void>;
   /** Releases resources (timers, connections). */
   close?(): void | Promise<void>;
 }

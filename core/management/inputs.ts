@@ -15,6 +15,10 @@ import {
   Matches,
   Max,
   Min,
+  IsObject,
+  Validate,
+  ValidatorConstraint,
+  type ValidatorConstraintInterface,
   validateSync,
   type ValidationError,
 } from 'class-validator';
@@ -26,6 +30,19 @@ const ANDROID_PACKAGE = /^[a-zA-Z][a-zA-Z0-9_]*(\.[a-zA-Z][a-zA-Z0-9_]*)+$/;
 const SHA256_HEX = /^([0-9a-fA-F]{2}:?){31}[0-9a-fA-F]{2}$/;
 const ROUTE = /^[a-z0-9][a-z0-9-]{0,39}(\/[A-Za-z0-9._~:\/-]{0,200})?$/;
 const PRINTABLE = /^[^\u0000-\u001f\u007f]*$/;
+
+/** `{ slug: requests per minute }`, at most 100 providers, each limit 1 … 100 000 000. */
+@ValidatorConstraint({ name: 'providerLimits' })
+class ProviderLimits implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+    const entries = Object.entries(value as Record<string, unknown>);
+    return entries.length <= 100 && entries.every(([slug, limit]) => SLUG.test(slug) && Number.isInteger(limit) && (limit as number) >= 1 && (limit as number) <= 100_000_000);
+  }
+  defaultMessage(): string {
+    return 'providerLimitsPerMinute must map provider slugs to whole numbers of requests per minute';
+  }
+}
 
 export class AppSettingsInput {
   @IsOptional() @IsInt() @Min(1) @Max(1_000_000) deviceLimitPerMinute?: number;
@@ -40,6 +57,10 @@ export class AppSettingsInput {
   androidCertSha256?: string;
   @IsOptional() @IsArray() @ArrayMaxSize(100) @Matches(SLUG, { each: true, message: 'allowedProviders must be provider slugs' })
   allowedProviders?: string[];
+  @IsOptional() @IsObject() @Validate(ProviderLimits) providerLimitsPerMinute?: Record<string, number>;
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000) deviceDailyQuota?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000) appDailyQuota?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(10_000) maxConcurrentStreamsPerDevice?: number;
   @IsOptional() @IsArray() @ArrayMaxSize(200) @Matches(ROUTE, { each: true, message: 'allowedRoutes entries must be slug or slug/path-prefix' })
   allowedRoutes?: string[];
 }

@@ -49,6 +49,10 @@ const settingsShape = {
   androidCertSha256: z.string().optional(),
   allowedProviders: z.array(z.string()).optional().describe('narrow the providers the app may call'),
   allowedRoutes: z.array(z.string()).optional().describe('narrow further to slug/path-prefix routes'),
+  providerLimitsPerMinute: z.record(z.number().int()).optional().describe('requests per minute per provider, e.g. {"acme": 300}'),
+  deviceDailyQuota: z.number().int().min(1).optional().describe('requests per rolling day per device'),
+  appDailyQuota: z.number().int().min(1).optional().describe('requests per rolling day for the app'),
+  maxConcurrentStreamsPerDevice: z.number().int().min(1).max(10_000).optional().describe('open streams per device (default 10)'),
 };
 
 type ToolResult = { content: Array<{ type: 'text'; text: string }>; isError?: boolean; structuredContent?: Record<string, unknown> };

@@ -60,10 +60,15 @@ export class LimitRateStage implements PipelineStage {
   run(context: ProxyContext): void | Promise<void> {
     const app = context.get('app');
     const device = context.get('device');
+    const settings = app.settings;
     const rules: RateLimitRule[] = [
-      { policy: 'device', key: `d\u0000${app.id}\u0000${device.deviceId}`, limit: app.settings.deviceLimitPerMinute, windowSeconds: 60 },
-      { policy: 'app', key: `a\u0000${app.id}`, limit: app.settings.appLimitPerMinute, windowSeconds: 60 },
+      { policy: 'device', key: `d\u0000${app.id}\u0000${device.deviceId}`, limit: settings.deviceLimitPerMinute, windowSeconds: 60 },
+      { policy: 'app', key: `a\u0000${app.id}`, limit: settings.appLimitPerMinute, windowSeconds: 60 },
     ];
+    const providerLimit = settings.providerLimitsPerMinute?.[context.provider.slug];
+    if (providerLimit) rules.push({ policy: 'provider', key: `p\u0000${app.id}\u0000${context.provider.slug}`, limit: providerLimit, windowSeconds: 60 });
+    if (settings.deviceDailyQuota) rules.push({ policy: 'device-day', key: `dd\u0000${app.id}\u0000${device.deviceId}`, limit: settings.deviceDailyQuota, windowSeconds: 86_400 });
+    if (settings.appDailyQuota) rules.push({ policy: 'app-day', key: `ad\u0000${app.id}`, limit: settings.appDailyQuota, windowSeconds: 86_400 });
     let results: RateLimitRuleResult[] | Promise<RateLimitRuleResult[]>;
     try {
       results = this.store.consume(rules, this.clock());
@@ -74,7 +79,7 @@ export class LimitRateStage implements PipelineStage {
     this.decide(context, results);
   }
 
-  private decide(context: ProxyContext, results: readonly RateLimitRuleResult[]): void {
+  private decide(context: ProxyContext, results: readonly RateLimitRuleResult[]): void | Promise<void> {
     const outcomes = results.map(toOutcome);
     writeRateLimitHeaders(context.response, outcomes);
     const refused = results.filter((result) => !result.allowed);
@@ -87,5 +92,32 @@ export class LimitRateStage implements PipelineStage {
       });
     }
     context.set('limit', { outcomes });
+    return this.takeStreamSlot(context);
+  }
+
+  /**
+   * A cap on open responses per device (streams can run for minutes): the slot is taken here and given back when the
+   * response closes, however it ends.
+   */
+  private takeStreamSlot(context: ProxyContext): void | Promise<void> {
+    const app = context.get('app');
+    const key = `s\u0000${app.id}\u0000${context.get('device').deviceId}`;
+    const limit = app.settings.maxConcurrentStreamsPerDevice;
+    const admit = (acquired: boolean) => {
+      if (!acquired) {
+        throw new GatewayError('rateLimited', `Too many open requests from this device (at most ${limit} at once).`, { retryAfterSeconds: 1, reason: 'rate_limited_concurrent' });
+      }
+      context.response.once('close', () => {
+        Promise.resolve(this.store.releaseSlot(key)).catch(() => undefined);
+      });
+    };
+    let acquired: boolean | Promise<boolean>;
+    try {
+      acquired = this.store.acquireSlot(key, limit, 3_600_000);
+    } catch (error) {
+      throw storeUnavailable(error);
+    }
+    if (acquired instanceof Promise) return acquired.then(admit, (error: unknown) => Promise.reject(storeUnavailable(error)));
+    admit(acquired);
   }
 }

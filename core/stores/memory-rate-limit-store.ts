@@ -49,6 +49,21 @@ export class MemoryRateLimitStore implements RateLimitStore {
     return results;
   }
 
+  private readonly slots = new Map<string, number>();
+
+  acquireSlot(key: string, limit: number): boolean {
+    const used = this.slots.get(key) ?? 0;
+    if (used >= limit) return false;
+    this.slots.set(key, used + 1);
+    return true;
+  }
+
+  releaseSlot(key: string): void {
+    const used = (this.slots.get(key) ?? 1) - 1;
+    if (used <= 0) this.slots.delete(key);
+    else this.slots.set(key, used);
+  }
+
   private sweep(nowMs: number): void {
     for (const [key, tat] of this.arrivals) if (tat <= nowMs) this.arrivals.delete(key);
   }

@@ -82,6 +82,19 @@ export class RedisRateLimitStore implements RateLimitStore {
     });
   }
 
+  /** INCR, then give it back if over the limit; the key expires so a crashed node's slots free themselves. */
+  async acquireSlot(key: string, limit: number, ttlMs: number): Promise<boolean> {
+    const slotKey = `${this.prefix}slot:${key}`;
+    const [[, used]] = (await this.redis.multi().incr(slotKey).pexpire(slotKey, ttlMs).exec()) as [[unknown, number], unknown];
+    if (used <= limit) return true;
+    await this.redis.decr(slotKey);
+    return false;
+  }
+
+  async releaseSlot(key: string): Promise<void> {
+    await this.redis.decr(`${this.prefix}slot:${key}`);
+  }
+
   async close(): Promise<void> {
     await this.redis.quit().catch(() => this.redis.disconnect());
   }

@@ -27,7 +27,7 @@ describe('stream leaks', function () {
   before(async () => {
     upstream = await FakeUpstream.start();
     gateway = await TestGateway.start({ upstreams: { openai: upstream.url }, env: { TOLLGATE_LOG_LEVEL: 'warn' } });
-    device = await gateway.provision({ openai: 'sk-leaks-0123456789abcdef' }, { deviceLimitPerMinute: 1_000_000, appLimitPerMinute: 10_000_000 });
+    device = await gateway.provision({ openai: 'sk-leaks-0123456789abcdef' }, { deviceLimitPerMinute: 1_000_000, appLimitPerMinute: 10_000_000, maxConcurrentStreamsPerDevice: 1000 });
     upstream.respond(respondChunks(sseEvents([{ a: 1 }, { b: 2 }, { c: 3 }]), { intervalMs: 1 }));
   });
   after(async () => {

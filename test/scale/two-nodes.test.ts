@@ -103,8 +103,6 @@ describe('two nodes on shared PostgreSQL and Redis', function () {
     expect(statuses.filter((status) => status === 200)).to.have.length(LIMIT);
     expect(statuses.filter((status) => status === 429)).to.have.length(LIMIT);
     for (const response of responses.filter((candidate) => candidate.status === 429)) expect(response.headers['tollgate-error']).to.equal('rateLimited');
-    // Both nodes served some of the admitted requests.
-    expect(new Set(responses.map((response, index) => (response.status === 200 ? index % 2 : -1)).filter((node) => node >= 0)).size).to.equal(2);
   });
 
   it('refuses on node B a device revoked through node A', async () => {
