@@ -11,6 +11,7 @@
 import autocannon from 'autocannon';
 import os from 'node:os';
 import { startBenchTargets } from './harness';
+import { ServiceUnavailable, startRedis } from '../test/support/services';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -59,6 +60,21 @@ async function main(): Promise<void> {
       results.push(await measure('Tollgate (full pipeline)', workload, `${tollgateUrl}/v1/proxy/openai/v1/chat/completions${suffix}`, tollgateHeaders));
     }
 
+    // The shared Redis store's cost next to the in-process store (issue "Limits and quotas that hold across nodes").
+    try {
+      const redis = await startRedis();
+      const withRedis = await startBenchTargets({ extraEnv: { TOLLGATE_REDIS_URL: redis.url } });
+      try {
+        results.push(await measure('Tollgate + Redis store', 'json', `${withRedis.tollgateUrl}/v1/proxy/openai/v1/chat/completions`, withRedis.tollgateHeaders));
+      } finally {
+        withRedis.stop();
+        redis.stop();
+      }
+    } catch (error) {
+      if (!(error instanceof ServiceUnavailable)) throw error;
+      process.stderr.write(`bench: ${error.message}; the Redis store is not measured\n`);
+    }
+
     const lines = [
       `Tollgate benchmark: ${DURATION} s per run, ${CONNECTIONS} connections, Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${os.platform()} ${os.release()}`,
       '',
@@ -69,8 +85,13 @@ async function main(): Promise<void> {
     ];
     for (const workload of ['json', 'sse']) {
       const bare = results.find((r) => r.workload === workload && r.target.startsWith('bare'))!;
-      const tollgate = results.find((r) => r.workload === workload && r.target.startsWith('Tollgate'))!;
+      const tollgate = results.find((r) => r.workload === workload && r.target === 'Tollgate (full pipeline)')!;
       lines.push(`ratio Tollgate / bare proxy (${workload}): ${(tollgate.requestsPerSecond / bare.requestsPerSecond).toFixed(2)}`);
+    }
+    const redisRun = results.find((r) => r.target === 'Tollgate + Redis store');
+    if (redisRun) {
+      const inProcess = results.find((r) => r.workload === 'json' && r.target === 'Tollgate (full pipeline)')!;
+      lines.push(`Redis store / in-process store (json): ${(redisRun.requestsPerSecond / inProcess.requestsPerSecond).toFixed(2)}`);
     }
     process.stdout.write(`${lines.join('\n')}\n`);
     if (results.some((r) => r.errors > 0 || r.non2xx > 0)) {
