@@ -32,7 +32,8 @@ function checkPlugin(plugin: TollgatePlugin | undefined, name: string): Tollgate
 }
 
 /** Loads every built-in plugin folder (`plugins/<name>/index.js` exporting `tollgatePlugin`). */
-export function discoverPluginFolders(directory: string): TollgatePlugin[] {
+export function discoverPluginFolders(folder: string): TollgatePlugin[] {
+  const directory = path.resolve(folder);
   if (!existsSync(directory)) return [];
   return readdirSync(directory, { withFileTypes: true })
     .filter((entry) => entry.isDirectory() && !entry.name.startsWith('_') && existsSync(path.join(directory, entry.name, 'index.js')))
@@ -42,7 +43,8 @@ export function discoverPluginFolders(directory: string): TollgatePlugin[] {
 }
 
 /** Loads every provider folder under `directory`. */
-export function discoverProviderFolders(directory: string): ProviderManifest[] {
+export function discoverProviderFolders(folder: string): ProviderManifest[] {
+  const directory = path.resolve(folder);
   if (!existsSync(directory)) return [];
   const manifests: ProviderManifest[] = [];
   for (const entry of readdirSync(directory, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
