@@ -220,6 +220,9 @@ export async function createGatewayCore(options: GatewayOptions = {}): Promise<G
     directory,
     async close() {
       directory.stop();
+      // Stores a plugin opened (e.g. Redis connections) belong to this core: a CLI command must be able to exit.
+      await plugins.rateLimitStore?.close?.();
+      await plugins.challengeStore?.close?.();
       await database.destroy();
       logger.flush();
     },
@@ -478,8 +481,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       metrics.stop();
       await usage.stop();
       (forward as ForwardStage).close?.();
-      await rateLimits.close?.();
-      await challenges.close?.();
+      if (!plugins.rateLimitStore) await rateLimits.close?.();
+      if (!plugins.challengeStore) await challenges.close?.();
       await core.close();
     })();
     return closing;

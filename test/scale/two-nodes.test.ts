@@ -4,7 +4,7 @@
  * and when Redis goes away the nodes fail closed.
  */
 import { expect } from 'chai';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -85,6 +85,12 @@ describe('two nodes on shared PostgreSQL and Redis', function () {
     redis?.stop();
     postgres?.stop();
     for (const directory of directories) rmSync(directory, { recursive: true, force: true });
+  });
+
+  it('CLI commands on the shared set-up exit (plugin connections close with the command)', () => {
+    const result = spawnSync(process.execPath, [CLI, 'apps', 'list'], { env: { PATH: process.env.PATH ?? '', ...env, TOLLGATE_DATA_DIR: directories[0]! }, encoding: 'utf8', timeout: 20_000 });
+    expect(result.status, result.stderr).to.equal(0);
+    expect((JSON.parse(result.stdout) as { apps: Array<{ id: string }> }).apps.map((listed) => listed.id)).to.include(app.id);
   });
 
   it('reports Redis in readiness on both nodes', async () => {
