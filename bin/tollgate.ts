@@ -24,6 +24,7 @@ Usage:
   tollgate serve
   tollgate migrate
   tollgate apps create --name NAME [--apple-app-id TEAMID.BUNDLE] [--android-package PKG --android-cert-sha256 HEX] [--allow-development-attestation]
+                       [--device-limit N] [--app-limit N] [--provider-limit SLUG=N …] [--device-daily-quota N] [--app-daily-quota N] [--max-streams N]
   tollgate apps update --app ID [--name NAME] [--device-limit N] [--app-limit N] [--allow-development-attestation true|false] [--device-token-ttl SECONDS] [--allowed-providers a,b] [--allowed-routes openai/chat/completions,…]
                         [--provider-limit SLUG=N …] [--device-daily-quota N] [--app-daily-quota N] [--max-streams N]
   tollgate apps list | get --app ID | rotate-token --app ID | disable --app ID | enable --app ID | delete --app ID
@@ -235,6 +236,10 @@ async function main(argv: string[]): Promise<void> {
             allowDevelopmentAttestation: booleanOption(options, 'allow-development-attestation'),
             deviceLimitPerMinute: integerOption(options, 'device-limit'),
             appLimitPerMinute: integerOption(options, 'app-limit'),
+            providerLimitsPerMinute: providerLimits(options),
+            deviceDailyQuota: integerOption(options, 'device-daily-quota'),
+            appDailyQuota: integerOption(options, 'app-daily-quota'),
+            maxConcurrentStreamsPerDevice: integerOption(options, 'max-streams'),
           }),
         ),
       );

@@ -72,8 +72,11 @@ describe('tollgate CLI', () => {
     expect(adminKey.json().adminKey).to.match(/^ak_/);
     const rotated = run(cwd, ['apps', 'rotate-token', '--app', app.id]);
     expect(rotated.json().appToken).to.match(/^at_/).and.not.equal(app.appToken);
-    const updated = run(cwd, ['apps', 'update', '--app', app.id, '--device-limit', '5', '--allow-development-attestation', 'false']);
-    expect(updated.json().settings).to.deep.include({ deviceLimitPerMinute: 5, allowDevelopmentAttestation: false });
+    const updated = run(cwd, ['apps', 'update', '--app', app.id, '--device-limit', '5', '--allow-development-attestation', 'false', '--max-streams', '3', '--provider-limit', 'openai=9']);
+    expect(updated.json().settings).to.deep.include({ deviceLimitPerMinute: 5, allowDevelopmentAttestation: false, maxConcurrentStreamsPerDevice: 3 });
+    expect(updated.json().settings.providerLimitsPerMinute).to.deep.equal({ openai: 9 });
+    const limited = run(cwd, ['apps', 'create', '--name', 'Limited', '--max-streams', '50', '--device-daily-quota', '1000']).json();
+    expect(limited.settings).to.deep.include({ maxConcurrentStreamsPerDevice: 50, deviceDailyQuota: 1000 });
     expect(run(cwd, ['apps', 'disable', '--app', app.id]).json().status).to.equal('disabled');
   });
 
