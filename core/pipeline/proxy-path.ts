@@ -103,15 +103,24 @@ export function routeAllowed(policy: RoutePolicy | undefined, methods: ReadonlyS
  * origin and path prefix.
  */
 export function joinUpstreamUrl(baseUrl: string, versionPrefix: string, providerPath: string, query: string): { origin: string; path: string } {
-  const base = new URL(baseUrl);
-  const prefix = `${base.pathname.replace(/\/$/, '')}${versionPrefix}`;
+  let base = parsedBases.get(baseUrl);
+  if (!base) {
+    const url = new URL(baseUrl);
+    base = { origin: url.origin, pathname: url.pathname.replace(/\/$/, '') };
+    if (parsedBases.size < 10_000) parsedBases.set(baseUrl, base);
+  }
+  const prefix = `${base.pathname}${versionPrefix}`;
   const path = `${prefix}/${providerPath}${query ? `?${query}` : ''}`;
+  // Belt and braces: the path was checked segment by segment, and the joined URL must still keep origin and prefix.
   const joined = new URL(`${base.origin}${path}`);
   if (joined.origin !== base.origin || !(joined.pathname === `${prefix}/` || joined.pathname.startsWith(`${prefix}/`))) {
     throw unsafe('it leaves the provider base URL');
   }
   return { origin: base.origin, path };
 }
+
+/** Base URLs are few (one per provider or tenant): parse each once. */
+const parsedBases = new Map<string, { origin: string; pathname: string }>();
 
 /**
  * True when `host` matches a pattern: an exact host; a leading `*.` matches one or more labels
