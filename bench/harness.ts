@@ -74,6 +74,7 @@ export async function startBenchTargets(options: { extraEnv?: Record<string, str
       headers: { 'content-type': 'application/json', 'tollgate-app-token': app.appToken! },
       body: JSON.stringify({ developmentToken, deviceId: 'bench-device' }),
     });
+    if (attested.status !== 200) throw new Error(`development attestation failed: ${attested.status} ${await attested.text()}`);
     const { deviceToken } = (await attested.json()) as { deviceToken: string };
     return {
       upstreamPort,

@@ -54,6 +54,17 @@ end
 return flat
 `;
 
+function waitForReady(client: Redis, timeoutMs: number): Promise<void> {
+  if (client.status === 'ready') return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, timeoutMs);
+    client.once('ready', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
 function connect(url: string): Redis {
   return new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, lazyConnect: false });
 }
@@ -123,12 +134,15 @@ export class RedisChallengeStore implements ChallengeStore {
 export const tollgatePlugin: TollgatePlugin = {
   name: 'store-redis',
   contractVersion: 1,
-  register(host) {
+  async register(host) {
     const url = host.settings.TOLLGATE_REDIS_URL;
     if (!url) return;
     const limits = connect(url);
     const challenges = connect(url);
     for (const client of [limits, challenges]) client.on('error', () => undefined); // surfaced by readiness and by failed calls
+    // Commands are not queued while disconnected (fail closed), so wait for the first connection before serving; if
+    // Redis is down at boot the node starts anyway, reports not ready, and refuses limited requests until it is back.
+    await Promise.all([limits, challenges].map((client) => waitForReady(client, 5000)));
     host.replaceRateLimitStore(new RedisRateLimitStore(limits));
     host.replaceChallengeStore(new RedisChallengeStore(challenges));
     host.registerReadinessCheck('redis', async () => {
