@@ -11,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { SignJWT, decodeProtectedHeader, exportJWK, generateKeyPair, importJWK, jwtVerify, type JWK, type KeyLike } from 'jose';
+import { SignJWT, decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, importJWK, jwtVerify, type JWK, type KeyLike } from 'jose';
 import { GatewayError, type MaybePromise } from '../contract';
 import type { SecretCipher } from '../storage/encryption';
 import { SigningKeyRepository } from '../storage/repositories';
@@ -129,7 +129,7 @@ export class DeviceTokenService {
     }
     if (!kid) throw rejected('device_token_malformed', 'The device token is malformed.');
     let key = this.keys.get(kid);
-    if (!key && this.clock() - this.lastReload > RELOAD_INTERVAL_MS) {
+    if (!key && this.mayReloadFor(token)) {
       await this.reload();
       key = this.keys.get(kid);
     }
@@ -161,6 +161,23 @@ export class DeviceTokenService {
     if (this.verified.size >= CACHE_LIMIT) this.evictHalf();
     this.verified.set(token, claims);
     return claims;
+  }
+
+  /**
+   * An unknown `kid` may be a key another node created since our last reload (nodes booting together each create one).
+   * Reload at most once a second in general, and sooner (at most every 100 ms) for a token that claims to be newer than
+   * our key set, so a fresh key is found at once while a flood of forged kids cannot hammer the database.
+   */
+  private mayReloadFor(token: string): boolean {
+    const sinceReload = this.clock() - this.lastReload;
+    if (sinceReload > RELOAD_INTERVAL_MS) return true;
+    if (sinceReload < 100) return false;
+    try {
+      const issuedAt = Number(decodeJwt(token).iat) * 1000;
+      return Number.isFinite(issuedAt) && issuedAt >= this.lastReload - RELOAD_INTERVAL_MS;
+    } catch {
+      return false;
+    }
   }
 
   private evictHalf(): void {

@@ -106,7 +106,8 @@ describe('two nodes on shared PostgreSQL and Redis', function () {
       Array.from({ length: LIMIT * 2 }, (_, index) => rawRequest(urls[index % 2]!, { method: 'POST', path: '/v1/proxy/openai/v1/chat/completions', headers, body: '{}' })),
     );
     const statuses = responses.map((response) => response.status);
-    expect(statuses.filter((status) => status === 200)).to.have.length(LIMIT);
+    const detail = `${statuses.join(',')} ${responses.find((response) => response.status !== 200 && response.status !== 429)?.text() ?? ''}`;
+    expect(statuses.filter((status) => status === 200), detail).to.have.length(LIMIT);
     expect(statuses.filter((status) => status === 429)).to.have.length(LIMIT);
     for (const response of responses.filter((candidate) => candidate.status === 429)) expect(response.headers['tollgate-error']).to.equal('rateLimited');
   });
