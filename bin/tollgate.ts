@@ -9,7 +9,9 @@ import { parseArgs } from 'node:util';
 import { createInterface } from 'node:readline';
 import pino from 'pino';
 import { TollgateError } from '../core/contract';
+import { readFileSync } from 'node:fs';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { KeyAttestationError, verifyAndroidKeyAttestation } from '../plugins/attestation-android-key-attestation/verify';
 import { authenticateAdminKey } from '../core/management/admin-auth';
 import { createMcpServer } from '../core/mcp/server';
 import { createGatewayCore, mcpDependencies, startGateway, TOLLGATE_VERSION, type GatewayCore, type RunningGateway } from '../core/server/gateway';
@@ -36,6 +38,7 @@ Usage:
   tollgate providers list
   tollgate signing-keys rotate
   tollgate mcp                         (the assistant-facing server over stdio; TOLLGATE_ADMIN_KEY names the actor)
+  tollgate attest verify --method android-key-attestation --chain FILE --challenge HEX [--package PKG] [--at ISO8601]
 
 Configuration comes from TOLLGATE_* environment variables (see docs/reference/configuration.md).`;
 
@@ -59,6 +62,11 @@ const OPTIONS = {
   'max-streams': { type: 'string' },
   label: { type: 'string' },
   device: { type: 'string' },
+  method: { type: 'string' },
+  chain: { type: 'string' },
+  challenge: { type: 'string' },
+  package: { type: 'string' },
+  at: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;
@@ -164,6 +172,26 @@ async function serve(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+}
+
+/** `tollgate attest verify`: offline verification of an attestation artifact at a given instant (operations.md). */
+async function attestVerify(options: Values): Promise<void> {
+  const method = required(options, 'method');
+  if (method !== 'android-key-attestation') {
+    throw new UsageError(`attest verify supports --method android-key-attestation in this version (apple-app-attest arrives with the attestation issue)`);
+  }
+  const chain = readFileSync(required(options, 'chain'), 'utf8');
+  const challengeHex = required(options, 'challenge');
+  if (!/^([0-9a-fA-F]{2})+$/.test(challengeHex)) throw new UsageError('--challenge takes hex');
+  const at = options.at ? new Date(options.at) : new Date();
+  if (Number.isNaN(at.getTime())) throw new UsageError('--at takes an ISO 8601 instant');
+  try {
+    const result = await verifyAndroidKeyAttestation({ chain, challenge: Buffer.from(challengeHex, 'hex'), at, ...(options.package ? { packageName: options.package } : {}) });
+    print(result);
+  } catch (error) {
+    if (error instanceof KeyAttestationError) throw new Error(`invalid (${error.reason}): ${error.message}`);
+    throw error;
+  }
 }
 
 /**
@@ -311,6 +339,8 @@ async function main(argv: string[]): Promise<void> {
       }));
     case 'mcp':
       return serveMcpOverStdio();
+    case 'attest verify':
+      return attestVerify(options);
     case 'signing-keys rotate':
       return withCore(async (core) => {
         const service = new DeviceTokenService(core.database, core.cipher);

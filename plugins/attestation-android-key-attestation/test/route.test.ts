@@ -1,0 +1,67 @@
+/**
+ * `POST /v1/attest/android-key-attestation` and `tollgate attest verify`: the route consumes a single-use challenge bound
+ * to the app and answers `attestationFailed` with a reason for every rejected chain; the CLI verifies offline at a given
+ * instant and exits 1 with the reason.
+ */
+import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import * as x509 from '@peculiar/x509';
+import { TestGateway } from '../../../test/support/gateway';
+
+const TESTDATA = path.resolve(__dirname, '..', '..', '..', '..', '..', 'shared', 'testdata', 'android-key-attestation');
+const CLI = path.resolve(__dirname, '..', '..', '..', 'bin', 'tollgate.js');
+const derChain = (name: string) =>
+  readFileSync(path.join(TESTDATA, name), 'utf8')
+    .match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)!
+    .map((block) => Buffer.from(new x509.X509Certificate(block).rawData).toString('base64'));
+
+describe('android-key-attestation route and CLI', () => {
+  let gateway: TestGateway;
+  before(async () => {
+    gateway = await TestGateway.start({});
+  });
+  after(() => gateway.close());
+
+  async function challenge(appToken: string): Promise<string> {
+    const response = await fetch(`${gateway.url}/v1/attest/challenge`, { method: 'POST', headers: { 'tollgate-app-token': appToken } });
+    expect(response.status).to.equal(200);
+    return ((await response.json()) as { challenge: string }).challenge;
+  }
+  const attest = (appToken: string, body: unknown) =>
+    fetch(`${gateway.url}/v1/attest/android-key-attestation`, { method: 'POST', headers: { 'content-type': 'application/json', 'tollgate-app-token': appToken }, body: JSON.stringify(body) });
+
+  it('refuses an app without an Android package, a replayed challenge, and a chain that does not verify now', async () => {
+    const unconfigured = await gateway.createApp({});
+    const refused = await attest(unconfigured.appToken, { challenge: await challenge(unconfigured.appToken), chain: derChain('pixel8a-2025-chain.pem') });
+    expect(refused.status).to.equal(403);
+    expect(refused.headers.get('tollgate-error')).to.equal('attestationFailed');
+
+    const app = await gateway.createApp({ androidPackage: 'com.google.android.gsf' });
+    const issued = await challenge(app.appToken);
+    const first = await attest(app.appToken, { challenge: issued, chain: derChain('pixel8a-2025-chain.pem') });
+    expect(first.status).to.equal(403);
+    expect(((await first.json()) as { error: { message: string } }).error.message).to.match(/expired|challenge/);
+    const replay = await attest(app.appToken, { challenge: issued, chain: derChain('pixel8a-2025-chain.pem') });
+    expect(replay.status).to.equal(403);
+    expect(((await replay.json()) as { error: { message: string } }).error.message).to.match(/already used|unknown/);
+
+    const other = await gateway.createApp({ androidPackage: 'com.example.app' });
+    const foreign = await attest(other.appToken, { challenge: await challenge(app.appToken), chain: derChain('pixel8a-2025-chain.pem') });
+    expect(foreign.status).to.equal(403);
+    const malformed = await attest(app.appToken, { challenge: 'x', chain: 'not-a-list' });
+    expect(malformed.status).to.equal(400);
+    expect(malformed.headers.get('tollgate-error')).to.equal('invalidRequest');
+  });
+
+  it('tollgate attest verify accepts the real chains at their instants and rejects the foreign root with a reason', () => {
+    const ok = spawnSync(process.execPath, [CLI, 'attest', 'verify', '--method', 'android-key-attestation', '--chain', path.join(TESTDATA, 'pixel8a-2025-chain.pem'), '--challenge', '5652e2dc45549a96f96afa225502f87fadc08a60bc021392c0be8c5062fd5f5e', '--package', 'com.google.android.gsf', '--at', '2025-01-08T00:00:00Z'], { encoding: 'utf8' });
+    expect(ok.status, ok.stderr).to.equal(0);
+    expect(JSON.parse(ok.stdout)).to.deep.include({ valid: true, attestationVersion: 300 });
+    const bad = spawnSync(process.execPath, [CLI, 'attest', 'verify', '--method', 'android-key-attestation', '--chain', path.join(TESTDATA, 'selfsigned-strongbox-chain.pem'), '--challenge', '616263', '--at', '2019-01-01T00:00:00Z'], { encoding: 'utf8' });
+    expect(bad.status).to.equal(1);
+    expect(bad.stdout).to.equal('');
+    expect(bad.stderr).to.match(/invalid \((broken_chain|untrusted_root|bad_signature)\)/);
+  });
+});

@@ -1,0 +1,69 @@
+/**
+ * Android key attestation against real chains from public test suites (../shared/testdata/android-key-attestation, with
+ * their provenance), each verified at the instant its README gives, against Google's real root key.
+ */
+import { expect } from 'chai';
+import { readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import * as x509 from '@peculiar/x509';
+import { KeyAttestationError, revokedSerialsFrom, verifyAndroidKeyAttestation } from '../verify';
+
+const TESTDATA = path.resolve(__dirname, '..', '..', '..', '..', '..', 'shared', 'testdata', 'android-key-attestation');
+const read = (name: string) => readFileSync(path.join(TESTDATA, name), 'utf8');
+const TEE = { chain: read('google-ec-tee-chain.pem'), challenge: Buffer.from('abc'), at: new Date('2019-01-01T00:00:00Z') };
+const PIXEL = { chain: read('pixel8a-2025-chain.pem'), challenge: Buffer.from('5652e2dc45549a96f96afa225502f87fadc08a60bc021392c0be8c5062fd5f5e', 'hex'), at: new Date('2025-01-08T00:00:00Z') };
+
+async function rejection(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).to.be.instanceOf(KeyAttestationError);
+    return (error as KeyAttestationError).reason;
+  }
+  throw new Error('the attestation was accepted');
+}
+
+describe('Android key attestation (real chains)', () => {
+  it('accepts Google’s TEE test chain (attestation v3) at its validity instant', async () => {
+    const result = await verifyAndroidKeyAttestation(TEE);
+    expect(result).to.deep.include({ valid: true, attestationVersion: 3, securityLevel: 'TrustedEnvironment' });
+    expect(result.keyId).to.match(/^[0-9a-f]{64}$/);
+    expect(result.publicKeyPem).to.match(/BEGIN PUBLIC KEY/);
+  });
+
+  it('accepts a Pixel 8a KeyMint chain (RKP, Google root 2019) at its validity instant', async () => {
+    const result = await verifyAndroidKeyAttestation({ ...PIXEL, packageName: 'com.google.android.gsf' });
+    expect(result).to.deep.include({ valid: true, attestationVersion: 300, securityLevel: 'TrustedEnvironment' });
+  });
+
+  it('rejects a chain that ends in a root that is not Google’s', async () => {
+    const reason = await rejection(verifyAndroidKeyAttestation({ chain: read('selfsigned-strongbox-chain.pem'), challenge: Buffer.from('abc'), at: TEE.at }));
+    expect(['untrusted_root', 'broken_chain', 'bad_signature']).to.include(reason);
+  });
+
+  it('rejects the wrong challenge, an expired chain, a chain not yet valid, a wrong package, a revoked certificate', async () => {
+    expect(await rejection(verifyAndroidKeyAttestation({ ...TEE, challenge: Buffer.from('abd') }))).to.equal('challenge_mismatch');
+    expect(await rejection(verifyAndroidKeyAttestation({ ...TEE, at: new Date('2040-01-01T00:00:00Z') }))).to.equal('certificate_expired');
+    expect(await rejection(verifyAndroidKeyAttestation({ ...TEE, at: new Date('2000-01-01T00:00:00Z') }))).to.equal('certificate_not_yet_valid');
+    expect(await rejection(verifyAndroidKeyAttestation({ ...PIXEL, packageName: 'com.example.not.this.app' }))).to.equal('wrong_package');
+    const intermediate = new x509.X509Certificate(TEE.chain.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)![1]!);
+    const directory = mkdtempSync(path.join(os.tmpdir(), 'tollgate-revocation-'));
+    try {
+      const file = path.join(directory, 'status.json');
+      writeFileSync(file, JSON.stringify({ entries: { [intermediate.serialNumber]: { status: 'REVOKED', reason: 'KEY_COMPROMISE' } } }));
+      expect(await rejection(verifyAndroidKeyAttestation({ ...TEE, revokedSerials: revokedSerialsFrom(readFileSync(file, 'utf8')) }))).to.equal('certificate_revoked');
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
+  it('rejects a tampered chain: a missing intermediate, or a leaf whose signature no longer matches', async () => {
+    const blocks = TEE.chain.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)!;
+    expect(await rejection(verifyAndroidKeyAttestation({ ...TEE, chain: [blocks[0], ...blocks.slice(2)].join('\n') }))).to.equal('broken_chain');
+    const leaf = Buffer.from(new x509.X509Certificate(blocks[0]!).rawData);
+    leaf[leaf.length - 10] ^= 0xff; // inside the signature
+    const tampered = [leaf.toString('base64'), ...blocks.slice(1).map((block) => Buffer.from(new x509.X509Certificate(block).rawData).toString('base64'))];
+    expect(await rejection(verifyAndroidKeyAttestation({ ...TEE, chain: tampered }))).to.be.oneOf(['bad_signature', 'malformed_chain']);
+  });
+});
