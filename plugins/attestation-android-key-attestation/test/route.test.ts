@@ -10,7 +10,8 @@ import path from 'node:path';
 import * as x509 from '@peculiar/x509';
 import { TestGateway } from '../../../test/support/gateway';
 
-const TESTDATA = path.resolve(__dirname, '..', '..', '..', '..', '..', 'shared', 'testdata', 'android-key-attestation');
+/** ../shared from the project root (every checkout and CI run has it), or TOLLGATE_SHARED_DIR. */
+const TESTDATA = path.join(process.env.TOLLGATE_SHARED_DIR ?? path.resolve(__dirname, '..', '..', '..', '..', '..', 'shared'), 'testdata', 'android-key-attestation');
 const CLI = path.resolve(__dirname, '..', '..', '..', 'bin', 'tollgate.js');
 const derChain = (name: string) =>
   readFileSync(path.join(TESTDATA, name), 'utf8')

@@ -9,10 +9,12 @@ import path from 'node:path';
 import * as x509 from '@peculiar/x509';
 import { KeyAttestationError, revokedSerialsFrom, verifyAndroidKeyAttestation } from '../verify';
 
-const TESTDATA = path.resolve(__dirname, '..', '..', '..', '..', '..', 'shared', 'testdata', 'android-key-attestation');
+/** ../shared from the project root (every checkout and CI run has it), or TOLLGATE_SHARED_DIR. */
+const TESTDATA = path.join(process.env.TOLLGATE_SHARED_DIR ?? path.resolve(__dirname, '..', '..', '..', '..', '..', 'shared'), 'testdata', 'android-key-attestation');
 const read = (name: string) => readFileSync(path.join(TESTDATA, name), 'utf8');
-const TEE = { chain: read('google-ec-tee-chain.pem'), challenge: Buffer.from('abc'), at: new Date('2019-01-01T00:00:00Z') };
-const PIXEL = { chain: read('pixel8a-2025-chain.pem'), challenge: Buffer.from('5652e2dc45549a96f96afa225502f87fadc08a60bc021392c0be8c5062fd5f5e', 'hex'), at: new Date('2025-01-08T00:00:00Z') };
+// Read when the suite runs, so that a missing ../shared fails these tests with a clear error, not the whole run.
+let TEE: { chain: string; challenge: Buffer; at: Date };
+let PIXEL: { chain: string; challenge: Buffer; at: Date };
 
 async function rejection(promise: Promise<unknown>): Promise<string> {
   try {
@@ -25,6 +27,11 @@ async function rejection(promise: Promise<unknown>): Promise<string> {
 }
 
 describe('Android key attestation (real chains)', () => {
+  before(() => {
+    TEE = { chain: read('google-ec-tee-chain.pem'), challenge: Buffer.from('abc'), at: new Date('2019-01-01T00:00:00Z') };
+    PIXEL = { chain: read('pixel8a-2025-chain.pem'), challenge: Buffer.from('5652e2dc45549a96f96afa225502f87fadc08a60bc021392c0be8c5062fd5f5e', 'hex'), at: new Date('2025-01-08T00:00:00Z') };
+  });
+
   it('accepts Google’s TEE test chain (attestation v3) at its validity instant', async () => {
     const result = await verifyAndroidKeyAttestation(TEE);
     expect(result).to.deep.include({ valid: true, attestationVersion: 3, securityLevel: 'TrustedEnvironment' });
