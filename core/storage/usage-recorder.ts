@@ -40,27 +40,34 @@ export class UsageRecorder {
     this.buffer.push(event);
   }
 
-  /** Writes everything buffered so far (one flush at a time). */
+  /**
+   * Writes everything buffered so far, one flush at a time: a call made during a flush waits for it, then writes what
+   * is left, so that every event recorded before the call is written (or counted as dropped) when it resolves.
+   */
   async flush(): Promise<void> {
-    if (this.flushing) return this.flushing;
-    this.flushing = (async () => {
+    while (this.flushing) await this.flushing;
+    if (this.buffer.length === 0) return;
+    const run = this.drain();
+    this.flushing = run;
+    try {
+      await run;
+    } finally {
+      this.flushing = undefined;
+    }
+  }
+
+  private async drain(): Promise<void> {
+    while (this.buffer.length > 0) {
+      const batch = this.buffer.splice(0, this.options.batchSize);
       try {
-        while (this.buffer.length > 0) {
-          const batch = this.buffer.splice(0, this.options.batchSize);
-          try {
-            await new UsageRepository(this.database).insertBatch(batch);
-            this.written += batch.length;
-          } catch (error) {
-            this.dropped += batch.length;
-            this.options.onError(error);
-            break;
-          }
-        }
-      } finally {
-        this.flushing = undefined;
+        await new UsageRepository(this.database).insertBatch(batch);
+        this.written += batch.length;
+      } catch (error) {
+        this.dropped += batch.length;
+        this.options.onError(error);
+        return;
       }
-    })();
-    return this.flushing;
+    }
   }
 
   async stop(): Promise<void> {

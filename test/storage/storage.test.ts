@@ -132,6 +132,52 @@ for (const engine of ENGINES) {
       expect(events.filter((event) => event.errorType === 'rateLimited')).to.have.length(60);
     });
 
+    it('keeps writing after a flush of an empty buffer, and a flush during a flush waits for both', async () => {
+      const app = await core.management.createApp({ name: 'Idle first' });
+      const recorder = new UsageRecorder(core.database);
+      await recorder.flush(); // an idle tick, as the timer makes at start
+      const now = Date.now();
+      const event = { appId: app.id, deviceId: 'd', provider: 'openai', status: 200, errorType: null, latencyMs: 5, bytesIn: 1, bytesOut: 1, truncated: false, createdAt: now };
+      recorder.record(event);
+      const first = recorder.flush();
+      recorder.record({ ...event, createdAt: now + 1 });
+      await Promise.all([first, recorder.flush()]);
+      expect(recorder.written).to.equal(2);
+      expect(await new UsageRepository(core.database).listForApp(app.id, now, now + 10)).to.have.length(2);
+    });
+
+    it('summarizes usage per minute, error type, provider latency and device', async () => {
+      const app = await core.management.createApp({ name: 'Summary' });
+      const recorder = new UsageRecorder(core.database);
+      const start = Math.floor(Date.now() / 60_000) * 60_000 - 120_000;
+      const base = { appId: app.id, provider: 'openai', bytesIn: 1, bytesOut: 1, truncated: false };
+      for (let index = 0; index < 20; index += 1) {
+        recorder.record({ ...base, deviceId: index < 15 ? 'busy' : 'quiet', status: 200, errorType: null, latencyMs: index + 1, createdAt: start + index * 1000 });
+      }
+      recorder.record({ ...base, deviceId: 'busy', status: 429, errorType: 'rateLimited', latencyMs: 1, createdAt: start + 61_000 });
+      recorder.record({ ...base, provider: 'anthropic', deviceId: null, status: 500, errorType: null, latencyMs: 100, createdAt: start + 62_000 });
+      await recorder.flush();
+      const summary = await new UsageRepository(core.database).summary(app.id, start, start + 180_000);
+      expect(summary.totalRequests).to.equal(22);
+      expect(summary.requestsPerMinute).to.deep.equal([
+        { minute: start, requests: 20, errors: 0 },
+        { minute: start + 60_000, requests: 2, errors: 2 },
+      ]);
+      expect(summary.errorsByType).to.deep.equal([
+        { type: 'providerError', count: 1 },
+        { type: 'rateLimited', count: 1 },
+      ]);
+      expect(summary.latencyByProvider).to.deep.equal([
+        { provider: 'openai', requests: 21, p50Ms: 10, p95Ms: 19 },
+        { provider: 'anthropic', requests: 1, p50Ms: 100, p95Ms: 100 },
+      ]);
+      expect(summary.topDevices).to.deep.equal([
+        { deviceId: 'busy', requests: 16 },
+        { deviceId: 'quiet', requests: 5 },
+      ]);
+      expect((await new UsageRepository(core.database).summary(null, start, start + 180_000)).totalRequests).to.be.at.least(22);
+    });
+
     it('appends and lists the audit log', async () => {
       await new AuditRepository(core.database).append({ actor: 'ops', action: 'test.action', target: 'app_1', details: { field: 'x' }, createdAt: Date.now() });
       const entries = await new AuditRepository(core.database).list({ limit: 5 });
