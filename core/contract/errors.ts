@@ -19,7 +19,13 @@ export type GatewayErrorType =
   | 'invalidRequest'
   | 'upstreamUnavailable'
   | 'upstreamTimeout'
-  | 'internalError';
+  | 'internalError'
+  /** Management API only (`/v1/admin/*`): the named app, secret, device or key does not exist. */
+  | 'notFound'
+  /** Management API only: the change conflicts with the current state (a taken name). */
+  | 'conflict'
+  /** Management API only: signed in, but the request lacks its CSRF token or comes from another origin. */
+  | 'forbidden';
 
 /** Default HTTP status of each error type (protocol.md). `invalidRequest` may also be 404, 405 or 413. */
 export const GATEWAY_ERROR_STATUS: Readonly<Record<GatewayErrorType, number>> = Object.freeze({
@@ -32,6 +38,9 @@ export const GATEWAY_ERROR_STATUS: Readonly<Record<GatewayErrorType, number>> = 
   upstreamUnavailable: 502,
   upstreamTimeout: 504,
   internalError: 500,
+  notFound: 404,
+  conflict: 409,
+  forbidden: 403,
 });
 
 /** Options of a {@link GatewayError}. */
@@ -47,6 +56,8 @@ export interface GatewayErrorOptions {
   reason?: string;
   /** The underlying error, logged (redacted), never sent. */
   cause?: unknown;
+  /** For validation failures: each failing field and why, sent as `error.fields`. */
+  fields?: Readonly<Record<string, readonly string[]>>;
 }
 
 /**
@@ -61,6 +72,7 @@ export class GatewayError extends Error {
   readonly status: number;
   readonly retryAfterSeconds: number | undefined;
   readonly reason: string | undefined;
+  readonly fields: Readonly<Record<string, readonly string[]>> | undefined;
 
   constructor(type: GatewayErrorType, message: string, options: GatewayErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -69,6 +81,7 @@ export class GatewayError extends Error {
     this.status = options.status ?? GATEWAY_ERROR_STATUS[type];
     this.retryAfterSeconds = options.retryAfterSeconds;
     this.reason = options.reason;
+    this.fields = options.fields;
   }
 }
 

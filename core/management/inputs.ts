@@ -22,6 +22,7 @@ import {
   validateSync,
   type ValidationError,
 } from 'class-validator';
+import { JSONSchema } from 'class-validator-jsonschema';
 import { TollgateError } from '../contract';
 
 const SLUG = /^[a-z0-9][a-z0-9-]{0,39}$/;
@@ -57,7 +58,17 @@ export class AppSettingsInput {
   androidCertSha256?: string;
   @IsOptional() @IsArray() @ArrayMaxSize(100) @Matches(SLUG, { each: true, message: 'allowedProviders must be provider slugs' })
   allowedProviders?: string[];
-  @IsOptional() @IsObject() @Validate(ProviderLimits) providerLimitsPerMinute?: Record<string, number>;
+  @IsOptional()
+  @IsObject()
+  @Validate(ProviderLimits)
+  @JSONSchema({
+    type: 'object',
+    maxProperties: 100,
+    // propertyNames (slugs) is checked by the validator; the schema type of this library lacks the keyword.
+    additionalProperties: { type: 'integer', minimum: 1, maximum: 100_000_000 },
+    description: 'requests per minute per provider slug',
+  })
+  providerLimitsPerMinute?: Record<string, number>;
   @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000) deviceDailyQuota?: number;
   @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000) appDailyQuota?: number;
   @IsOptional() @IsInt() @Min(1) @Max(10_000) maxConcurrentStreamsPerDevice?: number;
@@ -82,6 +93,29 @@ export class SetSecretInput {
 
 export class NameInput {
   @IsString() @Length(1, 200) @Matches(PRINTABLE, { message: 'name must not contain control characters' }) name!: string;
+}
+
+/** The body of `PUT /v1/admin/apps/{appId}/secrets/{provider}`. */
+export class SecretBodyInput {
+  @IsString() @Length(1, 16_384) @Matches(PRINTABLE, { message: 'value must not contain control characters or line breaks' }) value!: string;
+  @IsOptional() @IsString() @Length(1, 2048) baseUrl?: string;
+}
+
+export class DevelopmentTokenInput {
+  @IsOptional() @IsString() @Length(1, 200) @Matches(PRINTABLE, { message: 'label must not contain control characters' }) label?: string;
+}
+
+const USERNAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$/;
+
+export class SignInInput {
+  @IsString() @Matches(USERNAME, { message: 'username must be 1-100 letters, digits, or . _ @ -' }) username!: string;
+  @IsString() @Length(1, 1024) password!: string;
+}
+
+export class SetupInput {
+  @IsString() @Length(1, 100) setupToken!: string;
+  @IsString() @Matches(USERNAME, { message: 'username must be 1-100 letters, digits, or . _ @ -' }) username!: string;
+  @IsString() @Length(12, 1024, { message: 'password must be at least 12 characters' }) password!: string;
 }
 
 function collect(errors: readonly ValidationError[], prefix = '', into: Record<string, string[]> = {}): Record<string, string[]> {

@@ -21,6 +21,7 @@ import {
   type AppRow,
   type DeviceRow,
   type SecretRow,
+  type UsageSummary,
 } from '../storage/repositories';
 import { AppSettingsInput, CreateAppInput, NameInput, SetSecretInput, UpdateAppInput, validateInput } from './inputs';
 
@@ -301,6 +302,42 @@ export class ManagementService {
       new TokenRepository(transaction).insertAdminKey({ id, name: input.name, keyHash: hashToken(key), keyHint: tokenHint(key), createdAt: this.clock() }),
     );
     return { id, name: input.name, adminKey: key };
+  }
+
+  async listAdminKeys(): Promise<Array<{ id: string; name: string; keyHint: string; createdAt: string; revokedAt: string | null }>> {
+    return (await new TokenRepository(this.database).listAdminKeys()).map((key) => ({ ...key, createdAt: iso(key.createdAt), revokedAt: key.revokedAt === null ? null : iso(key.revokedAt) }));
+  }
+
+  /** Revokes an admin key: the next request made with it is refused. */
+  async revokeAdminKey(id: string): Promise<{ id: string; revoked: true }> {
+    await this.write(async (transaction) => {
+      if (!(await new TokenRepository(transaction).revokeAdminKey(String(id), this.clock()))) throw notFound(`admin key "${String(id)}"`);
+    });
+    return { id, revoked: true };
+  }
+
+  async listDevelopmentTokens(appId: string): Promise<Array<{ id: string; tokenHint: string; label: string | null; createdAt: string; revokedAt: string | null }>> {
+    await this.requireApp(this.database, appId);
+    return (await new TokenRepository(this.database).listDevelopmentTokens(appId)).map((token) => ({
+      ...token,
+      createdAt: iso(token.createdAt),
+      revokedAt: token.revokedAt === null ? null : iso(token.revokedAt),
+    }));
+  }
+
+  /** Revokes a development token: it can no longer be traded for device tokens. */
+  async revokeDevelopmentToken(appId: string, id: string): Promise<{ appId: string; id: string; revoked: true }> {
+    await this.write(async (transaction) => {
+      await this.requireApp(transaction, appId);
+      if (!(await new TokenRepository(transaction).revokeDevelopmentToken(appId, String(id), this.clock()))) throw notFound(`development token "${String(id)}"`);
+    });
+    return { appId, id, revoked: true };
+  }
+
+  /** Usage for the dashboard's charts; `appId` null means every app. */
+  async usageSummary(appId: string | null, fromMs: number, toMs: number): Promise<UsageSummary> {
+    if (appId !== null) await this.requireApp(this.database, appId);
+    return new UsageRepository(this.database).summary(appId, fromMs, toMs);
   }
 
   async countAdminKeys(): Promise<number> {

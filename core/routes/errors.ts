@@ -10,10 +10,13 @@ import { GatewayError, TollgateError } from '../contract';
 export function toGatewayError(error: unknown): GatewayError {
   if (error instanceof GatewayError) return error;
   if (error instanceof TollgateError && error.code === 'TG_ERR_VALIDATION') {
-    return new GatewayError('invalidRequest', error.message, { reason: 'validation' });
+    return new GatewayError('invalidRequest', error.message, { reason: 'validation', ...(error.details ? { fields: error.details } : {}) });
   }
+  if (error instanceof TollgateError && error.code === 'TG_ERR_NOT_FOUND') return new GatewayError('notFound', `${error.message[0]?.toUpperCase()}${error.message.slice(1)}.`, { reason: 'not_found' });
+  if (error instanceof TollgateError && error.code === 'TG_ERR_CONFLICT') return new GatewayError('conflict', `${error.message[0]?.toUpperCase()}${error.message.slice(1)}.`, { reason: 'conflict' });
   const bodyParser = error as { type?: string; status?: number } | undefined;
   if (bodyParser?.type === 'entity.parse.failed') return new GatewayError('invalidRequest', 'The request body is not valid JSON.', { reason: 'malformed_json' });
+  if (bodyParser?.type === 'entity.verify.failed') return new GatewayError('invalidRequest', 'The request body is not valid UTF-8.', { reason: 'malformed_utf8' });
   if (bodyParser?.type === 'entity.too.large') return new GatewayError('invalidRequest', 'The request body is too large.', { status: 413, reason: 'body_too_large' });
   if (bodyParser?.type === 'encoding.unsupported' || bodyParser?.type === 'charset.unsupported') {
     return new GatewayError('invalidRequest', 'The request body encoding is not supported.', { status: 415, reason: 'unsupported_encoding' });
@@ -34,7 +37,7 @@ export function sendGatewayError(response: ServerResponse, requestId: string, er
     response.destroy();
     return;
   }
-  const body = JSON.stringify({ error: { type: error.type, message: error.message, requestId } });
+  const body = JSON.stringify({ error: { type: error.type, message: error.message, requestId, ...(error.fields ? { fields: error.fields } : {}) } });
   response.statusCode = error.status;
   response.setHeader('Tollgate-Error', error.type);
   response.setHeader('Content-Type', 'application/json; charset=utf-8');

@@ -61,6 +61,9 @@ import { resolveMasterKey, type MasterKey } from '../storage/master-key';
 import { AppRepository, AuditRepository, DeviceRepository } from '../storage/repositories';
 import { authenticateAdminKey } from '../management/admin-auth';
 import { createMcpServer, type McpDependencies } from '../mcp/server';
+import { createAdminRouter } from '../admin/admin-routes';
+import { DashboardAuth } from '../admin/dashboard-auth';
+import { adminSecurityHeaders, createDashboardRouter } from '../admin/dashboard-assets';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { UsageRecorder } from '../storage/usage-recorder';
 import { DevelopmentAttestationVerifier } from '../attestation/development-verifier';
@@ -109,6 +112,11 @@ export interface RunningGateway extends GatewayCore {
   readonly deviceTokens: DeviceTokenService;
   readonly usage: UsageRecorder;
   readonly forward: ForwardStage;
+  /**
+   * The one-time set-up token (`su_…`) when no dashboard administrator exists yet: the banner prints
+   * `{url}/dashboard/setup#token=…`. Null once an administrator exists.
+   */
+  readonly setupToken: string | null;
   /** Stops accepting connections, lets in-flight requests finish up to the grace period, flushes usage, closes. */
   close(): Promise<void>;
 }
@@ -383,6 +391,25 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     await mcp.connect(transport);
     await transport.handleRequest(request, response, request.body);
   });
+  const dashboardAuth = new DashboardAuth(database, { clock });
+  const setupToken = await dashboardAuth.issueSetupToken();
+  app.use(
+    '/v1/admin',
+    adminSecurityHeaders(),
+    createAdminRouter({
+      database,
+      management,
+      registry,
+      auth: dashboardAuth,
+      rateLimits,
+      production: configuration.production,
+      version: TOLLGATE_VERSION,
+      clock,
+      gatewayUrl: () => configuration.publicUrl ?? url,
+      onInternalError: (error) => logger.error({ err: error }, 'admin request failed'),
+    }),
+  );
+  app.use('/dashboard', createDashboardRouter());
   app.use(
     '/v1/attest',
     createAttestRouter({
@@ -488,5 +515,5 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     return closing;
   };
 
-  return { ...core, server, url, directory, deviceTokens, usage, forward: forward as ForwardStage, close };
+  return { ...core, server, url, directory, deviceTokens, usage, forward: forward as ForwardStage, setupToken, close };
 }

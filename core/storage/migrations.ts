@@ -116,8 +116,38 @@ const auditLog: Migration = {
   },
 };
 
+/** Dashboard sign-in: administrators (scrypt password hashes), their sessions, and the one-time set-up link. */
+const dashboardUsers: Migration = {
+  name: '0003-dashboard-users',
+  async up(knex) {
+    await knex.schema.createTable('admin_users', (table) => {
+      table.string('id', 64).primary();
+      table.string('username', 100).notNullable().unique();
+      table.string('password_hash', 300).notNullable();
+      table.bigInteger('created_at').notNullable();
+      table.bigInteger('disabled_at').nullable();
+    });
+    await knex.schema.createTable('admin_sessions', (table) => {
+      table.string('id_hash', 64).primary();
+      table.string('user_id', 64).notNullable().references('id').inTable('admin_users').onDelete('CASCADE');
+      table.string('csrf_token', 64).notNullable();
+      table.bigInteger('created_at').notNullable();
+      table.bigInteger('expires_at').notNullable();
+      table.index(['user_id']);
+    });
+    await knex.schema.createTable('setup_tokens', (table) => {
+      table.string('token_hash', 64).primary();
+      table.bigInteger('created_at').notNullable();
+      table.bigInteger('expires_at').notNullable();
+    });
+  },
+  async down(knex) {
+    for (const table of ['setup_tokens', 'admin_sessions', 'admin_users']) await knex.schema.dropTableIfExists(table);
+  },
+};
+
 /** Append only; never reorder or edit a migration that has shipped. */
-export const MIGRATIONS: readonly Migration[] = [initial, auditLog];
+export const MIGRATIONS: readonly Migration[] = [initial, auditLog, dashboardUsers];
 
 /** A knex migration source over {@link MIGRATIONS}. */
 export class CodeMigrationSource implements Knex.MigrationSource<Migration> {

@@ -252,6 +252,29 @@ export class TokenRepository {
     return { id: row.id as string, name: row.name as string, keyHash: row.key_hash as string, revokedAt: row.revoked_at == null ? null : Number(row.revoked_at) };
   }
 
+  async listAdminKeys(): Promise<Array<{ id: string; name: string; keyHint: string; createdAt: number; revokedAt: number | null }>> {
+    const rows = (await this.database('admin_keys').orderBy('created_at')) as Row[];
+    return rows.map((row) => ({
+      id: row.id as string,
+      name: row.name as string,
+      keyHint: row.key_hint as string,
+      createdAt: Number(row.created_at),
+      revokedAt: row.revoked_at == null ? null : Number(row.revoked_at),
+    }));
+  }
+
+  /** Revokes an admin key; false when there is no such key. */
+  async revokeAdminKey(id: string, now: number): Promise<boolean> {
+    const changed = await this.database('admin_keys').where({ id }).whereNull('revoked_at').update({ revoked_at: now });
+    return changed > 0 || (await this.database('admin_keys').where({ id }).first()) !== undefined;
+  }
+
+  /** Revokes a development token of an app; false when there is no such token. */
+  async revokeDevelopmentToken(appId: string, id: string, now: number): Promise<boolean> {
+    await this.database('development_tokens').where({ app_id: appId, id }).whereNull('revoked_at').update({ revoked_at: now });
+    return (await this.database('development_tokens').where({ app_id: appId, id }).first()) !== undefined;
+  }
+
   async countAdminKeys(): Promise<number> {
     const row = (await this.database('admin_keys').whereNull('revoked_at').count({ count: '*' }).first()) as Row | undefined;
     return Number(row?.count ?? 0);
@@ -352,6 +375,49 @@ export class UsageRepository {
     );
   }
 
+  /**
+   * What the dashboard charts: requests and errors per minute, errors by type, latency p50/p95 per provider and the
+   * busiest devices, over [fromMs, toMs), for one app or (appId null) for all. Counting is done by the database;
+   * percentiles are computed here from at most `latencySample` recent latencies per provider.
+   */
+  async summary(appId: string | null, fromMs: number, toMs: number, latencySample = 20_000): Promise<UsageSummary> {
+    const scope = () => {
+      const query = this.database('usage_events').where('created_at', '>=', fromMs).andWhere('created_at', '<', toMs);
+      return appId === null ? query : query.andWhere({ app_id: appId });
+    };
+    const minute = this.database.raw('(created_at / 60000) * 60000');
+    const perMinute = (await scope()
+      .select({ minute })
+      .count({ requests: '*' })
+      .sum({ errors: this.database.raw('case when error_type is null and status < 400 then 0 else 1 end') })
+      .groupByRaw('(created_at / 60000) * 60000')
+      .orderBy('minute')) as Row[];
+    const byError = (await scope().whereNotNull('error_type').select('error_type').count({ count: '*' }).groupBy('error_type').orderBy('count', 'desc')) as Row[];
+    const upstreamErrors = (await scope().whereNull('error_type').andWhere('status', '>=', 400).count({ count: '*' }).first()) as Row | undefined;
+    const topDevices = (await scope().whereNotNull('device_id').select('device_id').count({ count: '*' }).groupBy('device_id').orderBy('count', 'desc').limit(10)) as Row[];
+    const providers = (await scope().select('provider').count({ count: '*' }).groupBy('provider').orderBy('count', 'desc')) as Row[];
+    const latency = [] as UsageSummary['latencyByProvider'][number][];
+    for (const row of providers) {
+      const sample = ((await scope().where({ provider: row.provider }).select('latency_ms').orderBy('created_at', 'desc').limit(latencySample)) as Row[])
+        .map((entry) => Number(entry.latency_ms))
+        .sort((a, b) => a - b);
+      const at = (fraction: number) => sample[Math.min(sample.length - 1, Math.ceil(fraction * sample.length) - 1)] ?? 0;
+      latency.push({ provider: row.provider as string, requests: Number(row.count), p50Ms: at(0.5), p95Ms: at(0.95) });
+    }
+    const errorsByType = byError.map((row) => ({ type: row.error_type as string, count: Number(row.count) }));
+    const upstream = Number(upstreamErrors?.count ?? 0);
+    if (upstream > 0) errorsByType.push({ type: 'providerError', count: upstream });
+    return {
+      fromMs,
+      toMs,
+      totalRequests: perMinute.reduce((sum, row) => sum + Number(row.requests), 0),
+      requestsPerMinute: perMinute.map((row) => ({ minute: Number(row.minute), requests: Number(row.requests), errors: Number(row.errors ?? 0) })),
+      errorsByType: errorsByType.sort((a, b) => b.count - a.count || a.type.localeCompare(b.type)),
+      latencyByProvider: latency,
+      topDevices: topDevices.map((row) => ({ deviceId: row.device_id as string, requests: Number(row.count) })),
+    };
+  }
+
   async listForApp(appId: string, fromMs: number, toMs: number, limit = 1000): Promise<UsageEvent[]> {
     const rows = (await this.database('usage_events')
       .where({ app_id: appId })
@@ -375,6 +441,18 @@ export class UsageRepository {
 }
 
 /** One audited management action. `details` never holds a secret value (callers pass masked forms only). */
+/** Usage over a window, as the dashboard charts it (see {@link UsageRepository.summary}). */
+export interface UsageSummary {
+  readonly fromMs: number;
+  readonly toMs: number;
+  readonly totalRequests: number;
+  readonly requestsPerMinute: ReadonlyArray<{ readonly minute: number; readonly requests: number; readonly errors: number }>;
+  /** Gateway-made errors by protocol type, plus `providerError` for upstream non-2xx answers. */
+  readonly errorsByType: ReadonlyArray<{ readonly type: string; readonly count: number }>;
+  readonly latencyByProvider: ReadonlyArray<{ readonly provider: string; readonly requests: number; readonly p50Ms: number; readonly p95Ms: number }>;
+  readonly topDevices: ReadonlyArray<{ readonly deviceId: string; readonly requests: number }>;
+}
+
 export interface AuditEntry {
   readonly actor: string;
   readonly action: string;
@@ -396,8 +474,10 @@ export class AuditRepository {
     });
   }
 
-  async list(options: { fromMs?: number; toMs?: number; limit?: number } = {}): Promise<AuditEntry[]> {
+  async list(options: { fromMs?: number; toMs?: number; limit?: number; actor?: string; action?: string } = {}): Promise<AuditEntry[]> {
     let query = this.database('audit_log').orderBy('id', 'desc').limit(options.limit ?? 200);
+    if (options.actor !== undefined) query = query.where('actor', options.actor);
+    if (options.action !== undefined) query = query.where('action', 'like', `${options.action.replace(/[%_\\]/g, '')}%`);
     if (options.fromMs !== undefined) query = query.where('created_at', '>=', options.fromMs);
     if (options.toMs !== undefined) query = query.where('created_at', '<', options.toMs);
     const rows = (await query) as Row[];

@@ -1,0 +1,493 @@
+/**
+ * The management API, `/v1/admin/*` (protocol.md): one route table that both mounts the Express routes and describes
+ * them in the OpenAPI document (openapi.ts).
+ *
+ * Every route but the sign-in, set-up and document routes needs credentials: `Authorization: Bearer ak_…` (an admin
+ * key) or the dashboard session cookie. With the cookie, a state-changing request must carry the session's CSRF token
+ * in `X-CSRF-Token` and, when the browser sends `Origin`, come from this server's own origin. Every change is written to
+ * the audit log with its actor. Inputs are class-validator DTOs; a failure is a 400 naming each failing field, and
+ * changes nothing.
+ */
+import type { Knex } from 'knex';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { parse as parseCookies } from 'cookie';
+import { GatewayError, type RateLimitStore } from '../contract';
+import { generateIntegrationCode, INTEGRATION_CAPABILITIES, INTEGRATION_PLATFORMS, type IntegrationCapability, type IntegrationPlatform } from '../integration/code-generator';
+import { CreateAppInput, DevelopmentTokenInput, NameInput, SecretBodyInput, SetupInput, SignInInput, UpdateAppInput, validateInput } from '../management/inputs';
+import type { ManagementService } from '../management/management-service';
+import { authenticateAdminKey } from '../management/admin-auth';
+import type { ProviderRegistry } from '../registry/provider-registry';
+import { sendGatewayError, toGatewayError } from '../routes/errors';
+import { AuditRepository } from '../storage/repositories';
+import { CSRF_HEADER, SESSION_COOKIE, csrfTokensEqual, type DashboardAuth, type DashboardSession } from './dashboard-auth';
+import { buildOpenApiDocument } from './openapi';
+
+export interface AdminApiDependencies {
+  readonly database: Knex;
+  readonly management: ManagementService;
+  readonly registry: ProviderRegistry;
+  readonly auth: DashboardAuth;
+  readonly rateLimits: RateLimitStore;
+  readonly production: boolean;
+  readonly version: string;
+  readonly clock: () => number;
+  /** The gateway's public base URL, for generated integration code. */
+  readonly gatewayUrl: () => string;
+  /** Errors answered with 500 are logged here (never sent). */
+  readonly onInternalError?: (error: unknown) => void;
+}
+
+/** Who makes an admin request. */
+interface Actor {
+  /** The audit-log actor: `key:<name>` or `user:<username>`. */
+  readonly name: string;
+  readonly session?: DashboardSession;
+}
+
+interface RouteContext {
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: Readonly<Record<string, unknown>>;
+  readonly body: unknown;
+  readonly actor: Actor | null;
+  readonly request: Request;
+  readonly response: Response;
+  audit(action: string, target: string | null, details?: Record<string, unknown>): Promise<void>;
+}
+
+interface QueryParameter {
+  readonly name: string;
+  readonly description: string;
+  readonly schema: Record<string, unknown>;
+}
+
+export interface AdminRoute {
+  readonly method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  /** OpenAPI-style path below `/v1/admin`, e.g. `/apps/{appId}`. */
+  readonly path: string;
+  readonly operationId: string;
+  readonly summary: string;
+  readonly tag: string;
+  readonly body?: new () => object;
+  readonly query?: readonly QueryParameter[];
+  readonly status?: number;
+  readonly response: { readonly schema: string; readonly description: string; readonly array?: boolean };
+  /** No credentials needed (sign-in, set-up). */
+  readonly public?: boolean;
+  readonly rateLimited?: boolean;
+  handle(context: RouteContext): Promise<unknown>;
+}
+
+const MINUTES: QueryParameter = { name: 'minutes', description: 'the window, ending now (default 60, at most 10080 = 7 days)', schema: { type: 'integer', minimum: 1, maximum: 10_080 } };
+
+/** A whole number query parameter within [min, max], or the default. */
+function integerQuery(query: Readonly<Record<string, unknown>>, name: string, fallback: number, min: number, max: number): number {
+  const raw = query[name];
+  if (raw === undefined) return fallback;
+  const value = typeof raw === 'string' && /^\d{1,9}$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new GatewayError('invalidRequest', `The query parameter ${name} must be a whole number from ${min} to ${max}.`, { reason: 'validation', fields: { [name]: [`must be a whole number from ${min} to ${max}`] } });
+  }
+  return value;
+}
+
+function enumQuery<T extends string>(query: Readonly<Record<string, unknown>>, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = query[name];
+  if (raw === undefined) return fallback;
+  if (typeof raw !== 'string' || !(allowed as readonly string[]).includes(raw)) {
+    throw new GatewayError('invalidRequest', `The query parameter ${name} must be one of ${allowed.join(', ')}.`, { reason: 'validation', fields: { [name]: [`must be one of ${allowed.join(', ')}`] } });
+  }
+  return raw as T;
+}
+
+function cookieOptions(production: boolean, maxAgeMs: number) {
+  return { httpOnly: true, sameSite: 'strict' as const, secure: production, path: '/', maxAge: maxAgeMs };
+}
+
+function sessionView(session: DashboardSession) {
+  return { user: session.user, csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() };
+}
+
+/** The route table. */
+export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
+  const { management, registry, auth } = deps;
+  const window = (query: Readonly<Record<string, unknown>>) => {
+    const now = deps.clock();
+    return { from: now - integerQuery(query, 'minutes', 60, 1, 10_080) * 60_000, to: now + 1 };
+  };
+  return [
+    // Sign-in and set-up (public; rate-limited).
+    {
+      method: 'post', path: '/setup', operationId: 'completeSetup', tag: 'session', public: true, rateLimited: true, body: SetupInput,
+      summary: 'Create the first administrator with the one-time set-up link printed at first start, and sign in',
+      response: { schema: 'Session', description: 'signed in; the session cookie is set' }, status: 201,
+      async handle({ body, request, response }) {
+        const input = validateInput(SetupInput, body);
+        await limitSignIn(deps, request, input.username);
+        const user = await auth.completeSetup(input.setupToken, input.username, input.password);
+        await new AuditRepository(deps.database).append({ actor: `user:${user.username}`, action: 'admin.setup', target: user.id, details: null, createdAt: deps.clock() });
+        return signIn(deps, response, input.username, input.password);
+      },
+    },
+    {
+      method: 'post', path: '/session', operationId: 'signIn', tag: 'session', public: true, rateLimited: true, body: SignInInput,
+      summary: 'Sign in to the dashboard (sets an httpOnly, SameSite=Strict session cookie)',
+      response: { schema: 'Session', description: 'signed in; the session cookie is set' },
+      async handle({ body, request, response }) {
+        const input = validateInput(SignInInput, body);
+        await limitSignIn(deps, request, input.username);
+        return signIn(deps, response, input.username, input.password);
+      },
+    },
+    {
+      method: 'get', path: '/session', operationId: 'getSession', tag: 'session',
+      summary: 'The signed-in administrator and the CSRF token of the session',
+      response: { schema: 'Session', description: 'the current session' },
+      async handle({ actor }) {
+        if (!actor?.session) throw new GatewayError('unauthorized', 'Not signed in to the dashboard.', { reason: 'no_session' });
+        return sessionView(actor.session);
+      },
+    },
+    {
+      method: 'delete', path: '/session', operationId: 'signOut', tag: 'session',
+      summary: 'Sign out (ends the session)',
+      response: { schema: 'SignedOut', description: 'signed out' },
+      async handle({ request, response }) {
+        await auth.signOut(parseCookies(request.headers.cookie ?? '')[SESSION_COOKIE]);
+        response.clearCookie(SESSION_COOKIE, { path: '/' });
+        return { signedOut: true };
+      },
+    },
+    // Apps.
+    {
+      method: 'get', path: '/apps', operationId: 'listApps', tag: 'apps', summary: 'List apps',
+      response: { schema: 'App', description: 'every app', array: true },
+      handle: () => management.listApps(),
+    },
+    {
+      method: 'post', path: '/apps', operationId: 'createApp', tag: 'apps', body: CreateAppInput, status: 201,
+      summary: 'Create an app; its app token is in this answer only',
+      response: { schema: 'CreatedApp', description: 'the app and its token (shown once)' },
+      async handle({ body, audit }) {
+        const app = await management.createApp(body);
+        await audit('app.create', app.id, { name: app.name });
+        return app;
+      },
+    },
+    {
+      method: 'get', path: '/apps/{appId}', operationId: 'getApp', tag: 'apps', summary: 'Read an app and its settings',
+      response: { schema: 'App', description: 'the app' },
+      handle: ({ params }) => management.getApp(params.appId!),
+    },
+    {
+      method: 'patch', path: '/apps/{appId}', operationId: 'updateApp', tag: 'apps', body: UpdateAppInput,
+      summary: 'Change an app’s name or settings: attestation policy, development attestation, allowed providers and routes, limits and quotas',
+      response: { schema: 'App', description: 'the changed app' },
+      async handle({ params, body, audit }) {
+        const app = await management.updateApp(params.appId!, body);
+        await audit('app.update', app.id, { fields: Object.keys(body as object) });
+        return app;
+      },
+    },
+    {
+      method: 'delete', path: '/apps/{appId}', operationId: 'deleteApp', tag: 'apps', summary: 'Delete an app with its secrets, tokens and devices',
+      response: { schema: 'Deleted', description: 'deleted' },
+      async handle({ params, audit }) {
+        const result = await management.deleteApp(params.appId!);
+        await audit('app.delete', params.appId!);
+        return result;
+      },
+    },
+    {
+      method: 'post', path: '/apps/{appId}/disable', operationId: 'disableApp', tag: 'apps', summary: 'Disable an app: its token is refused until enabled again',
+      response: { schema: 'App', description: 'the disabled app' },
+      async handle({ params, audit }) {
+        const app = await management.setAppStatus(params.appId!, 'disabled');
+        await audit('app.disable', app.id);
+        return app;
+      },
+    },
+    {
+      method: 'post', path: '/apps/{appId}/enable', operationId: 'enableApp', tag: 'apps', summary: 'Enable a disabled app',
+      response: { schema: 'App', description: 'the enabled app' },
+      async handle({ params, audit }) {
+        const app = await management.setAppStatus(params.appId!, 'active');
+        await audit('app.enable', app.id);
+        return app;
+      },
+    },
+    {
+      method: 'post', path: '/apps/{appId}/rotate-token', operationId: 'rotateAppToken', tag: 'apps', summary: 'Issue a new app token; the old one stops working at once',
+      response: { schema: 'RotatedToken', description: 'the new token (shown once)' },
+      async handle({ params, audit }) {
+        const result = await management.rotateAppToken(params.appId!);
+        await audit('app.rotate_token', params.appId!);
+        return result;
+      },
+    },
+    // Secrets: write-only.
+    {
+      method: 'get', path: '/apps/{appId}/secrets', operationId: 'listSecrets', tag: 'secrets', summary: 'List an app’s secrets, masked',
+      response: { schema: 'Secret', description: 'masked secrets', array: true },
+      handle: ({ params }) => management.listSecrets(params.appId!),
+    },
+    {
+      method: 'put', path: '/apps/{appId}/secrets/{provider}', operationId: 'putSecret', tag: 'secrets', body: SecretBodyInput,
+      summary: 'Set (or replace) the provider key of an app; it is encrypted at rest and never returned again',
+      response: { schema: 'Secret', description: 'the masked secret' },
+      async handle({ params, body, audit }) {
+        const input = validateInput(SecretBodyInput, body);
+        const secret = await management.setSecret({ appId: params.appId, provider: params.provider, value: input.value, ...(input.baseUrl !== undefined ? { baseUrl: input.baseUrl } : {}) });
+        await audit('secret.set', `${params.appId}/${params.provider}`, { masked: secret.masked });
+        return secret;
+      },
+    },
+    {
+      method: 'delete', path: '/apps/{appId}/secrets/{provider}', operationId: 'deleteSecret', tag: 'secrets', summary: 'Delete a provider key',
+      response: { schema: 'SecretDeleted', description: 'deleted' },
+      async handle({ params, audit }) {
+        const result = await management.deleteSecret(params.appId!, params.provider!);
+        await audit('secret.delete', `${params.appId}/${params.provider}`);
+        return result;
+      },
+    },
+    // Development tokens and devices.
+    {
+      method: 'get', path: '/apps/{appId}/development-tokens', operationId: 'listDevelopmentTokens', tag: 'devices', summary: 'List development tokens (hints only)',
+      response: { schema: 'DevelopmentToken', description: 'development tokens', array: true },
+      handle: ({ params }) => management.listDevelopmentTokens(params.appId!),
+    },
+    {
+      method: 'post', path: '/apps/{appId}/development-tokens', operationId: 'createDevelopmentToken', tag: 'devices', body: DevelopmentTokenInput, status: 201,
+      summary: 'Create a development token (dt_…) for simulators and emulators; shown once',
+      response: { schema: 'CreatedDevelopmentToken', description: 'the token (shown once)' },
+      async handle({ params, body, audit }) {
+        const input = validateInput(DevelopmentTokenInput, body ?? {});
+        const token = await management.createDevelopmentToken(params.appId!, input.label);
+        await audit('development_token.create', `${params.appId}/${token.id}`);
+        return token;
+      },
+    },
+    {
+      method: 'post', path: '/apps/{appId}/development-tokens/{tokenId}/revoke', operationId: 'revokeDevelopmentToken', tag: 'devices', summary: 'Revoke a development token',
+      response: { schema: 'DevelopmentTokenRevoked', description: 'revoked' },
+      async handle({ params, audit }) {
+        const result = await management.revokeDevelopmentToken(params.appId!, params.tokenId!);
+        await audit('development_token.revoke', `${params.appId}/${params.tokenId}`);
+        return result;
+      },
+    },
+    {
+      method: 'get', path: '/apps/{appId}/devices', operationId: 'listDevices', tag: 'devices', summary: 'List the app’s attested devices',
+      response: { schema: 'Device', description: 'devices', array: true },
+      handle: ({ params }) => management.listDevices(params.appId!),
+    },
+    {
+      method: 'post', path: '/apps/{appId}/devices/{deviceId}/revoke', operationId: 'revokeDevice', tag: 'devices',
+      summary: 'Revoke a device: its next request gets attestationFailed, even with an unexpired token',
+      response: { schema: 'DeviceRevoked', description: 'revoked' },
+      async handle({ params, audit }) {
+        const result = await management.revokeDevice(params.appId!, params.deviceId!);
+        await audit('device.revoke', `${params.appId}/${params.deviceId}`);
+        return result;
+      },
+    },
+    {
+      method: 'post', path: '/apps/{appId}/devices/revoke-all', operationId: 'revokeAllDevices', tag: 'devices', summary: 'Revoke every device token of the app issued until now',
+      response: { schema: 'DevicesRevoked', description: 'revoked' },
+      async handle({ params, audit }) {
+        const result = await management.revokeAllDevices(params.appId!);
+        await audit('device.revoke_all', params.appId!);
+        return result;
+      },
+    },
+    // Usage and integration.
+    {
+      method: 'get', path: '/apps/{appId}/usage', operationId: 'getAppUsage', tag: 'usage', query: [MINUTES],
+      summary: 'Requests per minute, errors by type, latency p50/p95 per provider and top devices of one app',
+      response: { schema: 'Usage', description: 'usage over the window' },
+      async handle({ params, query }) {
+        const { from, to } = window(query);
+        return management.usageSummary(params.appId!, from, to);
+      },
+    },
+    {
+      method: 'get', path: '/usage', operationId: 'getUsage', tag: 'usage', query: [MINUTES], summary: 'Usage of every app together',
+      response: { schema: 'Usage', description: 'usage over the window' },
+      async handle({ query }) {
+        const { from, to } = window(query);
+        return management.usageSummary(null, from, to);
+      },
+    },
+    {
+      method: 'get', path: '/apps/{appId}/integration', operationId: 'getIntegrationCode', tag: 'apps',
+      query: [
+        { name: 'platform', description: 'ios, android, flutter or react-native (default ios)', schema: { type: 'string', enum: INTEGRATION_PLATFORMS } },
+        { name: 'provider', description: 'a provider slug (default: the first the app has a secret for, else the first in the catalog)', schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,39}$' } },
+        { name: 'capability', description: 'chat, streaming, image, tts, translation or search (default chat)', schema: { type: 'string', enum: INTEGRATION_CAPABILITIES } },
+      ],
+      summary: 'Initialization and request code for one platform (the generator the assistant server uses)',
+      response: { schema: 'Integration', description: 'the snippet' },
+      async handle({ params, query }) {
+        const app = await management.getApp(params.appId!);
+        const platform = enumQuery<IntegrationPlatform>(query, 'platform', INTEGRATION_PLATFORMS, 'ios');
+        const capability = enumQuery<IntegrationCapability>(query, 'capability', INTEGRATION_CAPABILITIES, 'chat');
+        const secrets = await management.listSecrets(app.id);
+        const slug = typeof query.provider === 'string' ? query.provider : (secrets[0]?.provider ?? registry.list()[0]?.manifest.slug);
+        const provider = slug === undefined ? undefined : registry.find(slug);
+        if (!provider) throw new GatewayError('invalidRequest', `Unknown provider "${String(slug)}".`, { reason: 'validation', fields: { provider: ['must be a registered provider slug'] } });
+        return generateIntegrationCode({ platform, capability, appToken: 'at_YOUR_APP_TOKEN', provider: provider.manifest, baseUrl: deps.gatewayUrl() });
+      },
+    },
+    {
+      method: 'get', path: '/providers', operationId: 'listProviders', tag: 'providers', summary: 'The provider catalog',
+      response: { schema: 'Provider', description: 'registered providers', array: true },
+      async handle() {
+        return registry.list().map(({ manifest }) => ({ slug: manifest.slug, name: manifest.name, versions: Object.keys(manifest.versions), capabilities: [...manifest.capabilities], streaming: [...manifest.streaming], perTenantHost: Boolean(manifest.tenant) }));
+      },
+    },
+    // Admin keys and the audit log.
+    {
+      method: 'get', path: '/admin-keys', operationId: 'listAdminKeys', tag: 'admin', summary: 'List admin keys (hints only)',
+      response: { schema: 'AdminKey', description: 'admin keys', array: true },
+      handle: () => management.listAdminKeys(),
+    },
+    {
+      method: 'post', path: '/admin-keys', operationId: 'createAdminKey', tag: 'admin', body: NameInput, status: 201, summary: 'Create an admin key (ak_…); shown once',
+      response: { schema: 'CreatedAdminKey', description: 'the key (shown once)' },
+      async handle({ body, audit }) {
+        const key = await management.createAdminKey(body);
+        await audit('admin_key.create', key.id, { name: key.name });
+        return key;
+      },
+    },
+    {
+      method: 'delete', path: '/admin-keys/{keyId}', operationId: 'revokeAdminKey', tag: 'admin', summary: 'Revoke an admin key',
+      response: { schema: 'AdminKeyRevoked', description: 'revoked' },
+      async handle({ params, audit }) {
+        const result = await management.revokeAdminKey(params.keyId!);
+        await audit('admin_key.revoke', params.keyId!);
+        return result;
+      },
+    },
+    {
+      method: 'get', path: '/audit', operationId: 'listAuditLog', tag: 'admin',
+      query: [
+        MINUTES,
+        { name: 'limit', description: 'at most this many entries, newest first (default 100, at most 1000)', schema: { type: 'integer', minimum: 1, maximum: 1000 } },
+        { name: 'action', description: 'only actions starting with this, e.g. secret.', schema: { type: 'string', maxLength: 100 } },
+      ],
+      summary: 'The audit log: who changed what, newest first',
+      response: { schema: 'AuditEntry', description: 'entries', array: true },
+      async handle({ query }) {
+        const { from, to } = window({ minutes: query.minutes ?? '10080' });
+        const limit = integerQuery(query, 'limit', 100, 1, 1000);
+        const action = typeof query.action === 'string' ? query.action.slice(0, 100) : undefined;
+        const entries = await new AuditRepository(deps.database).list({ fromMs: from, toMs: to, limit, ...(action ? { action } : {}) });
+        return entries.map((entry) => ({ ...entry, createdAt: new Date(entry.createdAt).toISOString() }));
+      },
+    },
+  ];
+}
+
+/** Charges one sign-in attempt to the client address and to the user name (10 and 5 per 5 minutes). */
+async function limitSignIn(deps: AdminApiDependencies, request: Request, username: string): Promise<void> {
+  const address = request.socket.remoteAddress ?? 'unknown';
+  const results = await deps.rateLimits.consume(
+    [
+      { policy: 'signin-address', key: `signin:a:${address}`, limit: 10, windowSeconds: 300 },
+      { policy: 'signin-user', key: `signin:u:${username.toLowerCase()}`, limit: 5, windowSeconds: 300 },
+    ],
+    deps.clock(),
+  );
+  const refused = results.find((result) => !result.allowed);
+  if (refused) {
+    throw new GatewayError('rateLimited', 'Too many sign-in attempts; try again later.', { retryAfterSeconds: Math.max(1, Math.ceil(refused.retryAfterSeconds)), reason: refused.rule.policy });
+  }
+}
+
+async function signIn(deps: AdminApiDependencies, response: Response, username: string, password: string) {
+  const result = await deps.auth.signIn(username, password);
+  if (!result) throw new GatewayError('unauthorized', 'The user name or the password is wrong.', { reason: 'sign_in_failed' });
+  response.cookie(SESSION_COOKIE, result.sessionId, cookieOptions(deps.production, result.session.expiresAt - deps.clock()));
+  return sessionView(result.session);
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** The admin key or the dashboard session of a request; throws when neither is valid. */
+async function authenticate(deps: AdminApiDependencies, request: Request): Promise<Actor> {
+  if (request.headers.authorization !== undefined) {
+    const admin = await authenticateAdminKey(deps.database, request.headers.authorization);
+    if (!admin) throw new GatewayError('unauthorized', 'The admin key is missing, malformed, unknown or revoked (Authorization: Bearer ak_…).', { reason: 'admin_key_invalid' });
+    return { name: `key:${admin.name}` };
+  }
+  const session = await deps.auth.session(parseCookies(request.headers.cookie ?? '')[SESSION_COOKIE]);
+  if (!session) throw new GatewayError('unauthorized', 'Sign in to the dashboard, or send Authorization: Bearer ak_… (an admin key).', { reason: 'no_credentials' });
+  if (!SAFE_METHODS.has(request.method)) {
+    const origin = request.headers.origin;
+    if (origin !== undefined && origin !== `${request.protocol}://${request.headers.host}`) {
+      throw new GatewayError('forbidden', 'Cross-origin requests cannot change anything.', { reason: 'cross_origin' });
+    }
+    if (!csrfTokensEqual(session.csrfToken, request.headers[CSRF_HEADER])) {
+      throw new GatewayError('forbidden', 'This request needs the session’s CSRF token in X-CSRF-Token.', { reason: 'csrf' });
+    }
+  }
+  return { name: `user:${session.user.username}`, session };
+}
+
+/** Rejects bodies that are not UTF-8 (body-parser would otherwise decode them with replacement characters). */
+function strictUtf8(_request: unknown, _response: unknown, buffer: Buffer): void {
+  new TextDecoder('utf-8', { fatal: true }).decode(buffer);
+}
+
+/** The Express router for `/v1/admin`. */
+export function createAdminRouter(deps: AdminApiDependencies): Router {
+  const router = express.Router({ strict: true });
+  const routes = adminRoutes(deps);
+  const document = buildOpenApiDocument(routes, deps.version);
+  router.get('/openapi.json', (_request, response) => {
+    response.setHeader('Cache-Control', 'no-store');
+    response.json(document);
+  });
+  const json = express.json({ limit: '64kb', strict: true, verify: strictUtf8, type: () => true });
+  for (const route of routes) {
+    const expressPath = route.path.replace(/\{(\w+)\}/g, ':$1');
+    router[route.method](expressPath, async (request: Request, response: Response, next: NextFunction) => {
+      try {
+        // Credentials first: an unauthenticated request learns nothing, not even whether its body is valid.
+        let actor: Actor | null = null;
+        if (!route.public) actor = await authenticate(deps, request);
+        if (route.body || route.method !== 'get') {
+          await new Promise<void>((resolve, reject) => json(request, response, (error?: unknown) => (error ? reject(error) : resolve())));
+        }
+        const audit = async (action: string, target: string | null, details?: Record<string, unknown>) => {
+          await new AuditRepository(deps.database).append({ actor: actor?.name ?? 'anonymous', action: `admin.${action}`, target, details: details ?? null, createdAt: deps.clock() });
+        };
+        const body = route.body && request.body === undefined ? {} : request.body;
+        const result = await route.handle({ params: request.params as Record<string, string>, query: request.query as Record<string, unknown>, body, actor, request, response, audit });
+        response.setHeader('Cache-Control', 'no-store');
+        response.status(route.status ?? 200).json(result);
+      } catch (error) {
+        next(error);
+      }
+    });
+  }
+  // Known paths with another method: 405 with Allow; anything else under /v1/admin: 404.
+  const allowed = new Map<string, string[]>();
+  for (const route of routes) allowed.set(route.path, [...(allowed.get(route.path) ?? []), route.method.toUpperCase()]);
+  for (const [path, methods] of allowed) {
+    router.all(path.replace(/\{(\w+)\}/g, ':$1'), (_request: Request, response: Response) => {
+      response.setHeader('Allow', methods.join(', '));
+      sendGatewayError(response, String(response.getHeader('Tollgate-Request-Id') ?? ''), new GatewayError('invalidRequest', 'Method not allowed on this route.', { status: 405, reason: 'method_not_allowed' }));
+    });
+  }
+  router.use((request: Request, response: Response) => {
+    sendGatewayError(response, String(response.getHeader('Tollgate-Request-Id') ?? ''), new GatewayError('notFound', 'No such management route (see /v1/admin/openapi.json).', { reason: 'no_route' }), request);
+  });
+  router.use((error: unknown, request: Request, response: Response, _next: NextFunction) => {
+    const gatewayError = toGatewayError(error);
+    if (gatewayError.type === 'internalError') deps.onInternalError?.(error);
+    sendGatewayError(response, String(response.getHeader('Tollgate-Request-Id') ?? ''), gatewayError, request);
+  });
+  return router;
+}

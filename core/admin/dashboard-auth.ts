@@ -1,0 +1,169 @@
+/**
+ * Dashboard sign-in: administrators with scrypt password hashes, server-side sessions, CSRF tokens, and the one-time
+ * set-up link that creates the first administrator.
+ *
+ * - The set-up token (`su_…`) exists only while there is no administrator. Its SHA-256 is stored (any node of a fleet
+ *   accepts it); it is consumed in the same transaction that creates the first administrator, so it works once.
+ * - A session id (`ss_…`) goes in an httpOnly, SameSite=Strict cookie; only its SHA-256 is stored. Each session has its
+ *   own CSRF token, which state-changing requests made with the cookie must echo in `X-CSRF-Token`.
+ * - Unknown user names cost the same scrypt work as wrong passwords, so the answer time does not tell which it was.
+ */
+import { randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import type { Knex } from 'knex';
+import { GatewayError, TollgateError } from '../contract';
+import { bumpChangeSequence } from '../storage/repositories';
+import { digestsEqual, generateId, hashToken, randomBase62 } from '../security/tokens';
+
+const SESSION_PREFIX = 'ss_';
+const SETUP_PREFIX = 'su_';
+const SESSION_PATTERN = /^ss_[0-9A-Za-z]{43}$/;
+const SETUP_PATTERN = /^su_[0-9A-Za-z]{43}$/;
+
+/** OWASP's scrypt floor (N=2^17, r=8, p=1) costs 128 MiB a hash; 2^15 with r=8 keeps 32 MiB and ~60 ms here. */
+const SCRYPT = { N: 2 ** 15, r: 8, p: 1, keyLength: 32, maxmem: 64 * 1024 * 1024 };
+
+export const SESSION_COOKIE = 'tollgate_session';
+export const CSRF_HEADER = 'x-csrf-token';
+
+export interface DashboardUser {
+  readonly id: string;
+  readonly username: string;
+}
+
+export interface DashboardSession {
+  readonly user: DashboardUser;
+  readonly csrfToken: string;
+  readonly expiresAt: number;
+}
+
+export interface DashboardAuthOptions {
+  readonly clock?: () => number;
+  /** Session lifetime; default 12 hours. */
+  readonly sessionTtlMs?: number;
+  /** Set-up link lifetime; default 24 hours. */
+  readonly setupTtlMs?: number;
+}
+
+function scrypt(password: string, salt: Buffer, keyLength: number, options: ScryptOptions): Promise<Buffer> {
+  return new Promise((resolve, reject) => scryptCallback(password, salt, keyLength, options, (error, key) => (error ? reject(error) : resolve(key))));
+}
+
+/** `scrypt$N$r$p$salt$hash` (base64url), so that the cost can be raised later without breaking stored hashes. */
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  const key = await scrypt(password, salt, SCRYPT.keyLength, SCRYPT);
+  return ['scrypt', SCRYPT.N, SCRYPT.r, SCRYPT.p, salt.toString('base64url'), key.toString('base64url')].join('$');
+}
+
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  const [scheme, n, r, p, salt, hash] = stored.split('$');
+  if (scheme !== 'scrypt' || !salt || !hash) return false;
+  const expected = Buffer.from(hash, 'base64url');
+  const actual = await scrypt(password, Buffer.from(salt, 'base64url'), expected.length, { N: Number(n), r: Number(r), p: Number(p), maxmem: SCRYPT.maxmem });
+  return actual.length === expected.length && timingSafeEqual(actual, expected);
+}
+
+/** Spent on unknown user names, so that they take as long as a wrong password. */
+const DUMMY_HASH = hashPassword(randomBase62(24));
+
+export class DashboardAuth {
+  private readonly clock: () => number;
+  private readonly sessionTtlMs: number;
+  private readonly setupTtlMs: number;
+
+  constructor(
+    private readonly database: Knex,
+    options: DashboardAuthOptions = {},
+  ) {
+    this.clock = options.clock ?? Date.now;
+    this.sessionTtlMs = options.sessionTtlMs ?? 12 * 3600_000;
+    this.setupTtlMs = options.setupTtlMs ?? 24 * 3600_000;
+  }
+
+  async countUsers(): Promise<number> {
+    const row = (await this.database('admin_users').count({ count: '*' }).first()) as { count: number | string } | undefined;
+    return Number(row?.count ?? 0);
+  }
+
+  /**
+   * When no administrator exists, issues a fresh one-time set-up token (earlier ones stop working) and returns it;
+   * otherwise null. Called at boot; the server prints the link.
+   */
+  async issueSetupToken(): Promise<string | null> {
+    if ((await this.countUsers()) > 0) return null;
+    const token = SETUP_PREFIX + randomBase62(43);
+    const now = this.clock();
+    await this.database.transaction(async (transaction) => {
+      await transaction('setup_tokens').delete();
+      await transaction('setup_tokens').insert({ token_hash: hashToken(token), created_at: now, expires_at: now + this.setupTtlMs });
+    });
+    return token;
+  }
+
+  /** Creates the first administrator with the set-up token; the token is consumed. */
+  async completeSetup(token: string, username: string, password: string): Promise<DashboardUser> {
+    const invalid = () => new GatewayError('unauthorized', 'The set-up link is invalid, expired or already used.', { reason: 'setup_token_invalid' });
+    if (!SETUP_PATTERN.test(token)) throw invalid();
+    const passwordHash = await hashPassword(password);
+    const now = this.clock();
+    const hash = hashToken(token);
+    return this.database.transaction(async (transaction) => {
+      const row = (await transaction('setup_tokens').where({ token_hash: hash }).first()) as { token_hash: string; expires_at: number | string } | undefined;
+      if (!row || !digestsEqual(row.token_hash, hash) || Number(row.expires_at) <= now) throw invalid();
+      const users = (await transaction('admin_users').count({ count: '*' }).first()) as { count: number | string };
+      if (Number(users.count) > 0) throw invalid();
+      await transaction('setup_tokens').delete();
+      const user = { id: generateId('usr'), username };
+      await transaction('admin_users').insert({ id: user.id, username, password_hash: passwordHash, created_at: now });
+      await bumpChangeSequence(transaction);
+      return user;
+    });
+  }
+
+  /** Adds an administrator (from the dashboard, by a signed-in administrator). */
+  async createUser(username: string, password: string): Promise<DashboardUser> {
+    const exists = await this.database('admin_users').where({ username }).first();
+    if (exists) throw new TollgateError('TG_ERR_CONFLICT', `the user name "${username}" is taken`);
+    const user = { id: generateId('usr'), username };
+    await this.database('admin_users').insert({ id: user.id, username, password_hash: await hashPassword(password), created_at: this.clock() });
+    return user;
+  }
+
+  /** Checks the password and opens a session; null when the name or the password is wrong (the same answer). */
+  async signIn(username: string, password: string): Promise<{ sessionId: string; session: DashboardSession } | null> {
+    const row = (await this.database('admin_users').where({ username }).first()) as { id: string; username: string; password_hash: string; disabled_at: unknown } | undefined;
+    const valid = await verifyPassword(password, row?.password_hash ?? (await DUMMY_HASH));
+    if (!row || !valid || row.disabled_at != null) return null;
+    const sessionId = SESSION_PREFIX + randomBase62(43);
+    const now = this.clock();
+    const session: DashboardSession = { user: { id: row.id, username: row.username }, csrfToken: randomBytes(24).toString('base64url'), expiresAt: now + this.sessionTtlMs };
+    await this.database('admin_sessions').insert({ id_hash: hashToken(sessionId), user_id: row.id, csrf_token: session.csrfToken, created_at: now, expires_at: session.expiresAt });
+    // Expired sessions are dropped here rather than by a timer.
+    await this.database('admin_sessions').where('expires_at', '<=', now).delete();
+    return { sessionId, session };
+  }
+
+  async session(sessionId: string | undefined): Promise<DashboardSession | null> {
+    if (typeof sessionId !== 'string' || !SESSION_PATTERN.test(sessionId)) return null;
+    const hash = hashToken(sessionId);
+    const row = (await this.database('admin_sessions')
+      .join('admin_users', 'admin_users.id', 'admin_sessions.user_id')
+      .where('admin_sessions.id_hash', hash)
+      .select('admin_sessions.id_hash', 'admin_sessions.csrf_token', 'admin_sessions.expires_at', 'admin_users.id', 'admin_users.username', 'admin_users.disabled_at')
+      .first()) as { id_hash: string; csrf_token: string; expires_at: number | string; id: string; username: string; disabled_at: unknown } | undefined;
+    if (!row || !digestsEqual(row.id_hash, hash) || Number(row.expires_at) <= this.clock() || row.disabled_at != null) return null;
+    return { user: { id: row.id, username: row.username }, csrfToken: row.csrf_token, expiresAt: Number(row.expires_at) };
+  }
+
+  async signOut(sessionId: string | undefined): Promise<void> {
+    if (typeof sessionId === 'string' && SESSION_PATTERN.test(sessionId)) await this.database('admin_sessions').where({ id_hash: hashToken(sessionId) }).delete();
+  }
+}
+
+/** Constant-time equality of two CSRF tokens. */
+export function csrfTokensEqual(expected: string, presented: unknown): boolean {
+  if (typeof presented !== 'string') return false;
+  const a = Buffer.from(expected);
+  const b = Buffer.from(presented);
+  return a.length === b.length && timingSafeEqual(a, b);
+}

@@ -1,0 +1,156 @@
+/**
+ * The OpenAPI 3.1 document of the management API, built from the same route table that mounts the routes (so the two
+ * cannot drift) and from the class-validator DTOs (class-validator-jsonschema turns their decorators into JSON Schema,
+ * so the document states exactly what the validator accepts).
+ */
+import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
+import type { AdminRoute } from './admin-routes';
+
+type Schema = Record<string, unknown>;
+
+const string = { type: 'string' };
+const dateTime = { type: 'string', format: 'date-time' };
+const nullable = (schema: Schema): Schema => ({ oneOf: [schema, { type: 'null' }] });
+const object = (properties: Record<string, Schema>, required = Object.keys(properties)): Schema => ({ type: 'object', properties, required });
+const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
+
+/** Response shapes (the DTO schemas describe request bodies). */
+const RESPONSE_SCHEMAS: Record<string, Schema> = {
+  Error: object({
+    error: object(
+      {
+        type: { type: 'string', enum: ['unauthorized', 'forbidden', 'invalidRequest', 'notFound', 'conflict', 'rateLimited', 'internalError'] },
+        message: string,
+        requestId: string,
+        fields: { type: 'object', additionalProperties: { type: 'array', items: string }, description: 'each failing field and why (validation errors)' },
+      },
+      ['type', 'message', 'requestId'],
+    ),
+  }),
+  AppSettings: { type: 'object', description: 'the app settings; see AppSettingsInput for each field', additionalProperties: true },
+  App: object({
+    id: string,
+    name: string,
+    status: { type: 'string', enum: ['active', 'disabled'] },
+    tokenHint: string,
+    settings: ref('AppSettings'),
+    createdAt: dateTime,
+    updatedAt: dateTime,
+  }),
+  CreatedApp: {
+    allOf: [ref('App'), object({ appToken: { type: 'string', pattern: '^at_[0-9A-Za-z]{32}$', description: 'shown once, never again' } })],
+  },
+  RotatedToken: object({ id: string, appToken: { type: 'string', pattern: '^at_[0-9A-Za-z]{32}$' }, tokenHint: string }),
+  Deleted: object({ id: string, deleted: { const: true } }),
+  Secret: object({ appId: string, provider: string, masked: { type: 'string', description: 'the value masked, e.g. sk-…abcd; never the value' }, baseUrl: nullable(string), updatedAt: dateTime }),
+  SecretDeleted: object({ appId: string, provider: string, deleted: { const: true } }),
+  DevelopmentToken: object({ id: string, tokenHint: string, label: nullable(string), createdAt: dateTime, revokedAt: nullable(dateTime) }),
+  CreatedDevelopmentToken: object({ id: string, appId: string, developmentToken: { type: 'string', pattern: '^dt_[0-9A-Za-z]{32}$', description: 'shown once' }, allowed: { type: 'boolean' } }),
+  DevelopmentTokenRevoked: object({ appId: string, id: string, revoked: { const: true } }),
+  Device: object({ deviceId: string, method: string, firstSeenAt: dateTime, lastAttestedAt: dateTime, revokedAt: nullable(dateTime) }),
+  DeviceRevoked: object({ appId: string, deviceId: string, revoked: { const: true } }),
+  DevicesRevoked: object({ appId: string, revokedBefore: dateTime }),
+  Usage: object({
+    fromMs: { type: 'integer' },
+    toMs: { type: 'integer' },
+    totalRequests: { type: 'integer' },
+    requestsPerMinute: { type: 'array', items: object({ minute: { type: 'integer' }, requests: { type: 'integer' }, errors: { type: 'integer' } }) },
+    errorsByType: { type: 'array', items: object({ type: string, count: { type: 'integer' } }) },
+    latencyByProvider: { type: 'array', items: object({ provider: string, requests: { type: 'integer' }, p50Ms: { type: 'number' }, p95Ms: { type: 'number' } }) },
+    topDevices: { type: 'array', items: object({ deviceId: string, requests: { type: 'integer' } }) },
+  }),
+  Integration: object({
+    platform: { type: 'string', enum: ['ios', 'android', 'flutter', 'react-native'] },
+    language: string,
+    initializationPlace: string,
+    initialization: string,
+    request: string,
+    code: string,
+    generic: { type: 'boolean' },
+  }),
+  AdminKey: object({ id: string, name: string, keyHint: string, createdAt: dateTime, revokedAt: nullable(dateTime) }),
+  CreatedAdminKey: object({ id: string, name: string, adminKey: { type: 'string', pattern: '^ak_[0-9A-Za-z]{32}$', description: 'shown once' } }),
+  AdminKeyRevoked: object({ id: string, revoked: { const: true } }),
+  AuditEntry: object({ actor: string, action: string, target: nullable(string), details: nullable({ type: 'object' }), createdAt: dateTime }),
+  Provider: object({
+    slug: string,
+    name: string,
+    versions: { type: 'array', items: string },
+    capabilities: { type: 'array', items: string },
+    streaming: { type: 'array', items: string },
+    perTenantHost: { type: 'boolean', description: 'the secret needs a baseUrl (the tenant’s own host)' },
+  }),
+  Session: object({ user: object({ id: string, username: string }), csrfToken: string, expiresAt: dateTime }),
+  SignedOut: object({ signedOut: { const: true } }),
+};
+
+function responseSchema(shape: AdminRoute['response']): Schema {
+  return shape.array ? { type: 'array', items: ref(shape.schema) } : ref(shape.schema);
+}
+
+const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: ref('Error') } } });
+
+/**
+ * The DTO schemas. A custom constraint on a plain-object property (`@Validate` on a `Record`) comes out as a `$ref` to
+ * a schema named `Object` that does not exist; its `@JSONSchema` override already says what it accepts, so the
+ * dangling reference is dropped.
+ */
+function dtoSchemas(): Record<string, Schema> {
+  const schemas = validationMetadatasToSchemas({ refPointerPrefix: '#/components/schemas/' }) as Record<string, Schema>;
+  for (const schema of Object.values(schemas)) {
+    for (const property of Object.values((schema.properties ?? {}) as Record<string, Schema>)) {
+      if (property.$ref === '#/components/schemas/Object') delete property.$ref;
+    }
+  }
+  return schemas;
+}
+
+/** Builds the document; `routes` is the admin route table. */
+export function buildOpenApiDocument(routes: readonly AdminRoute[], version: string): Schema {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    const parameters = [
+      ...(route.path.match(/\{(\w+)\}/g) ?? []).map((match) => ({ name: match.slice(1, -1), in: 'path', required: true, schema: { type: 'string', minLength: 1, maxLength: 200 } })),
+      ...(route.query ?? []).map((parameter) => ({ name: parameter.name, in: 'query', required: false, description: parameter.description, schema: parameter.schema })),
+    ];
+    const responses: Record<string, unknown> = {
+      [String(route.status ?? 200)]: { description: route.response.description, content: { 'application/json': { schema: responseSchema(route.response) } } },
+      '400': errorResponse('invalid input: error.fields names each failing field'),
+    };
+    if (!route.public) {
+      responses['401'] = errorResponse('missing or wrong credentials');
+      if (route.method !== 'get') responses['403'] = errorResponse('dashboard session without its CSRF token, or from another origin');
+    }
+    if (route.path.includes('{')) responses['404'] = errorResponse('no such app, secret, device or key');
+    if (route.rateLimited) responses['429'] = errorResponse('too many attempts; see Retry-After');
+    paths[route.path] ??= {};
+    paths[route.path]![route.method] = {
+      operationId: route.operationId,
+      summary: route.summary,
+      tags: [route.tag],
+      ...(route.public ? { security: [] } : {}),
+      ...(parameters.length ? { parameters } : {}),
+      ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: ref(route.body.name) } } } } : {}),
+      responses,
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Tollgate management API',
+      version,
+      description:
+        'Apps, per-app settings and limits, secrets (write-only: listed masked, never returned), development tokens, devices, usage, admin keys and the audit log. Authenticate with `Authorization: Bearer ak_…` or the dashboard session cookie (state-changing requests then carry `X-CSRF-Token`). Errors follow the gateway error shape.',
+    },
+    servers: [{ url: '/v1/admin' }],
+    security: [{ adminKey: [] }, { dashboardSession: [] }],
+    paths,
+    components: {
+      securitySchemes: {
+        adminKey: { type: 'http', scheme: 'bearer', description: 'an admin key, `ak_…` (tollgate admin-keys create)' },
+        dashboardSession: { type: 'apiKey', in: 'cookie', name: 'tollgate_session' },
+      },
+      schemas: { ...dtoSchemas(), ...RESPONSE_SCHEMAS },
+    },
+  };
+}

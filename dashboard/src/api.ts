@@ -1,0 +1,76 @@
+/** The management API client of the dashboard: same origin, session cookie, CSRF token on every change. */
+export interface ApiErrorBody {
+  readonly type: string;
+  readonly message: string;
+  readonly fields?: Record<string, string[]>;
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: ApiErrorBody,
+  ) {
+    super(body.message);
+  }
+}
+
+let csrfToken = '';
+
+export function setCsrfToken(token: string): void {
+  csrfToken = token;
+}
+
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { Accept: 'application/json' };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (method !== 'GET') headers['X-CSRF-Token'] = csrfToken;
+  const response = await fetch(`/v1/admin${path}`, { method, headers, credentials: 'same-origin', ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+  const text = await response.text();
+  const parsed: unknown = text ? JSON.parse(text) : null;
+  if (!response.ok) {
+    const error = (parsed as { error?: ApiErrorBody } | null)?.error ?? { type: 'internalError', message: `HTTP ${response.status}` };
+    throw new ApiError(response.status, error);
+  }
+  return parsed as T;
+}
+
+export interface Session {
+  user: { id: string; username: string };
+  csrfToken: string;
+  expiresAt: string;
+}
+
+export interface App {
+  id: string;
+  name: string;
+  status: 'active' | 'disabled';
+  tokenHint: string;
+  settings: Record<string, unknown>;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface Secret {
+  appId: string;
+  provider: string;
+  masked: string;
+  baseUrl: string | null;
+  updatedAt: string;
+}
+
+export interface Provider {
+  slug: string;
+  name: string;
+  versions: string[];
+  capabilities: string[];
+  streaming: string[];
+  perTenantHost: boolean;
+}
+
+export interface Usage {
+  totalRequests: number;
+  requestsPerMinute: Array<{ minute: number; requests: number; errors: number }>;
+  errorsByType: Array<{ type: string; count: number }>;
+  latencyByProvider: Array<{ provider: string; requests: number; p50Ms: number; p95Ms: number }>;
+  topDevices: Array<{ deviceId: string; requests: number }>;
+}

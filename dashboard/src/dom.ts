@@ -1,0 +1,56 @@
+/** A tiny element builder. Text always goes in as text nodes: no user data is ever parsed as HTML. */
+type Child = Node | string | number | null | undefined | false;
+type Attributes = Record<string, string | number | boolean | null | undefined | EventListener>;
+
+export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attributes: Attributes = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (typeof value === 'function') element.addEventListener(name.replace(/^on/, '').toLowerCase(), value);
+    else if (value === true) element.setAttribute(name, '');
+    else element.setAttribute(name, String(value));
+  }
+  append(element, children);
+  return element;
+}
+
+export function append(parent: Node, children: Child[]): void {
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    parent.appendChild(typeof child === 'string' || typeof child === 'number' ? document.createTextNode(String(child)) : child);
+  }
+}
+
+/** A labelled input: every control has a visible label. */
+export function field(label: string, input: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement, hint?: string): HTMLLabelElement {
+  const wrapper = h('label', {}, label, input);
+  if (hint) {
+    const id = `hint-${Math.random().toString(36).slice(2)}`;
+    input.setAttribute('aria-describedby', id);
+    wrapper.appendChild(h('span', { class: 'muted', id }, hint));
+  }
+  return wrapper;
+}
+
+export function checkbox(label: string, name: string, checked: boolean): HTMLLabelElement {
+  return h('label', { class: 'check' }, h('input', { type: 'checkbox', name, checked }), label);
+}
+
+export function table(headers: string[], rows: Child[][], caption?: string): HTMLTableElement {
+  return h(
+    'table',
+    {},
+    caption ? h('caption', { class: 'muted' }, caption) : null,
+    h('thead', {}, h('tr', {}, ...headers.map((header) => h('th', { scope: 'col' }, header)))),
+    h('tbody', {}, ...rows.map((row) => h('tr', {}, ...row.map((cell) => h('td', {}, cell))))),
+  );
+}
+
+export function formValues(form: HTMLFormElement): Record<string, string | boolean> {
+  const values: Record<string, string | boolean> = {};
+  for (const element of Array.from(form.elements)) {
+    if (!(element instanceof HTMLInputElement || element instanceof HTMLSelectElement || element instanceof HTMLTextAreaElement) || !element.name) continue;
+    values[element.name] = element instanceof HTMLInputElement && element.type === 'checkbox' ? element.checked : element.value;
+  }
+  return values;
+}
