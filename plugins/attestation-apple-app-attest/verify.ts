@@ -29,13 +29,14 @@
  * the pinned root below.
  */
 import { KeyObject, createHash, createPublicKey, verify as verifySignature, webcrypto } from 'node:crypto';
-import type * as CborX from 'cbor-x' with { 'resolution-mode': 'import' };
+import type * as CborDecode from 'cbor-x/decode-no-eval' with { 'resolution-mode': 'import' };
 import * as x509 from '@peculiar/x509';
 
-// cbor-x is an ES module whose package ships no CommonJS typings, but its `require` entry (dist/node.cjs) is CommonJS:
-// load that, typed from the ESM declarations.
+// The input is untrusted, so cbor-x's decoder without generated code (`new Function`) for its record extension. cbor-x
+// is an ES module package whose entry points are also built as CommonJS (this one is dist/decode-no-eval.cjs) but whose
+// typings are ESM only: require it, typed from those declarations.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { decode } = require('cbor-x') as typeof CborX;
+const { decode } = require('cbor-x/decode-no-eval') as typeof CborDecode;
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
@@ -163,7 +164,7 @@ function bytes(value: unknown): Buffer | undefined {
 }
 
 function decodeCbor(data: Buffer, reason: string, what: string): unknown {
-  if (!Buffer.isBuffer(data) || data.length === 0) throw new AppAttestError(reason, `the ${what} is empty`);
+  if (!(data instanceof Uint8Array) || data.length === 0) throw new AppAttestError(reason, `the ${what} is empty`);
   try {
     return decode(data);
   } catch {
