@@ -85,12 +85,14 @@ function notFound(what: string): TollgateError {
   return new TollgateError('TG_ERR_NOT_FOUND', `${what} not found`);
 }
 
-/** Copies the validated settings fields over `base`, normalizing the certificate digest. */
+/** Copies the validated settings fields over `base` (null resets a field to its default), normalizing the certificate digest. */
 function mergeSettings(base: AppSettings, input: AppSettingsInput): AppSettings {
   const settings: Record<string, unknown> = { ...base };
   for (const key of Object.keys(DEFAULT_APP_SETTINGS) as (keyof AppSettings)[]) {
     const value = input[key as keyof AppSettingsInput];
-    if (value !== undefined) settings[key] = value;
+    // null resets a setting to its default (for the narrowing lists and quotas: none).
+    if (value === null) settings[key] = DEFAULT_APP_SETTINGS[key];
+    else if (value !== undefined) settings[key] = value;
   }
   if (typeof settings.androidCertSha256 === 'string') settings.androidCertSha256 = settings.androidCertSha256.replace(/:/g, '').toLowerCase();
   return Object.freeze(settings) as unknown as AppSettings;

@@ -33,7 +33,7 @@ export function barChart(id: string, title: string, labels: readonly string[], s
   chart.appendChild(svg('text', { x: 2, y: 12 }, `${max}${unit}`));
   chart.appendChild(svg('text', { x: 2, y: height - bottom }, `0`));
   const slot = labels.length ? (width - left) / labels.length : 0;
-  const barWidth = Math.max(1, (slot * 0.8) / Math.max(1, series.length));
+  const barWidth = Math.min(28, Math.max(1, (slot * 0.8) / Math.max(1, series.length)));
   labels.forEach((label, index) => {
     series.forEach((entry, seriesIndex) => {
       const value = entry.values[index] ?? 0;

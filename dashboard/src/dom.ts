@@ -21,13 +21,16 @@ export function append(parent: Node, children: Child[]): void {
   }
 }
 
-/** A labelled input: every control has a visible label. */
-export function field(label: string, input: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement, hint?: string): HTMLLabelElement {
-  const wrapper = h('label', {}, label, input);
+let nextId = 0;
+
+/** A labelled control: every control has a visible <label>; a hint is linked with aria-describedby, outside the name. */
+export function field(label: string, input: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement, hint?: string): HTMLElement {
+  nextId += 1;
+  input.id ||= `control-${nextId}`;
+  const wrapper = h('div', { class: 'field' }, h('label', { for: input.id }, label), input);
   if (hint) {
-    const id = `hint-${Math.random().toString(36).slice(2)}`;
-    input.setAttribute('aria-describedby', id);
-    wrapper.appendChild(h('span', { class: 'muted', id }, hint));
+    input.setAttribute('aria-describedby', `${input.id}-hint`);
+    wrapper.appendChild(h('span', { class: 'muted', id: `${input.id}-hint` }, hint));
   }
   return wrapper;
 }

@@ -214,7 +214,9 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
         const patch: Record<string, unknown> = { name: values.name, allowDevelopmentAttestation: values.allowDevelopmentAttestation };
         for (const key of ['appleAppId', 'androidPackage', 'androidCertSha256'] as const) if (values[key]) patch[key] = values[key];
         if (values.deviceTokenTtlSeconds) patch.deviceTokenTtlSeconds = Number(values.deviceTokenTtlSeconds);
-        patch.allowedProviders = String(values.allowedProviders).split(',').map((slug) => slug.trim()).filter(Boolean);
+        // Empty means "no narrowing" (null clears the setting); an empty list would allow nothing.
+        const allowedProviders = String(values.allowedProviders).split(',').map((slug) => slug.trim()).filter(Boolean);
+        patch.allowedProviders = allowedProviders.length ? allowedProviders : null;
         await api('PATCH', `/apps/${app.id}`, patch);
         say('Settings saved.');
         await route();
@@ -280,8 +282,9 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
           const [slug, limit] = line.split('=').map((part) => part.trim());
           limits[slug ?? ''] = Number(limit);
         }
-        patch.providerLimitsPerMinute = limits;
-        patch.allowedRoutes = String(values.allowedRoutes).split('\n').map((entry) => entry.trim()).filter(Boolean);
+        patch.providerLimitsPerMinute = Object.keys(limits).length ? limits : null;
+        const allowedRoutes = String(values.allowedRoutes).split('\n').map((entry) => entry.trim()).filter(Boolean);
+        patch.allowedRoutes = allowedRoutes.length ? allowedRoutes : null;
         await api('PATCH', `/apps/${app.id}`, patch);
         say('Limits saved.');
         await route();
@@ -376,8 +379,18 @@ async function usageContent(path: string): Promise<Node[]> {
     h('button', { type: 'submit' }, 'Refresh'),
   );
   const render = async (values: Record<string, string | boolean>) => {
-    const usage = await api<Usage>('GET', `${path}?minutes=${String(values.minutes)}`);
+    const minutes = Number(values.minutes);
+    const usage = await api<Usage>('GET', `${path}?minutes=${minutes}`);
     const minute = (ms: number) => new Date(ms).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+    // The last hour is drawn minute by minute, quiet minutes included; longer windows show the minutes that had traffic.
+    if (minutes <= 60) {
+      const counts = new Map(usage.requestsPerMinute.map((entry) => [entry.minute, entry]));
+      const last = Math.floor(Date.now() / 60_000) * 60_000;
+      usage.requestsPerMinute = Array.from({ length: minutes }, (_, index) => {
+        const at = last - (minutes - 1 - index) * 60_000;
+        return counts.get(at) ?? { minute: at, requests: 0, errors: 0 };
+      });
+    }
     container.replaceChildren(
       h('p', { 'data-testid': 'total-requests' }, `${usage.totalRequests} requests in this window.`),
       h(
@@ -433,7 +446,6 @@ async function auditPage(): Promise<void> {
 
 /** Routes `location.hash`; the set-up link is `/dashboard/setup#token=su_…`. */
 async function route(): Promise<void> {
-  say('');
   if (location.pathname.endsWith('/setup')) {
     const token = new URLSearchParams(location.hash.slice(1)).get('token');
     if (token) return setupPage(token);
@@ -461,5 +473,8 @@ async function route(): Promise<void> {
   }
 }
 
-window.addEventListener('hashchange', () => void route());
+window.addEventListener('hashchange', () => {
+  say('');
+  void route();
+});
 void route();

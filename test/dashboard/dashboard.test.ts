@@ -1,0 +1,218 @@
+/**
+ * The dashboard in real Chromium (Debian's, driven by playwright-core): set-up link → first administrator → an app →
+ * a masked secret → proxied requests seen in the usage charts → a revoked device refused by the proxy. Every page is
+ * checked for a canary secret and for controls without labels, the sign-in is done from the keyboard alone, and a
+ * screenshot of each page goes to test-artifacts/dashboard/.
+ */
+import { expect } from 'chai';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { FakeUpstream, respondJson } from '../support/fake-upstream';
+import { TestGateway } from '../support/gateway';
+
+const CHROMIUM = process.env.TOLLGATE_CHROMIUM ?? '/usr/bin/chromium';
+const CANARY = 'sk-CANARY-dashboard-0b9e8d7c6a5f4e3d2c1b0a9f8e7d6c5b';
+const ARTIFACTS = path.resolve(__dirname, '..', '..', '..', 'test-artifacts', 'dashboard');
+
+describe('dashboard in Chromium', function () {
+  this.timeout(120_000);
+  let upstream: FakeUpstream;
+  let gateway: TestGateway;
+  let browser: Browser;
+  let page: Page;
+  const seen: string[] = [];
+  let shot = 0;
+
+  before(async function () {
+    if (!existsSync(CHROMIUM)) {
+      // .ci/run installs Debian's chromium; under CI a missing browser is a failure, not a skip.
+      if (process.env.CI === 'true') throw new Error(`Chromium is missing at ${CHROMIUM}: .ci/run installs the Debian package "chromium"`);
+      this.skip();
+    }
+    rmSync(ARTIFACTS, { recursive: true, force: true });
+    mkdirSync(ARTIFACTS, { recursive: true });
+    upstream = await FakeUpstream.start();
+    upstream.respond(respondJson(200, { id: 'chatcmpl-1', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' } }] }));
+    gateway = await TestGateway.start({ upstreams: { openai: upstream.url } });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+    });
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page.on('response', async (response) => {
+      try {
+        seen.push(await response.text());
+      } catch {
+        // redirects and aborted responses have no body
+      }
+    });
+  });
+  after(async () => {
+    await browser?.close();
+    await gateway?.close();
+    await upstream?.close();
+  });
+
+  /** Screenshot, canary check and label check of the page as it is now. */
+  async function checkpoint(name: string): Promise<void> {
+    shot += 1;
+    await page.screenshot({ path: path.join(ARTIFACTS, `${String(shot).padStart(2, '0')}-${name}.png`), fullPage: true });
+    const html = await page.content();
+    seen.push(html);
+    expect(html, `canary on ${name}`).to.not.include(CANARY);
+    // Every form control has an accessible name: a <label>, an aria-label or (buttons) its text.
+    const unlabelled = (await page.evaluate(`Array.from(document.querySelectorAll('input, select, textarea, button'))
+      .filter((control) => { const name = control.labels && control.labels.length ? control.labels[0].textContent : (control.getAttribute('aria-label') || control.textContent); return !name || !name.trim(); })
+      .map((control) => control.outerHTML)`)) as string[];
+    expect(unlabelled, `controls without a label on ${name}`).to.deep.equal([]);
+  }
+
+  it('creates the first administrator from the one-time set-up link', async () => {
+    await page.goto(`${gateway.url}/dashboard/setup#token=${gateway.gateway.setupToken}`);
+    await page.getByRole('heading', { name: 'Set up Tollgate' }).waitFor();
+    await checkpoint('setup');
+    await page.getByLabel('User name').fill('admin');
+    await page.getByLabel('Password', { exact: true }).fill('correct horse battery');
+    await page.getByLabel('Repeat the password').fill('correct horse battery');
+    await page.getByRole('button', { name: 'Create administrator' }).click();
+    await page.getByRole('heading', { name: 'Apps' }).waitFor();
+    expect(await page.locator('#who').textContent()).to.equal('admin');
+    const cookies = await page.context().cookies();
+    const session = cookies.find((cookie) => cookie.name === 'tollgate_session');
+    expect(session).to.include({ httpOnly: true, sameSite: 'Strict' });
+  });
+
+  it('signs in with the keyboard alone after signing out', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in to Tollgate' }).waitFor();
+    await checkpoint('sign-in');
+    // Focus starts on the heading; Tab reaches the user name, then the password, then Enter submits.
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('admin');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('correct horse battery');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Apps' }).waitFor();
+  });
+
+  let appId = '';
+
+  it('creates an app and shows its token once', async () => {
+    await page.getByLabel('App name').fill('Browser app');
+    await page.getByRole('button', { name: 'Create app' }).click();
+    const shown = page.getByTestId('shown-once');
+    await shown.waitFor();
+    const token = (await shown.locator('code').textContent()) ?? '';
+    expect(token).to.match(/^at_[0-9A-Za-z]{32}$/);
+    await checkpoint('app-created');
+    await page.getByRole('link', { name: 'Open Browser app' }).click();
+    await page.getByRole('heading', { name: 'Browser app' }).waitFor();
+    appId = page.url().split('#/apps/')[1]!;
+    expect(await page.content()).to.not.include(token);
+    await checkpoint('app-overview');
+  });
+
+  it('adds a secret and sees it masked, never the value', async () => {
+    await page.getByRole('link', { name: 'Secrets' }).click();
+    await page.getByLabel('Provider', { exact: true }).selectOption('openai');
+    await page.getByLabel('Key', { exact: true }).fill(CANARY);
+    await page.getByRole('button', { name: 'Save key' }).click();
+    const masked = page.getByTestId('masked-openai');
+    await masked.waitFor();
+    expect(await masked.textContent()).to.equal(`sk-…${CANARY.slice(-4)}`);
+    expect(await page.getByLabel('Key', { exact: true }).inputValue()).to.equal('');
+    await checkpoint('secrets');
+  });
+
+  it('edits limits, with a clear error for bad input that changes nothing', async () => {
+    await page.getByRole('link', { name: 'Limits' }).click();
+    await page.getByLabel('Requests per minute per device').fill('120');
+    await page.getByLabel(/Per-provider limits/).fill('openai=0');
+    await page.getByRole('button', { name: 'Save limits' }).click();
+    await page.getByRole('alert').waitFor();
+    expect(await page.getByRole('alert').textContent()).to.include('providerLimitsPerMinute');
+    expect((await gateway.gateway.management.getApp(appId)).settings.deviceLimitPerMinute).to.not.equal(120);
+    await page.getByLabel(/Per-provider limits/).fill('openai=50');
+    await page.getByRole('button', { name: 'Save limits' }).click();
+    await page.getByText('Limits saved.').waitFor();
+    const settings = (await gateway.gateway.management.getApp(appId)).settings;
+    expect(settings).to.deep.include({ deviceLimitPerMinute: 120, providerLimitsPerMinute: { openai: 50 } });
+    await checkpoint('limits');
+  });
+
+  let deviceHeaders: Record<string, string> = {};
+  let deviceId = '';
+
+  it('shows proxied requests in the usage charts', async () => {
+    const app = await gateway.gateway.management.rotateAppToken(appId);
+    deviceId = 'browser-device-1';
+    const deviceToken = await gateway.deviceToken(appId, app.appToken, deviceId);
+    deviceHeaders = { 'Tollgate-App-Token': app.appToken, 'Tollgate-Device-Token': deviceToken, 'content-type': 'application/json' };
+    for (let index = 0; index < 3; index += 1) {
+      const response = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers: deviceHeaders, body: '{"model":"gpt-4o-mini","messages":[]}' });
+      const body = await response.text();
+      expect(response.status, body).to.equal(200);
+    }
+    const refused = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers: { ...deviceHeaders, 'Tollgate-Device-Token': 'bogus' }, body: '{}' });
+    expect(refused.status).to.equal(403);
+    await refused.text();
+    expect(upstream.last().headers.authorization).to.equal(`Bearer ${CANARY}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await gateway.gateway.usage.flush();
+
+    await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Usage' }).click();
+    await page.getByRole('heading', { name: 'Browser app · Usage' }).waitFor();
+    await page.getByTestId('total-requests').waitFor();
+    expect(await page.getByTestId('total-requests').textContent()).to.equal('4 requests in this window.');
+    const bars = async (chart: string) => page.locator(`#${chart} rect.bar`).evaluateAll((rects) => rects.map((rect) => `${rect.getAttribute('data-label')}|${rect.getAttribute('data-series')}|${rect.getAttribute('data-value')}`));
+    const perMinute = await bars('chart-requests');
+    expect(perMinute.filter((bar) => bar.includes('|requests|'))).to.have.length(60);
+    expect(perMinute.filter((bar) => bar.includes('|requests|')).reduce((sum, bar) => sum + Number(bar.split('|')[2]), 0)).to.equal(4);
+    expect(await bars('chart-errors')).to.deep.equal(['attestationFailed|errors|1']);
+    expect((await bars('chart-latency')).map((bar) => bar.split('|').slice(0, 2).join('|'))).to.deep.equal(['openai|p50', 'openai|p95']);
+    expect(await bars('chart-devices')).to.deep.equal([`${deviceId}|requests|3`]);
+    await checkpoint('usage');
+  });
+
+  it('revokes a device, which the proxy then refuses', async () => {
+    await page.getByRole('link', { name: 'Devices' }).click();
+    await page.getByRole('button', { name: `Revoke ${deviceId}` }).click();
+    await page.getByText(`Device ${deviceId} is revoked.`).waitFor();
+    await checkpoint('devices');
+    const response = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers: deviceHeaders, body: '{}' });
+    expect(response.status).to.equal(403);
+    expect(response.headers.get('tollgate-error')).to.equal('attestationFailed');
+  });
+
+  it('shows integration code for each platform from the shared generator', async () => {
+    await page.getByRole('link', { name: 'Integrate' }).click();
+    await page.getByTestId('initialization').waitFor();
+    const expected: Record<string, RegExp> = { ios: /Tollgate\.configure\(appToken:/, android: /Tollgate\.initialize\(/, flutter: /await Tollgate\.initialize\(/, 'react-native': /await Tollgate\.initialize\(\{/ };
+    for (const [platform, pattern] of Object.entries(expected)) {
+      await page.getByLabel('Platform').selectOption(platform);
+      await page.getByRole('button', { name: 'Show code' }).click();
+      await page.getByTestId('initialization').filter({ hasText: pattern }).waitFor();
+      expect(await page.getByTestId('request').textContent()).to.not.include(CANARY);
+    }
+    await checkpoint('integrate');
+  });
+
+  it('lists admin keys and the audit log, and no page or response ever held the canary', async () => {
+    await page.getByRole('link', { name: 'Admin keys' }).click();
+    await page.getByLabel('Name').fill('from-dashboard');
+    await page.getByRole('button', { name: 'Create admin key' }).click();
+    await page.getByTestId('shown-once').waitFor();
+    await checkpoint('admin-keys');
+    await page.getByRole('link', { name: 'Audit log' }).click();
+    await page.getByRole('cell', { name: 'admin.secret.set' }).waitFor();
+    await checkpoint('audit');
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Usage' }).click();
+    await page.getByRole('heading', { name: 'Usage of every app' }).waitFor();
+    await page.getByTestId('total-requests').waitFor();
+    await checkpoint('usage-all');
+    expect(seen.length).to.be.greaterThan(20);
+    for (const body of seen) expect(body).to.not.include(CANARY);
+    expect(gateway.logText()).to.not.include(CANARY);
+  });
+});
