@@ -67,6 +67,8 @@ def check_provider_path(path: str) -> None:
     current = path
     check_decoded(current)
     for _ in range(3):
+        if PERCENT.search(current):
+            raise Refused("malformed percent-encoding")  # as JavaScript's decodeURIComponent on the gateway
         try:
             decoded = urllib.parse.unquote(current, errors="strict")
         except UnicodeDecodeError:
@@ -243,6 +245,8 @@ def request_building() -> dict:
         refused("refuse-space", "A space: the path must be percent-encoded by the caller.", endpoint="openai/v1/chat completions"),
         refused("refuse-non-ascii", "Non-ASCII in the path must be percent-encoded by the caller.", endpoint="elevenlabs/v1/voices/\u00e9t\u00e9"),
         refused("refuse-bad-percent", "'%' not followed by two hex digits.", endpoint="openai/v1/chat%zz"),
+        refused("refuse-decoded-bad-percent", "'%25zz' decodes to '%zz', which is not valid percent-encoding (the gateway refuses it).",
+                endpoint="openai/v1/chat%25zz"),
         refused("refuse-invalid-utf8-percent", "Percent-encoding that is not UTF-8.", endpoint="openai/v1/caf%E9"),
         refused("refuse-fragment", "A fragment.", endpoint="openai/v1/chat/completions#x"),
         refused("refuse-no-version", "Unknown shape: slug without version.", endpoint="openai"),
