@@ -2,11 +2,9 @@ package dev.tollgate.core
 
 import kotlinx.coroutines.CancellationException
 import kotlinx.coroutines.Dispatchers
-import kotlinx.coroutines.Job
-import kotlinx.coroutines.currentCoroutineContext
 import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.flow
-import kotlinx.coroutines.flow.flowOn
+import kotlinx.coroutines.runInterruptible
 import kotlinx.coroutines.withContext
 import java.io.IOException
 
@@ -76,35 +74,31 @@ public class TollgateClient(
      * Cancelling the collector closes the connection, which makes the gateway abort the upstream request.
      */
     public fun stream(request: TollgateRequest, format: StreamFormat): Flow<StreamEvent> = flow {
-        val result = open(request)
-        // A blocking read does not notice cancellation; closing the body does.
-        val handle = currentCoroutineContext()[Job]?.invokeOnCompletion { runCatching { result.close() } }
-        try {
-            result.use {
-                val parser = format.newParser()
-                val buffer = ByteArray(16 * 1024)
-                val events = ArrayList<StreamEvent>()
-                while (true) {
-                    val count = try {
-                        result.body.read(buffer)
-                    } catch (error: IOException) {
-                        throw TollgateError.NetworkError(error, "The stream was cut: ${error.message}")
-                    }
-                    if (count < 0) break
-                    if (count == 0) continue
-                    val failure = runParser { parser.feed(buffer.copyOf(count), events) }
-                    for (event in events) emit(event)
-                    events.clear()
-                    failure?.let { throw it }
+        // Reads run on the IO dispatcher, interruptibly, one at a time; events are emitted in the collector's context.
+        // (Not `flowOn`: a failing producer there cancels the collector before it receives the events already parsed.)
+        val result = withContext(Dispatchers.IO) { open(request) }
+        result.use {
+            val parser = format.newParser()
+            val buffer = ByteArray(16 * 1024)
+            val events = ArrayList<StreamEvent>()
+            while (true) {
+                val count = try {
+                    runInterruptible(Dispatchers.IO) { result.body.read(buffer) }
+                } catch (error: IOException) {
+                    throw TollgateError.NetworkError(error, "The stream was cut: ${error.message}")
                 }
-                val failure = runParser { parser.finish(events) }
+                if (count < 0) break
+                if (count == 0) continue
+                val failure = runParser { parser.feed(buffer.copyOf(count), events) }
                 for (event in events) emit(event)
+                events.clear()
                 failure?.let { throw it }
             }
-        } finally {
-            handle?.dispose()
+            val failure = runParser { parser.finish(events) }
+            for (event in events) emit(event)
+            failure?.let { throw it }
         }
-    }.flowOn(Dispatchers.IO)
+    }
 
     /** Runs the parser; a format error is returned (not thrown) so that the events found before it are emitted first. */
     private inline fun runParser(block: () -> Unit): TollgateError? = try {
