@@ -11,7 +11,6 @@ import okhttp3.OkHttpClient
 import okhttp3.Request
 import okhttp3.RequestBody.Companion.toRequestBody
 import okhttp3.Response
-import okhttp3.internal.http.HttpMethod
 import java.io.FilterInputStream
 import java.io.IOException
 import java.util.concurrent.TimeUnit
@@ -37,7 +36,7 @@ public class OkHttpTransport(client: OkHttpClient = OkHttpClient()) : HttpTransp
                 // A null media type keeps the Content-Type header the SDK set (RequestBuilder) as it is.
                 val body = when {
                     call.body.isNotEmpty() -> call.body.toRequestBody(null)
-                    HttpMethod.requiresRequestBody(call.method) -> ByteArray(0).toRequestBody(null)
+                    call.method in METHODS_WITH_BODY -> ByteArray(0).toRequestBody(null)
                     else -> null
                 }
                 method(call.method, body)
@@ -66,5 +65,10 @@ public class OkHttpTransport(client: OkHttpClient = OkHttpClient()) : HttpTransp
                 }
             })
         }
+    }
+
+    private companion object {
+        /** Methods for which OkHttp requires a body object, even an empty one. */
+        val METHODS_WITH_BODY = setOf("POST", "PUT", "PATCH", "PROPPATCH", "REPORT")
     }
 }
