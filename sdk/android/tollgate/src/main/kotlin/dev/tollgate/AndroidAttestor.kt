@@ -78,7 +78,7 @@ internal class AndroidAttestor(
      * own `BuildConfig.DEBUG` describes how the library was built, not the app.
      */
     private fun developmentToken(): String? {
-        val token = configuration.developmentToken ?: return null
+        val token = configuration.developmentToken?.takeIf { it.isNotBlank() } ?: return null
         val debuggable = (context.applicationInfo.flags and ApplicationInfo.FLAG_DEBUGGABLE) != 0
         if (!debuggable) {
             throw TollgateError.AttestationFailed(
