@@ -1,0 +1,35 @@
+// Gradle mirror of pom.xml, so that Android apps can depend on `project(":core")`. Maven stays the build of record
+// for the tests: `mvn -q -B test` in this folder.
+plugins {
+    id("org.jetbrains.kotlin.jvm")
+}
+
+group = "dev.tollgate"
+version = "1.2.0"
+
+kotlin {
+    jvmToolchain(17)
+    explicitApi()
+}
+
+tasks.withType<org.jetbrains.kotlin.gradle.tasks.KotlinCompile>().configureEach {
+    kotlinOptions.jvmTarget = "11"
+}
+
+java {
+    sourceCompatibility = JavaVersion.VERSION_11
+    targetCompatibility = JavaVersion.VERSION_11
+}
+
+dependencies {
+    api("org.jetbrains.kotlinx:kotlinx-coroutines-core:1.8.1")
+    api("org.jetbrains.kotlinx:kotlinx-serialization-json:1.6.3")
+    testImplementation("org.junit.jupiter:junit-jupiter:5.10.2")
+    testImplementation("org.jetbrains.kotlin:kotlin-test-junit5:1.9.24")
+    testRuntimeOnly("org.junit.platform:junit-platform-launcher")
+}
+
+tasks.test {
+    useJUnitPlatform()
+    systemProperty("tollgate.conformance.dir", file("../../conformance").absolutePath)
+}

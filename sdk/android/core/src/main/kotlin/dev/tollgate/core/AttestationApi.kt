@@ -1,0 +1,83 @@
+package dev.tollgate.core
+
+import kotlinx.serialization.json.Json
+import kotlinx.serialization.json.JsonObject
+import kotlinx.serialization.json.JsonPrimitive
+import kotlinx.serialization.json.longOrNull
+import java.time.Instant
+
+/** A one-time challenge from `POST /v1/attest/challenge` (docs/guides/attestation.md): base64url of 32 bytes. */
+public class Challenge(public val value: String, public val expiresAtMs: Long) {
+    /** The raw challenge bytes, as the platform attestation APIs want them. */
+    public fun bytes(): ByteArray = java.util.Base64.getUrlDecoder().decode(value)
+}
+
+/**
+ * The attestation exchange over HTTP, platform-free: get a challenge, then trade a platform artifact for a device token.
+ * The platform part (Play Integrity, Keystore key attestation, development token) lives in the Android module.
+ */
+public class AttestationApi(
+    baseUrl: String,
+    appToken: String,
+    sdk: String,
+    private val transport: HttpTransport,
+    private val clock: () -> Long = System::currentTimeMillis,
+) {
+    private val builder = RequestBuilder(baseUrl, appToken, sdk)
+    private val json = Json { ignoreUnknownKeys = true }
+
+    /** `POST /v1/attest/challenge`. */
+    public suspend fun challenge(): Challenge {
+        val body = post("challenge", ByteArray(0))
+        val value = body.string("challenge") ?: throw malformed("challenge")
+        return Challenge(value, body.string("expiresAt")?.let(::parseInstant) ?: (clock() + 5 * 60_000L))
+    }
+
+    /**
+     * `POST /v1/attest/{method}` with [artifact] as the JSON body, e.g. for `android-key-attestation`
+     * `{"challenge": "…", "chain": ["<base64 DER leaf>", …, "<root>"]}`.
+     */
+    public suspend fun exchange(method: String, artifact: JsonObject): DeviceToken {
+        val received = clock()
+        val body = post(method, artifact.toString().toByteArray(Charsets.UTF_8))
+        val token = body.string("deviceToken") ?: throw malformed("deviceToken")
+        val expiresAt = body.string("expiresAt")?.let(::parseInstant)
+            ?: (body["expiresIn"] as? JsonPrimitive)?.longOrNull?.let { received + it * 1000 }
+            ?: throw malformed("expiresAt")
+        return DeviceToken(token, expiresAt, received)
+    }
+
+    private suspend fun post(method: String, payload: ByteArray): JsonObject {
+        val headers = builder.attestHeaders().toMutableList()
+        if (payload.isNotEmpty()) headers.add("Content-Type" to "application/json")
+        val call = HttpCall("POST", builder.attestUrl(method), headers, payload)
+        val result = try {
+            transport.execute(call)
+        } catch (error: TollgateError) {
+            throw error
+        } catch (error: kotlinx.coroutines.CancellationException) {
+            throw error
+        } catch (error: Exception) {
+            throw ErrorMapper.noResponse(error)
+        }
+        val bytes = result.use {
+            try {
+                it.body.readBytes()
+            } catch (error: java.io.IOException) {
+                throw ErrorMapper.noResponse(error)
+            }
+        }
+        ErrorMapper.map(result.status, result.headers, bytes, clock())?.let { throw it }
+        return try {
+            json.parseToJsonElement(bytes.toString(Charsets.UTF_8)) as JsonObject
+        } catch (error: Exception) {
+            throw TollgateError.NetworkError(error, "The gateway's attestation answer is not a JSON object.")
+        }
+    }
+
+    private fun JsonObject.string(name: String): String? = (this[name] as? JsonPrimitive)?.takeIf { it.isString }?.content
+
+    private fun parseInstant(value: String): Long? = runCatching { Instant.parse(value).toEpochMilli() }.getOrNull()
+
+    private fun malformed(field: String) = TollgateError.NetworkError(null, "The gateway's attestation answer has no \"$field\".")
+}

@@ -1,0 +1,2 @@
+package android.security.keystore;
+public class StrongBoxUnavailableException extends java.security.ProviderException {}
