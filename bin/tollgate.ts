@@ -141,6 +141,14 @@ function banner(gateway: RunningGateway): string {
     `  master key: ${masterKey.generated ? `generated at ${masterKey.origin} (development only)` : masterKey.origin}`,
     `  providers:  ${registry.list().length} (${registry.list().map((provider) => provider.manifest.slug).join(', ')})`,
     `  health:     ${gateway.url}/healthz`,
+    `  dashboard:  ${gateway.url}/dashboard/`,
+    ...(gateway.setupToken
+      ? [
+          '',
+          'First run: create the dashboard administrator with this one-time link (valid 24 hours, works once):',
+          `  ${gateway.url}/dashboard/setup#token=${gateway.setupToken}`,
+        ]
+      : ['  sign in:    with your dashboard administrator name and password (the first was created from the set-up link)']),
     '',
     'Get started (in another terminal, from this directory):',
     `  1. An admin key for the management API:   ${cli} admin-keys create --name admin`,

@@ -49,15 +49,27 @@ describe('README walkthrough', () => {
       env: { PATH: process.env.PATH ?? '', TOLLGATE_PORT: '0', TOLLGATE_PROVIDER_OPENAI_BASE_URL: upstream.url },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
+    let banner = '';
     const url = await new Promise<string>((resolve, reject) => {
-      let text = '';
       server!.stderr!.on('data', (chunk: Buffer) => {
-        text += chunk.toString();
-        const match = /listening on (http:\/\/\S+)/.exec(text);
+        banner += chunk.toString();
+        const match = /listening on (http:\/\/\S+)[\s\S]*Get started/.exec(banner);
         if (match) resolve(match[1]!);
       });
-      server!.once('exit', (code) => reject(new Error(`serve exited ${code}: ${text}`)));
+      server!.once('exit', (code) => reject(new Error(`serve exited ${code}: ${banner}`)));
     });
+
+    // The banner says where the dashboard is and how to sign in: on first run, a one-time set-up link that works.
+    expect(banner).to.include(`dashboard:  ${url}/dashboard/`);
+    const setupLink = new RegExp(`${url.replace(/[.]/g, '\\.')}/dashboard/setup#token=(su_[0-9A-Za-z]{43})`).exec(banner);
+    expect(setupLink, banner).to.not.equal(null);
+    expect((await fetch(`${url}/dashboard/setup`)).status).to.equal(200);
+    const setup = await fetch(`${url}/v1/admin/setup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ setupToken: setupLink![1], username: 'owner', password: 'a long enough password' }),
+    });
+    expect(setup.status).to.equal(201);
 
     // `npx tollgate` in a checkout runs the package's own bin; here the shim does the same for the temp directory.
     const shims = path.join(cwd, 'shims');
