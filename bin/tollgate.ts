@@ -12,6 +12,7 @@ import { TollgateError } from '../core/contract';
 import { readFileSync } from 'node:fs';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { KeyAttestationError, verifyAndroidKeyAttestation } from '../plugins/attestation-android-key-attestation/verify';
+import { AppAttestError, verifyAppAttestAssertion, verifyAppAttestAttestation } from '../plugins/attestation-apple-app-attest/verify';
 import { authenticateAdminKey } from '../core/management/admin-auth';
 import { createMcpServer } from '../core/mcp/server';
 import { createGatewayCore, mcpDependencies, startGateway, TOLLGATE_VERSION, type GatewayCore, type RunningGateway } from '../core/server/gateway';
@@ -38,6 +39,8 @@ Usage:
   tollgate providers list
   tollgate signing-keys rotate
   tollgate mcp                         (the assistant-facing server over stdio; TOLLGATE_ADMIN_KEY names the actor)
+  tollgate attest verify --method apple-app-attest --app-id TEAMID.BUNDLE --key-id B64 --attestation FILE --client-data-hash HEX [--environment development|production] [--at ISO8601]
+  tollgate attest verify-assertion --public-key PEM_FILE --app-id TEAMID.BUNDLE --assertion B64 --client-data-hash HEX --previous-counter N
   tollgate attest verify --method android-key-attestation --chain FILE --challenge HEX [--package PKG] [--at ISO8601]
 
 Configuration comes from TOLLGATE_* environment variables (see docs/reference/configuration.md).`;
@@ -67,6 +70,14 @@ const OPTIONS = {
   challenge: { type: 'string' },
   package: { type: 'string' },
   at: { type: 'string' },
+  'app-id': { type: 'string' },
+  'key-id': { type: 'string' },
+  attestation: { type: 'string' },
+  'client-data-hash': { type: 'string' },
+  environment: { type: 'string' },
+  'public-key': { type: 'string' },
+  assertion: { type: 'string' },
+  'previous-counter': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;
@@ -182,22 +193,76 @@ async function serve(): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
+function hexOption(options: Values, name: 'challenge' | 'client-data-hash'): Buffer {
+  const value = required(options, name);
+  if (!/^([0-9a-fA-F]{2})+$/.test(value)) throw new UsageError(`--${name} takes hex`);
+  return Buffer.from(value, 'hex');
+}
+
+function atOption(options: Values): Date {
+  const at = options.at ? new Date(options.at) : new Date();
+  if (Number.isNaN(at.getTime())) throw new UsageError('--at takes an ISO 8601 instant');
+  return at;
+}
+
+/** A file holding base64 text or raw bytes (CBOR, DER). */
+function artifact(file: string): Buffer {
+  const raw = readFileSync(file);
+  const text = raw.toString('utf8').trim();
+  return /^[A-Za-z0-9+/_=-]+$/.test(text) ? Buffer.from(text, 'base64') : raw;
+}
+
 /** `tollgate attest verify`: offline verification of an attestation artifact at a given instant (operations.md). */
 async function attestVerify(options: Values): Promise<void> {
   const method = required(options, 'method');
-  if (method !== 'android-key-attestation') {
-    throw new UsageError(`attest verify supports --method android-key-attestation in this version (apple-app-attest arrives with the attestation issue)`);
-  }
+  if (method === 'apple-app-attest') return appleAttestVerify(options);
+  if (method !== 'android-key-attestation') throw new UsageError('--method takes apple-app-attest or android-key-attestation');
   const chain = readFileSync(required(options, 'chain'), 'utf8');
-  const challengeHex = required(options, 'challenge');
-  if (!/^([0-9a-fA-F]{2})+$/.test(challengeHex)) throw new UsageError('--challenge takes hex');
-  const at = options.at ? new Date(options.at) : new Date();
-  if (Number.isNaN(at.getTime())) throw new UsageError('--at takes an ISO 8601 instant');
   try {
-    const result = await verifyAndroidKeyAttestation({ chain, challenge: Buffer.from(challengeHex, 'hex'), at, ...(options.package ? { packageName: options.package } : {}) });
+    const result = await verifyAndroidKeyAttestation({ chain, challenge: hexOption(options, 'challenge'), at: atOption(options), ...(options.package ? { packageName: options.package } : {}) });
     print(result);
   } catch (error) {
     if (error instanceof KeyAttestationError) throw new Error(`invalid (${error.reason}): ${error.message}`);
+    throw error;
+  }
+}
+
+/** `tollgate attest verify --method apple-app-attest`: against Apple's pinned root, at `--at`. */
+async function appleAttestVerify(options: Values): Promise<void> {
+  const environment = options.environment ?? 'production';
+  if (environment !== 'production' && environment !== 'development') throw new UsageError('--environment takes development or production');
+  try {
+    const result = await verifyAppAttestAttestation({
+      attestation: artifact(required(options, 'attestation')),
+      clientDataHash: hexOption(options, 'client-data-hash'),
+      keyId: required(options, 'key-id'),
+      appId: required(options, 'app-id'),
+      allowDevelopment: environment === 'development',
+      allowProduction: environment === 'production',
+      at: atOption(options),
+    });
+    print({ valid: true, publicKey: result.publicKeyPem, environment: result.environment, keyId: result.keyId });
+  } catch (error) {
+    if (error instanceof AppAttestError) throw new Error(`invalid (${error.reason}): ${error.message}`);
+    throw error;
+  }
+}
+
+/** `tollgate attest verify-assertion`: one App Attest assertion against a stored public key. */
+function attestVerifyAssertion(options: Values): void {
+  const previous = Number(required(options, 'previous-counter'));
+  if (!Number.isInteger(previous) || previous < 0) throw new UsageError('--previous-counter takes a whole number');
+  try {
+    const result = verifyAppAttestAssertion({
+      assertion: Buffer.from(required(options, 'assertion'), 'base64'),
+      clientDataHash: hexOption(options, 'client-data-hash'),
+      publicKeyPem: readFileSync(required(options, 'public-key'), 'utf8'),
+      appId: required(options, 'app-id'),
+      previousCounter: previous,
+    });
+    print({ valid: true, counter: result.counter });
+  } catch (error) {
+    if (error instanceof AppAttestError) throw new Error(`invalid (${error.reason}): ${error.message}`);
     throw error;
   }
 }
@@ -349,6 +414,8 @@ async function main(argv: string[]): Promise<void> {
       return serveMcpOverStdio();
     case 'attest verify':
       return attestVerify(options);
+    case 'attest verify-assertion':
+      return attestVerifyAssertion(options);
     case 'signing-keys rotate':
       return withCore(async (core) => {
         const service = new DeviceTokenService(core.database, core.cipher);

@@ -13,6 +13,39 @@ export interface AttestationInput {
   readonly production: boolean;
   /** Consumes a challenge issued by `POST /v1/attest/challenge` for this app: true only once. */
   consumeChallenge(challenge: string): Promise<boolean>;
+  /** The app's attested device keys (for assertion-based refreshes). */
+  readonly devices: DeviceKeyStore;
+  /** Reads a credential the app keeps for its attestation (e.g. Play Integrity keys), decrypted; null when absent. */
+  readAttestationSecret(name: string): Promise<string | null>;
+}
+
+/** An attested device key as stored. */
+export interface DeviceKeyRecord {
+  readonly publicKey: string | null;
+  /** The highest assertion counter accepted so far. */
+  readonly counter: number;
+  readonly revoked: boolean;
+}
+
+/** Device keys of attested devices, with their assertion counters. */
+export interface DeviceKeyStore {
+  find(appId: string, deviceId: string): Promise<DeviceKeyRecord | null>;
+  /**
+   * Moves the stored counter from `expected` to `next` atomically (compare-and-set); false when it no longer holds
+   * `expected` (another request advanced it first: a replay or a race, refused either way).
+   */
+  advanceCounter(appId: string, deviceId: string, expected: number, next: number): Promise<boolean>;
+}
+
+/** A per-request assertion to check (`Tollgate-Assertion`, the app's `every-request` assertion mode). */
+export interface RequestAssertionInput {
+  readonly app: AppIdentity;
+  readonly deviceId: string;
+  /** The decoded `Tollgate-Assertion` header. */
+  readonly assertion: Buffer;
+  /** The request digest of protocol.md (32 bytes): what the device signed. */
+  readonly digest: Buffer;
+  readonly devices: DeviceKeyStore;
 }
 
 /** A verified device. */
@@ -31,4 +64,9 @@ export interface AttestationVerifier {
   /** The `{method}` of the route, e.g. `apple-app-attest`, `development`. */
   readonly method: string;
   verify(input: AttestationInput): Promise<AttestedDevice>;
+  /**
+   * Checks a per-request assertion by a device this method attested (methods with device-held keys only). Throws
+   * `GatewayError('attestationFailed', …)` when it is rejected.
+   */
+  verifyRequestAssertion?(input: RequestAssertionInput): Promise<void>;
 }

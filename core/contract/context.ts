@@ -58,6 +58,12 @@ export class ProxyContext {
     truncated: false,
   };
 
+  /**
+   * The whole request body, when a stage had to read it before forwarding (a per-request assertion covers it, or a
+   * payload signature does); `forward` then sends these bytes instead of streaming the request.
+   */
+  requestBody: Buffer | undefined;
+
   constructor(
     readonly requestId: string,
     readonly request: IncomingMessage,

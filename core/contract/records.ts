@@ -33,6 +33,16 @@ export interface AppSettings {
   readonly appDailyQuota: number | undefined;
   /** Open streams (unfinished responses) per device at once. Default 10. */
   readonly maxConcurrentStreamsPerDevice: number;
+  /**
+   * When devices with their own keys (App Attest) prove themselves: `exchange` (default), an attestation or assertion
+   * each time a device token is issued or refreshed; `every-request`, also a `Tollgate-Assertion` over the request
+   * digest on every proxied call.
+   */
+  readonly assertionMode: 'exchange' | 'every-request';
+  /** Accept App Attest keys of Xcode's development environment (`appattestdevelop`); never in production. Default false. */
+  readonly allowAppAttestDevelopment: boolean;
+  /** The Play Integrity device verdict required. Default `MEETS_DEVICE_INTEGRITY`. */
+  readonly playIntegrityDeviceVerdict: 'MEETS_BASIC_INTEGRITY' | 'MEETS_DEVICE_INTEGRITY' | 'MEETS_STRONG_INTEGRITY';
 }
 
 /** Default limits and lifetimes (protocol.md, issue "Core gateway"). */
@@ -50,6 +60,9 @@ export const DEFAULT_APP_SETTINGS: AppSettings = Object.freeze({
   deviceDailyQuota: undefined,
   appDailyQuota: undefined,
   maxConcurrentStreamsPerDevice: 10,
+  assertionMode: 'exchange',
+  allowAppAttestDevelopment: false,
+  playIntegrityDeviceVerdict: 'MEETS_DEVICE_INTEGRITY',
 });
 
 /** The app a request's `Tollgate-App-Token` belongs to (set by `verifyToken`). */

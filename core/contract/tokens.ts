@@ -40,3 +40,5 @@ export const DATABASE = Symbol.for('tollgate.database');
 export const SECRET_CIPHER = Symbol.for('tollgate.secretCipher');
 /** The usage recorder. */
 export const USAGE_RECORDER = Symbol.for('tollgate.usageRecorder');
+/** The device key store (`DeviceKeyStore`): attested public keys and assertion counters. */
+export const DEVICE_KEYS = Symbol.for('tollgate.deviceKeys');

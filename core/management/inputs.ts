@@ -8,6 +8,7 @@ import {
   ArrayMaxSize,
   IsArray,
   IsBoolean,
+  IsIn,
   IsInt,
   IsOptional,
   IsString,
@@ -74,6 +75,10 @@ export class AppSettingsInput {
   @IsOptional() @IsInt() @Min(1) @Max(10_000) maxConcurrentStreamsPerDevice?: number;
   @IsOptional() @IsArray() @ArrayMaxSize(200) @Matches(ROUTE, { each: true, message: 'allowedRoutes entries must be slug or slug/path-prefix' })
   allowedRoutes?: string[];
+  @IsOptional() @IsIn(['exchange', 'every-request']) assertionMode?: 'exchange' | 'every-request';
+  @IsOptional() @IsBoolean() allowAppAttestDevelopment?: boolean;
+  @IsOptional() @IsIn(['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY', 'MEETS_STRONG_INTEGRITY'])
+  playIntegrityDeviceVerdict?: 'MEETS_BASIC_INTEGRITY' | 'MEETS_DEVICE_INTEGRITY' | 'MEETS_STRONG_INTEGRITY';
 }
 
 export class CreateAppInput extends AppSettingsInput {

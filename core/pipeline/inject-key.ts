@@ -1,9 +1,9 @@
-import type { IncomingMessage } from 'node:http';
 import { inject, injectable } from 'tsyringe';
 import { CONFIGURATION, GatewayError, type PipelineStage, type ProxyContext, type UpstreamRequestDraft } from '../contract';
 import type { Configuration } from '../configuration/configuration';
 import { ProviderRegistry, type RegisteredProvider } from '../registry/provider-registry';
 import { forwardableRequestHeaders } from './header-hygiene';
+import { readRequestBody } from './request-body';
 import { joinUpstreamUrl, routeAllowed } from './proxy-path';
 
 /** Removes every `name=` pair from a raw query string (compared after decoding the name). */
@@ -48,25 +48,6 @@ function versionBase(provider: RegisteredProvider, context: ProxyContext, target
   const url = new URL(target);
   const prefix = url.pathname === '/' ? '' : url.pathname;
   return { base: provider.overridden ? provider.baseUrl : url.origin, prefix };
-}
-
-/** Reads a whole request body, refusing it past `limit` bytes (only for payload-signing providers). */
-function readBody(request: IncomingMessage, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    request.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        request.pause();
-        reject(new GatewayError('invalidRequest', `The request body is larger than ${limit} bytes.`, { status: 413, reason: 'body_too_large' }));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    request.once('end', () => resolve(Buffer.concat(chunks)));
-    request.once('error', reject);
-  });
 }
 
 /**
@@ -115,6 +96,13 @@ export class InjectKeyStage implements PipelineStage {
       headers[auth.header.toLowerCase()] = auth.scheme ? `${auth.scheme} ${secret.value.reveal()}` : secret.value.reveal();
     }
     if (auth.kind === 'computed') return this.authorize(context, { method, origin, path, headers });
+    if (context.requestBody) {
+      // Already read (a per-request assertion covered it): sent as is, with its length.
+      headers['content-length'] = String(context.requestBody.length);
+      delete headers['transfer-encoding'];
+      context.set('upstream', { method, origin, path, headers, body: context.requestBody });
+      return;
+    }
     context.set('upstream', { method, origin, path, headers });
   }
 
@@ -122,13 +110,8 @@ export class InjectKeyStage implements PipelineStage {
   private async authorize(context: ProxyContext, base: UpstreamRequestDraft): Promise<void> {
     const manifest = context.provider;
     let draft: UpstreamRequestDraft = base;
-    if (manifest.authorizeNeedsBody) {
-      const declared = context.request.headers['content-length'];
-      if (declared !== undefined && Number(declared) > this.configuration.maxBodyBytes) {
-        throw new GatewayError('invalidRequest', `The request body is larger than ${this.configuration.maxBodyBytes} bytes.`, { status: 413, reason: 'body_too_large' });
-      }
-      const body = await readBody(context.request, this.configuration.maxBodyBytes);
-      context.outcome.bytesIn = body.length;
+    if (manifest.authorizeNeedsBody || context.requestBody) {
+      const body = await readRequestBody(context, this.configuration.maxBodyBytes);
       const headers: Record<string, string | string[]> = { ...base.headers, 'content-length': String(body.length) };
       delete headers['transfer-encoding'];
       draft = { ...base, headers, body };

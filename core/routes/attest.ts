@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import express, { type Request, type Response, type Router } from 'express';
-import { GatewayError, type AttestationVerifier, type ChallengeStore, type GatewayDirectory, type RateLimitStore } from '../contract';
+import { GatewayError, type AttestationVerifier, type ChallengeStore, type DeviceKeyStore, type GatewayDirectory, type RateLimitStore } from '../contract';
 import type { DeviceTokenService } from '../attestation/device-tokens';
 import { checkAppToken } from '../pipeline/verify-token';
 import { storeUnavailable, writeRateLimitHeaders } from '../pipeline/limit-rate';
@@ -25,6 +25,12 @@ export interface AttestRouteDependencies {
   readonly recordDevice: (input: { appId: string; deviceId: string; method: string; publicKey: string | null }) => Promise<{ revoked: boolean }>;
   readonly production: boolean;
   readonly clock: () => number;
+  readonly devices: DeviceKeyStore;
+}
+
+/** The secrets table row name of an attestation credential (never a provider slug, which cannot start with `@`). */
+export function attestationSecretKey(name: string): string {
+  return `@${name}`;
 }
 
 export function createAttestRouter(dependencies: AttestRouteDependencies): Router {
@@ -92,6 +98,8 @@ export function createAttestRouter(dependencies: AttestRouteDependencies): Route
         body: body as Record<string, unknown>,
         production: dependencies.production,
         consumeChallenge: (challenge) => dependencies.challenges.consume(app.id, challenge, clock()),
+        devices: dependencies.devices,
+        readAttestationSecret: async (name) => (await dependencies.directory.findSecret(app.id, attestationSecretKey(name)))?.value.reveal() ?? null,
       });
       const { revoked } = await dependencies.recordDevice({ appId: app.id, deviceId: device.deviceId, method, publicKey: device.publicKey ?? null });
       if (revoked) throw new GatewayError('attestationFailed', 'This device has been revoked.', { reason: 'device_revoked' });

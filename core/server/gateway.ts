@@ -16,6 +16,7 @@ import {
   CLOCK,
   CONFIGURATION,
   DATABASE,
+  DEVICE_KEYS,
   DEVICE_TOKENS,
   GATEWAY_DIRECTORY,
   GatewayError,
@@ -55,6 +56,7 @@ import { GatewayMetrics } from '../routes/metrics';
 import { PROXY_PREFIX, createProxyHandler, requestIdOf } from '../routes/proxy';
 import { redactUrl } from '../security/redact';
 import { CachedDirectory } from '../storage/cached-directory';
+import { DatabaseDeviceKeys } from '../storage/device-keys';
 import { openDatabase, migrate } from '../storage/database';
 import { SecretCipher } from '../storage/encryption';
 import { resolveMasterKey, type MasterKey } from '../storage/master-key';
@@ -287,14 +289,17 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     if (replacement) container.register(STAGE_TOKENS[stage], { useValue: replacement });
     else container.registerSingleton(STAGE_TOKENS[stage], defaultStages[stage] as never);
   }
-  const pipeline = container.resolve(Pipeline);
+  // (the pipeline is resolved after the verifiers are registered: verifyDevice checks per-request assertions with them)
   const forward = container.resolve<PipelineStage>(STAGE_TOKENS.forward);
 
+  const deviceKeys = new DatabaseDeviceKeys(database);
+  container.register(DEVICE_KEYS, { useValue: deviceKeys });
   const verifiers: AttestationVerifier[] = [
     new DevelopmentAttestationVerifier((token) => management.findDevelopmentTokenOwner(token)),
     ...plugins.verifiers,
   ];
   for (const verifier of verifiers) container.register(ATTESTATION_VERIFIER, { useValue: verifier });
+  const pipeline = container.resolve(Pipeline);
 
   const usageObserver: PipelineObserver = {
     onResponse(context) {
@@ -420,6 +425,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       deviceTokens,
       production: configuration.production,
       clock,
+      devices: deviceKeys,
       recordDevice: async (input) => {
         const device = await new DeviceRepository(database).recordAttestation({ ...input, now: clock() });
         return { revoked: device.revokedAt !== null };

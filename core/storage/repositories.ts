@@ -316,6 +316,12 @@ export class DeviceRepository {
     return ((await this.database('devices').whereNotNull('revoked_at')) as Row[]).map(toDevice);
   }
 
+  /** Compare-and-set of the assertion counter: true when it held `expected` and now holds `next`. */
+  async advanceCounter(appId: string, deviceId: string, expected: number, next: number): Promise<boolean> {
+    const changed = await this.database('devices').where({ app_id: appId, device_id: deviceId, counter: expected }).whereNull('revoked_at').update({ counter: next });
+    return changed === 1;
+  }
+
   async revoke(appId: string, deviceId: string, now: number): Promise<number> {
     return this.database('devices').where({ app_id: appId, device_id: deviceId }).whereNull('revoked_at').update({ revoked_at: now });
   }

@@ -1,0 +1,39 @@
+/** Reading a whole request body, for the stages that must see it before forwarding (assertions, payload signatures). */
+import type { IncomingMessage } from 'node:http';
+import { GatewayError, type ProxyContext } from '../contract';
+
+function tooLarge(limit: number): GatewayError {
+  return new GatewayError('invalidRequest', `The request body is larger than ${limit} bytes.`, { status: 413, reason: 'body_too_large' });
+}
+
+function readBody(request: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    request.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        request.pause();
+        reject(tooLarge(limit));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    request.once('end', () => resolve(Buffer.concat(chunks)));
+    request.once('error', reject);
+  });
+}
+
+/**
+ * The request body of `context`, read once (refused past `limit` bytes, before reading when `Content-Length` says so)
+ * and kept in `context.requestBody` so that `forward` sends the same bytes.
+ */
+export async function readRequestBody(context: ProxyContext, limit: number): Promise<Buffer> {
+  if (context.requestBody) return context.requestBody;
+  const declared = context.request.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit);
+  const body = await readBody(context.request, limit);
+  context.requestBody = body;
+  context.outcome.bytesIn = body.length;
+  return body;
+}
