@@ -1,0 +1,44 @@
+/**
+ * The Kotlin SDK core (sdk/android/core) runs every conformance vector under Maven, and the vectors are up to date with
+ * their generator. Part of `npm test` so that CI runs the Kotlin side too; under CI=true a missing JDK or Maven fails.
+ */
+import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+
+function available(command: string): boolean {
+  return spawnSync(command, ['--version'], { encoding: 'utf8' }).status === 0;
+}
+
+describe('SDK conformance vectors: generator and Kotlin core', function () {
+  this.timeout(15 * 60 * 1000);
+
+  it('the JSON vectors match their generator (python3 sdk/conformance/generate.py --check)', function () {
+    if (!available('python3')) {
+      if (process.env.CI === 'true') throw new Error('python3 is missing');
+      this.skip();
+    }
+    const result = spawnSync('python3', [path.join(ROOT, 'sdk', 'conformance', 'generate.py'), '--check'], { encoding: 'utf8' });
+    expect(result.status, `${result.stdout}${result.stderr}`).to.equal(0);
+  });
+
+  it('mvn test in sdk/android/core passes every vector', function () {
+    if (!available('mvn')) {
+      if (process.env.CI === 'true') throw new Error('Maven (mvn) is missing: .ci/run installs the Debian package "maven"');
+      this.skip();
+    }
+    const module = path.join(ROOT, 'sdk', 'android', 'core');
+    expect(existsSync(path.join(module, 'pom.xml'))).to.equal(true);
+    const result = spawnSync('mvn', ['-q', '-B', 'test'], { cwd: module, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    expect(result.status, `${result.stdout.slice(-4000)}${result.stderr.slice(-4000)}`).to.equal(0);
+    // Surefire's reports: every test ran, none failed or was skipped.
+    const reports = spawnSync('bash', ['-c', `cat ${path.join(module, 'target', 'surefire-reports')}/*.txt`], { encoding: 'utf8' }).stdout;
+    const counts = [...reports.matchAll(/Tests run: (\d+), Failures: (\d+), Errors: (\d+), Skipped: (\d+)/g)].map((match) => match.slice(1).map(Number));
+    const total = counts.reduce((sum, [run]) => sum + run!, 0);
+    expect(total).to.be.greaterThan(140);
+    expect(counts.every(([, failures, errors, skipped]) => failures === 0 && errors === 0 && skipped === 0)).to.equal(true);
+  });
+});
