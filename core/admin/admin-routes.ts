@@ -444,7 +444,7 @@ function strictUtf8(_request: unknown, _response: unknown, buffer: Buffer): void
 export function createAdminRouter(deps: AdminApiDependencies): Router {
   const router = express.Router({ strict: true });
   const routes = adminRoutes(deps);
-  const document = buildOpenApiDocument(routes, deps.version);
+  const document = buildOpenApiDocument(routes, deps.version, deps.registry.list().map(({ manifest }) => manifest.slug));
   router.get('/openapi.json', (_request, response) => {
     response.setHeader('Cache-Control', 'no-store');
     response.json(document);

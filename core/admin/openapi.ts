@@ -106,19 +106,21 @@ function dtoSchemas(): Record<string, Schema> {
 }
 
 /** Builds the document; `routes` is the admin route table. */
-export function buildOpenApiDocument(routes: readonly AdminRoute[], version: string): Schema {
+export function buildOpenApiDocument(routes: readonly AdminRoute[], version: string, providerSlugs: readonly string[] = []): Schema {
+  const pathSchema = (name: string): Schema =>
+    name === 'provider' && providerSlugs.length ? { type: 'string', enum: [...providerSlugs] } : { type: 'string', minLength: 1, maxLength: 200 };
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const parameters = [
-      ...(route.path.match(/\{(\w+)\}/g) ?? []).map((match) => ({ name: match.slice(1, -1), in: 'path', required: true, schema: { type: 'string', minLength: 1, maxLength: 200 } })),
+      ...(route.path.match(/\{(\w+)\}/g) ?? []).map((match) => ({ name: match.slice(1, -1), in: 'path', required: true, schema: pathSchema(match.slice(1, -1)) })),
       ...(route.query ?? []).map((parameter) => ({ name: parameter.name, in: 'query', required: false, description: parameter.description, schema: parameter.schema })),
     ];
     const responses: Record<string, unknown> = {
       [String(route.status ?? 200)]: { description: route.response.description, content: { 'application/json': { schema: responseSchema(route.response) } } },
       '400': errorResponse('invalid input: error.fields names each failing field'),
     };
+    responses['401'] = errorResponse(route.public ? 'wrong user name or password, or an invalid set-up token' : 'missing or wrong credentials');
     if (!route.public) {
-      responses['401'] = errorResponse('missing or wrong credentials');
       if (route.method !== 'get') responses['403'] = errorResponse('dashboard session without its CSRF token, or from another origin');
     }
     if (route.path.includes('{')) responses['404'] = errorResponse('no such app, secret, device or key');

@@ -1,0 +1,74 @@
+/**
+ * Contract fuzzing of the management API: schemathesis (from PyPI, installed by .ci/run into .ci/.venv) generates
+ * requests from /v1/admin/openapi.json — examples, coverage, fuzzing and stateful sequences — against a real gateway
+ * and checks that no answer is a 5xx, and that every status, content type and body matches the document.
+ */
+import { expect } from 'chai';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { TestGateway } from '../support/gateway';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+
+function schemathesis(): string | null {
+  const candidates = [process.env.TOLLGATE_SCHEMATHESIS, path.join(ROOT, '.ci', '.venv', 'bin', 'st'), 'st'].filter((value): value is string => Boolean(value));
+  for (const candidate of candidates) {
+    if ((candidate.includes('/') && !existsSync(candidate)) || spawnSync(candidate, ['--version'], { encoding: 'utf8' }).status !== 0) continue;
+    return candidate;
+  }
+  return null;
+}
+
+describe('management API contract fuzzing (schemathesis)', function () {
+  this.timeout(10 * 60 * 1000);
+  let gateway: TestGateway;
+  let st: string | null;
+
+  before(async function () {
+    st = schemathesis();
+    if (!st) {
+      if (process.env.CI === 'true') throw new Error('schemathesis is missing: .ci/run installs .ci/requirements.txt into .ci/.venv');
+      this.skip();
+    }
+    gateway = await TestGateway.start({});
+  });
+  after(async () => {
+    await gateway?.close();
+  });
+
+  it('finds no 5xx and no answer that breaks the OpenAPI document', async () => {
+    const { adminKey } = await gateway.gateway.management.createAdminKey({ name: 'schemathesis' });
+    // Something for the per-app routes to find.
+    const app = await gateway.createApp({});
+    await gateway.setSecret(app.appId, 'openai', 'sk-fuzz-0000000000000000');
+    const args = [
+      'run',
+      `${gateway.url}/v1/admin/openapi.json`,
+      '--header',
+      `Authorization: Bearer ${adminKey}`,
+      '--checks',
+      'not_a_server_error,response_schema_conformance,status_code_conformance,content_type_conformance',
+      '--max-examples',
+      process.env.TOLLGATE_FUZZ_EXAMPLES ?? '15',
+      '--seed',
+      process.env.TOLLGATE_FUZZ_SEED ?? '20261123',
+      '--workers',
+      '1',
+    ];
+    const output = await new Promise<{ status: number | null; text: string }>((resolve) => {
+      // Asynchronous: the gateway under test runs in this process and must keep answering.
+      const child = spawn(st!, args, { cwd: ROOT, env: { ...process.env, NO_COLOR: '1' } });
+      let text = '';
+      child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      child.once('close', (status) => resolve({ status, text }));
+    });
+    expect(output.status, output.text.slice(-6000)).to.equal(0);
+    const generated = /(\d+) generated, (\d+) passed/.exec(output.text);
+    expect(generated, output.text.slice(-2000)).to.not.equal(null);
+    expect(Number(generated![1])).to.be.greaterThan(500);
+    expect(generated![1]).to.equal(generated![2]);
+    expect(gateway.logText()).to.not.include('sk-fuzz-0000000000000000');
+  });
+});
