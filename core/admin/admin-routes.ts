@@ -13,7 +13,7 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import { parse as parseCookies } from 'cookie';
 import { GatewayError, type RateLimitStore } from '../contract';
 import { generateIntegrationCode, INTEGRATION_CAPABILITIES, INTEGRATION_PLATFORMS, type IntegrationCapability, type IntegrationPlatform } from '../integration/code-generator';
-import { CreateAppInput, DevelopmentTokenInput, NameInput, SecretBodyInput, SetupInput, SignInInput, UpdateAppInput, validateInput } from '../management/inputs';
+import { ATTESTATION_SECRET_NAMES, AttestationSecretBodyInput, CreateAppInput, DevelopmentTokenInput, NameInput, SecretBodyInput, SetupInput, SignInInput, UpdateAppInput, validateInput } from '../management/inputs';
 import type { ManagementService } from '../management/management-service';
 import { authenticateAdminKey } from '../management/admin-auth';
 import type { ProviderRegistry } from '../registry/provider-registry';
@@ -250,6 +250,31 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
         return result;
       },
     },
+    // Attestation credentials (Play Integrity keys, service account): write-only too.
+    {
+      method: 'get', path: '/apps/{appId}/attestation-secrets', operationId: 'listAttestationSecrets', tag: 'secrets', summary: 'List the app’s attestation credentials, masked',
+      response: { schema: 'AttestationSecret', description: 'masked credentials', array: true },
+      handle: ({ params }) => management.listAttestationSecrets(params.appId!),
+    },
+    {
+      method: 'put', path: '/apps/{appId}/attestation-secrets/{name}', operationId: 'putAttestationSecret', tag: 'secrets', body: AttestationSecretBodyInput,
+      summary: 'Set a Play Integrity decryption or verification key (base64, from Play Console) or the service-account JSON for standard requests',
+      response: { schema: 'AttestationSecret', description: 'the masked credential' },
+      async handle({ params, body, audit }) {
+        const secret = await management.setAttestationSecret(params.appId!, params.name!, body);
+        await audit('attestation_secret.set', `${params.appId}/${params.name}`);
+        return secret;
+      },
+    },
+    {
+      method: 'delete', path: '/apps/{appId}/attestation-secrets/{name}', operationId: 'deleteAttestationSecret', tag: 'secrets', summary: 'Delete an attestation credential',
+      response: { schema: 'AttestationSecretDeleted', description: 'deleted' },
+      async handle({ params, audit }) {
+        const result = await management.deleteAttestationSecret(params.appId!, params.name!);
+        await audit('attestation_secret.delete', `${params.appId}/${params.name}`);
+        return result;
+      },
+    },
     // Development tokens and devices.
     {
       method: 'get', path: '/apps/{appId}/development-tokens', operationId: 'listDevelopmentTokens', tag: 'devices', summary: 'List development tokens (hints only)',
@@ -444,7 +469,7 @@ function strictUtf8(_request: unknown, _response: unknown, buffer: Buffer): void
 export function createAdminRouter(deps: AdminApiDependencies): Router {
   const router = express.Router({ strict: true });
   const routes = adminRoutes(deps);
-  const document = buildOpenApiDocument(routes, deps.version, deps.registry.list().map(({ manifest }) => manifest.slug));
+  const document = buildOpenApiDocument(routes, deps.version, { provider: deps.registry.list().map(({ manifest }) => manifest.slug), name: [...ATTESTATION_SECRET_NAMES] });
   router.get('/openapi.json', (_request, response) => {
     response.setHeader('Cache-Control', 'no-store');
     response.json(document);

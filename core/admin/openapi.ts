@@ -43,6 +43,8 @@ const RESPONSE_SCHEMAS: Record<string, Schema> = {
   RotatedToken: object({ id: string, appToken: { type: 'string', pattern: '^at_[0-9A-Za-z]{32}$' }, tokenHint: string }),
   Deleted: object({ id: string, deleted: { const: true } }),
   Secret: object({ appId: string, provider: string, masked: { type: 'string', description: 'the value masked, e.g. sk-…abcd; never the value' }, baseUrl: nullable(string), updatedAt: dateTime }),
+  AttestationSecret: object({ appId: string, name: string, masked: { type: 'string', description: 'the last characters only; never the value' }, updatedAt: dateTime }),
+  AttestationSecretDeleted: object({ appId: string, name: string, deleted: { const: true } }),
   SecretDeleted: object({ appId: string, provider: string, deleted: { const: true } }),
   DevelopmentToken: object({ id: string, tokenHint: string, label: nullable(string), createdAt: dateTime, revokedAt: nullable(dateTime) }),
   CreatedDevelopmentToken: object({ id: string, appId: string, developmentToken: { type: 'string', pattern: '^dt_[0-9A-Za-z]{32}$', description: 'shown once' }, allowed: { type: 'boolean' } }),
@@ -106,9 +108,8 @@ function dtoSchemas(): Record<string, Schema> {
 }
 
 /** Builds the document; `routes` is the admin route table. */
-export function buildOpenApiDocument(routes: readonly AdminRoute[], version: string, providerSlugs: readonly string[] = []): Schema {
-  const pathSchema = (name: string): Schema =>
-    name === 'provider' && providerSlugs.length ? { type: 'string', enum: [...providerSlugs] } : { type: 'string', minLength: 1, maxLength: 200 };
+export function buildOpenApiDocument(routes: readonly AdminRoute[], version: string, pathEnums: Readonly<Record<string, readonly string[]>> = {}): Schema {
+  const pathSchema = (name: string): Schema => (pathEnums[name]?.length ? { type: 'string', enum: [...pathEnums[name]!] } : { type: 'string', minLength: 1, maxLength: 200 });
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const parameters = [

@@ -108,6 +108,15 @@ export class SecretBodyInput {
   @IsOptional() @IsString() @Length(1, 2048) baseUrl?: string;
 }
 
+/** Credentials an app keeps for its attestation methods, stored like provider keys (encrypted, write-only). */
+export const ATTESTATION_SECRET_NAMES = ['play-integrity-decryption-key', 'play-integrity-verification-key', 'play-integrity-service-account'] as const;
+export type AttestationSecretName = (typeof ATTESTATION_SECRET_NAMES)[number];
+
+/** The body of `PUT /v1/admin/apps/{appId}/attestation-secrets/{name}`: line breaks allowed (a service-account JSON file). */
+export class AttestationSecretBodyInput {
+  @IsString() @Length(1, 16_384) @Matches(/^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]*$/, { message: 'value must not contain control characters other than line breaks and tabs' }) value!: string;
+}
+
 export class DevelopmentTokenInput {
   @IsOptional() @IsString() @Length(1, 200) @Matches(PRINTABLE, { message: 'label must not contain control characters' }) label?: string;
 }

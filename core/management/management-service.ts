@@ -23,7 +23,7 @@ import {
   type SecretRow,
   type UsageSummary,
 } from '../storage/repositories';
-import { AppSettingsInput, CreateAppInput, NameInput, SetSecretInput, UpdateAppInput, validateInput } from './inputs';
+import { ATTESTATION_SECRET_NAMES, AppSettingsInput, AttestationSecretBodyInput, CreateAppInput, NameInput, SetSecretInput, UpdateAppInput, validateInput } from './inputs';
 
 /** An app as management shows it (never its token). */
 export interface AppView {
@@ -256,9 +256,54 @@ export class ManagementService {
     return url.href.replace(/\/$/, '');
   }
 
+  /** The app's provider keys, masked (attestation credentials, stored under `@name`, are listed separately). */
   async listSecrets(appId: string): Promise<SecretView[]> {
     await this.requireApp(this.database, appId);
-    return (await new SecretRepository(this.database).listForApp(appId)).map(secretView);
+    return (await new SecretRepository(this.database).listForApp(appId)).filter((row) => !row.provider.startsWith('@')).map(secretView);
+  }
+
+  /**
+   * Stores an attestation credential of the app (Play Integrity keys, a service-account JSON), encrypted like a provider
+   * key, under `@name` (a provider slug cannot start with `@`, so the proxy can never inject it).
+   */
+  async setAttestationSecret(appId: string, name: string, plain: unknown): Promise<{ appId: string; name: string; masked: string; updatedAt: string }> {
+    if (!(ATTESTATION_SECRET_NAMES as readonly string[]).includes(name)) {
+      throw new TollgateError('TG_ERR_VALIDATION', `unknown attestation secret "${name}" (known: ${ATTESTATION_SECRET_NAMES.join(', ')})`, { name: [`must be one of ${ATTESTATION_SECRET_NAMES.join(', ')}`] });
+    }
+    const input = validateInput(AttestationSecretBodyInput, plain);
+    const key = `@${name}`;
+    const now = this.clock();
+    return this.write(async (transaction) => {
+      await this.requireApp(transaction, appId);
+      const existing = await new SecretRepository(transaction).find(appId, key);
+      const masked = `…${input.value.trim().slice(-4)}`;
+      await new SecretRepository(transaction).upsert({
+        appId,
+        provider: key,
+        sealedValue: this.cipher.seal(input.value, secretAssociatedData(appId, key)),
+        keyId: this.cipher.keyId,
+        masked,
+        baseUrl: null,
+        createdAt: existing?.createdAt ?? now,
+        updatedAt: now,
+      });
+      return { appId, name, masked, updatedAt: iso(now) };
+    });
+  }
+
+  async listAttestationSecrets(appId: string): Promise<Array<{ appId: string; name: string; masked: string; updatedAt: string }>> {
+    await this.requireApp(this.database, appId);
+    return (await new SecretRepository(this.database).listForApp(appId))
+      .filter((row) => row.provider.startsWith('@'))
+      .map((row) => ({ appId, name: row.provider.slice(1), masked: row.masked, updatedAt: iso(row.updatedAt) }));
+  }
+
+  async deleteAttestationSecret(appId: string, name: string): Promise<{ appId: string; name: string; deleted: true }> {
+    await this.write(async (transaction) => {
+      await this.requireApp(transaction, appId);
+      if ((await new SecretRepository(transaction).delete(appId, `@${name}`)) === 0) throw notFound(`attestation secret "${name}"`);
+    });
+    return { appId, name, deleted: true };
   }
 
   async deleteSecret(appId: string, provider: string): Promise<{ appId: string; provider: string; deleted: true }> {

@@ -1,11 +1,15 @@
 /**
  * `POST /v1/attest/android-key-attestation`: trades an Android Keystore key attestation for a device token.
  *
- * Body: `{"challenge":"<from /v1/attest/challenge>","chain":["<base64 DER leaf>", …, "<base64 DER root>"]}`. The app
- * generates its key with `setAttestationChallenge(base64url-decode(challenge))`. The app's `androidPackage` (and, when set,
- * `androidCertSha256`) must be configured; the device id is the SHA-256 of the attested public key.
+ * Bodies:
+ * - `{"challenge":"<from /v1/attest/challenge>","chain":["<base64 DER leaf>", …, "<base64 DER root>"]}`: the app generates
+ *   its key with `setAttestationChallenge(base64url-decode(challenge))`. The app's `androidPackage` (and, when set,
+ *   `androidCertSha256`) must be configured; the device id is the SHA-256 of the attested public key.
+ * - `{"challenge":"…","keyId":"<device id>","signature":"<base64 DER ECDSA/RSA signature over the UTF-8 challenge>"}`:
+ *   a refresh signed by a key attested earlier, so that the device keeps its id (and its limits) across refreshes.
  * Operators may configure a revocation status list with `TOLLGATE_ANDROID_REVOCATION_LIST` (a file in Google's JSON format).
  */
+import { createPublicKey, verify } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { GatewayError, type AttestationInput, type AttestationVerifier, type AttestedDevice, type TollgatePlugin } from '../../core/contract';
 import { KeyAttestationError, revokedSerialsFrom, verifyAndroidKeyAttestation } from './verify';
@@ -15,8 +19,13 @@ export class AndroidKeyAttestationVerifier implements AttestationVerifier {
 
   constructor(private readonly revocationListFile: string | undefined) {}
 
+  private refresh(input: AttestationInput): Promise<AttestedDevice> {
+    return refreshWithSignature(input);
+  }
+
   async verify(input: AttestationInput): Promise<AttestedDevice> {
     const { challenge, chain } = input.body;
+    if (typeof input.body.signature === 'string') return this.refresh(input);
     if (typeof challenge !== 'string' || !Array.isArray(chain) || chain.length < 2 || chain.length > 10 || !chain.every((entry) => typeof entry === 'string' && entry.length < 16_384)) {
       throw new GatewayError('invalidRequest', 'Send {"challenge": "…", "chain": ["<base64 DER>", …]} with the leaf first.');
     }
@@ -40,6 +49,28 @@ export class AndroidKeyAttestationVerifier implements AttestationVerifier {
       throw error;
     }
   }
+}
+
+/** A refresh: the stored attested key signed this challenge. */
+async function refreshWithSignature(input: AttestationInput): Promise<AttestedDevice> {
+  const { challenge, keyId, signature } = input.body;
+  if (typeof challenge !== 'string' || typeof keyId !== 'string' || !/^[0-9a-f]{64}$/.test(keyId) || typeof signature !== 'string' || signature.length > 2048) {
+    throw new GatewayError('invalidRequest', 'Send {"challenge", "keyId", "signature"} to refresh with an attested key.');
+  }
+  if (!(await input.consumeChallenge(challenge))) {
+    throw new GatewayError('attestationFailed', 'The challenge is unknown, expired, already used, or belongs to another app.', { reason: 'challenge_invalid' });
+  }
+  const device = await input.devices.find(input.app.id, keyId);
+  if (!device?.publicKey) throw new GatewayError('attestationFailed', 'This key was never attested: send the certificate chain first.', { reason: 'key_not_attested' });
+  if (device.revoked) throw new GatewayError('attestationFailed', 'This device has been revoked.', { reason: 'device_revoked' });
+  let valid = false;
+  try {
+    valid = verify('sha256', Buffer.from(challenge, 'utf8'), createPublicKey(device.publicKey), Buffer.from(signature, 'base64'));
+  } catch {
+    valid = false;
+  }
+  if (!valid) throw new GatewayError('attestationFailed', 'Key attestation refresh rejected: the signature does not verify with the attested key.', { reason: 'signature_invalid' });
+  return { deviceId: keyId };
 }
 
 export const tollgatePlugin: TollgatePlugin = {

@@ -5,6 +5,8 @@
  */
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
+import { createHash, generateKeyPairSync, sign } from 'node:crypto';
+import { DeviceRepository } from '../../../core/storage/repositories';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as x509 from '@peculiar/x509';
@@ -54,6 +56,31 @@ describe('android-key-attestation route and CLI', () => {
     const malformed = await attest(app.appToken, { challenge: 'x', chain: 'not-a-list' });
     expect(malformed.status).to.equal(400);
     expect(malformed.headers.get('tollgate-error')).to.equal('invalidRequest');
+  });
+
+  it('refreshes with a signature by the attested key, keeping the device id; refuses another key, a replay and a revoked device', async () => {
+    const app = await gateway.createApp({ androidPackage: 'com.example.app' });
+    // The attested key as the chain route would have stored it (its private half stays in the device's Keystore).
+    const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const keyId = createHash('sha256').update(publicKey.export({ format: 'der', type: 'spki' })).digest('hex');
+    await new DeviceRepository(gateway.gateway.database).recordAttestation({ appId: app.appId, deviceId: keyId, method: 'android-key-attestation', publicKey: publicKey.export({ format: 'pem', type: 'spki' }).toString(), now: Date.now() });
+    const signed = (text: string, key = privateKey) => sign('sha256', Buffer.from(text, 'utf8'), key).toString('base64');
+
+    const issued = await challenge(app.appToken);
+    const refreshed = await attest(app.appToken, { challenge: issued, keyId, signature: signed(issued) });
+    expect(refreshed.status).to.equal(200);
+    expect(((await refreshed.json()) as { deviceId: string }).deviceId).to.equal(keyId);
+    expect((await attest(app.appToken, { challenge: issued, keyId, signature: signed(issued) })).status).to.equal(403);
+
+    const next = await challenge(app.appToken);
+    const stranger = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+    const forged = await attest(app.appToken, { challenge: next, keyId, signature: signed(next, stranger) });
+    expect(forged.status).to.equal(403);
+    expect(((await forged.json()) as { error: { message: string } }).error.message).to.match(/signature/);
+
+    await gateway.gateway.management.revokeDevice(app.appId, keyId);
+    const afterRevoke = await challenge(app.appToken);
+    expect((await attest(app.appToken, { challenge: afterRevoke, keyId, signature: signed(afterRevoke) })).status).to.equal(403);
   });
 
   it('tollgate attest verify accepts the real chains at their instants and rejects the foreign root with a reason', () => {
