@@ -17,7 +17,11 @@ import { KeyAttestationError, revokedSerialsFrom, verifyAndroidKeyAttestation } 
 export class AndroidKeyAttestationVerifier implements AttestationVerifier {
   readonly method = 'android-key-attestation';
 
-  constructor(private readonly revocationListFile: string | undefined) {}
+  constructor(
+    private readonly revocationListFile: string | undefined,
+    /** Tests only: root keys to trust instead of Google's (production pins Google's). */
+    private readonly testRootSpkiSha256?: readonly string[],
+  ) {}
 
   private refresh(input: AttestationInput): Promise<AttestedDevice> {
     return refreshWithSignature(input);
@@ -41,6 +45,7 @@ export class AndroidKeyAttestationVerifier implements AttestationVerifier {
         at: new Date(),
         packageName,
         ...(input.app.settings.androidCertSha256 ? { signingCertificateSha256: input.app.settings.androidCertSha256 } : {}),
+        ...(this.testRootSpkiSha256 ? { trustedRootSpkiSha256: this.testRootSpkiSha256 } : {}),
         ...(this.revocationListFile ? { revokedSerials: revokedSerialsFrom(readFileSync(this.revocationListFile, 'utf8')) } : {}),
       });
       return { deviceId: result.keyId, publicKey: result.publicKeyPem };
@@ -77,6 +82,8 @@ export const tollgatePlugin: TollgatePlugin = {
   name: 'attestation-android-key-attestation',
   contractVersion: 1,
   register(host) {
-    host.registerAttestationVerifier(new AndroidKeyAttestationVerifier(host.settings.TOLLGATE_ANDROID_REVOCATION_LIST));
+    // Tests only: a stand-in root key (SHA-256 of its SubjectPublicKeyInfo, hex). Ignored in production.
+    const testRoot = host.production ? undefined : host.settings.TOLLGATE_TEST_ANDROID_ROOT_SPKI_SHA256;
+    host.registerAttestationVerifier(new AndroidKeyAttestationVerifier(host.settings.TOLLGATE_ANDROID_REVOCATION_LIST, testRoot ? testRoot.split(',') : undefined));
   },
 };

@@ -7,6 +7,8 @@ import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import { createHash, generateKeyPairSync, sign } from 'node:crypto';
 import { DeviceRepository } from '../../../core/storage/repositories';
+import { createTestKeyAuthority } from './test-chain';
+import { FakeUpstream, respondJson } from '../../../test/support/fake-upstream';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as x509 from '@peculiar/x509';
@@ -81,6 +83,48 @@ describe('android-key-attestation route and CLI', () => {
     await gateway.gateway.management.revokeDevice(app.appId, keyId);
     const afterRevoke = await challenge(app.appToken);
     expect((await attest(app.appToken, { challenge: afterRevoke, keyId, signature: signed(afterRevoke) })).status).to.equal(403);
+  });
+
+  it('attests a device on a test chain, proxies with its token, and refuses a foreign root, another package, another signer and software keys', async () => {
+    const authority = await createTestKeyAuthority();
+    const other = await createTestKeyAuthority();
+    const upstream = await FakeUpstream.start();
+    upstream.respond(respondJson(200, { ok: true }));
+    // A gateway that trusts the test root (production ignores the setting and keeps Google's key).
+    const trusting = await TestGateway.start({ upstreams: { openai: upstream.url }, env: { TOLLGATE_TEST_ANDROID_ROOT_SPKI_SHA256: authority.rootSpkiSha256 } });
+    try {
+      const app = await trusting.createApp({ androidPackage: 'com.example.attested', androidCertSha256: `${'AB:'.repeat(31)}AB` });
+      await trusting.setSecret(app.appId, 'openai', 'sk-android-route-0000');
+      const issue = async () => ((await (await fetch(`${trusting.url}/v1/attest/challenge`, { method: 'POST', headers: { 'tollgate-app-token': app.appToken } })).json()) as { challenge: string }).challenge;
+      const post = (body: unknown) => fetch(`${trusting.url}/v1/attest/android-key-attestation`, { method: 'POST', headers: { 'content-type': 'application/json', 'tollgate-app-token': app.appToken }, body: JSON.stringify(body) });
+      const attempt = async (maker = authority, overrides: { packageName?: string; signatureDigestHex?: string; securityLevel?: number } = {}) => {
+        const challenge = await issue();
+        const { chain } = await maker.attest({ challenge: Buffer.from(challenge, 'base64url'), packageName: 'com.example.attested', signatureDigestHex: 'ab'.repeat(32), ...overrides });
+        const response = await post({ challenge, chain });
+        return { status: response.status, body: (await response.json()) as { deviceToken?: string; deviceId?: string; error?: { message: string } } };
+      };
+
+      const good = await attempt();
+      expect(good.status, JSON.stringify(good.body)).to.equal(200);
+      expect(good.body.deviceId).to.match(/^[0-9a-f]{64}$/);
+      const proxied = await fetch(`${trusting.url}/v1/proxy/openai/v1/models`, { headers: { 'tollgate-app-token': app.appToken, 'tollgate-device-token': good.body.deviceToken! } });
+      expect(proxied.status).to.equal(200);
+      expect(upstream.last().headers.authorization).to.equal('Bearer sk-android-route-0000');
+
+      const refusals = [
+        await attempt(other),
+        await attempt(authority, { packageName: 'com.example.impostor' }),
+        await attempt(authority, { signatureDigestHex: 'cd'.repeat(32) }),
+        await attempt(authority, { securityLevel: 0 }),
+      ];
+      expect(refusals.map((refusal) => refusal.status)).to.deep.equal([403, 403, 403, 403]);
+      expect(refusals.map((refusal) => refusal.body.error!.message)).to.satisfy((messages: string[]) =>
+        /root/.test(messages[0]!) && /com\.example\.attested/.test(messages[1]!) && /signed/.test(messages[2]!) && /software/.test(messages[3]!),
+      );
+    } finally {
+      await trusting.close();
+      await upstream.close();
+    }
   });
 
   it('tollgate attest verify accepts the real chains at their instants and rejects the foreign root with a reason', () => {
