@@ -274,7 +274,11 @@ async function decrypt(token: string, key: KeyObject): Promise<string> {
     const { plaintext } = await compactDecrypt(token, key, { keyManagementAlgorithms: ['A256KW'], contentEncryptionAlgorithms: ['A256GCM'] });
     return Buffer.from(plaintext).toString('utf8');
   } catch (error) {
-    if (joseCode(error) === 'ERR_JWE_INVALID') throw new PlayIntegrityError('malformed_token', 'the integrity token is not a well-formed JWE');
+    const code = joseCode(error);
+    if (code === 'ERR_JWE_INVALID') throw new PlayIntegrityError('malformed_token', 'the integrity token is not a well-formed JWE');
+    if (code === 'ERR_JOSE_ALG_NOT_ALLOWED' || code === 'ERR_JOSE_NOT_SUPPORTED') {
+      throw new PlayIntegrityError('decryption_failed', 'the integrity token is not encrypted with A256KW and A256GCM, as Google encrypts it');
+    }
     throw new PlayIntegrityError('decryption_failed', 'the integrity token cannot be decrypted with the Play Console decryption key');
   }
 }
