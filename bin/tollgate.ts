@@ -39,6 +39,8 @@ Usage:
   tollgate providers list
   tollgate signing-keys rotate
   tollgate mcp                         (the assistant-facing server over stdio; TOLLGATE_ADMIN_KEY names the actor)
+  tollgate attestation-secrets set --app ID --name play-integrity-decryption-key|play-integrity-verification-key|play-integrity-service-account   (value on stdin)
+  tollgate attestation-secrets list --app ID
   tollgate attest verify --method apple-app-attest --app-id TEAMID.BUNDLE --key-id B64 --attestation FILE --client-data-hash HEX [--environment development|production] [--at ISO8601]
   tollgate attest verify-assertion --public-key PEM_FILE --app-id TEAMID.BUNDLE --assertion B64 --client-data-hash HEX --previous-counter N
   tollgate attest verify --method android-key-attestation --chain FILE --challenge HEX [--package PKG] [--at ISO8601]
@@ -389,6 +391,15 @@ async function main(argv: string[]): Promise<void> {
       return withCore(async (core) => ({ secrets: await core.management.listSecrets(required(options, 'app')) }));
     case 'secrets delete':
       return withCore((core) => core.management.deleteSecret(required(options, 'app'), required(options, 'provider')));
+    case 'attestation-secrets set': {
+      const appId = required(options, 'app');
+      const name = required(options, 'name');
+      const value = await readSecretFromStdin();
+      if (!value) throw new UsageError('no value on stdin (e.g. `tollgate attestation-secrets set --app ID --name play-integrity-service-account < key.json`)');
+      return withCore((core) => core.management.setAttestationSecret(appId, name, { value }));
+    }
+    case 'attestation-secrets list':
+      return withCore(async (core) => ({ attestationSecrets: await core.management.listAttestationSecrets(required(options, 'app')) }));
     case 'dev-tokens create':
       return withCore((core) => core.management.createDevelopmentToken(required(options, 'app'), options.label));
     case 'devices list':
