@@ -151,7 +151,7 @@ export function parseHttpDate(value: string): number | null {
     return utcMs(year, match[2]!, Number(match[1]), Number(match[4]), Number(match[5]), Number(match[6]));
   }
   match = ASCTIME.exec(value);
-  if (match) return utcMs(Number(match[7]), match[1]!, Number(match[2]!.trim()), Number(match[3]), Number(match[4]), Number(match[5]));
+  if (match) return utcMs(Number(match[6]), match[1]!, Number(match[2]!.trim()), Number(match[3]), Number(match[4]), Number(match[5]));
   return null;
 }
 
