@@ -60,7 +60,8 @@ interface RecordedFetch {
   url: string;
   method: string;
   headers: Record<string, string>;
-  body: Uint8Array | undefined;
+  /** A string for text and JSON bodies (fetch encodes it as UTF-8), bytes otherwise. */
+  body: Uint8Array | string | undefined;
 }
 
 /**
@@ -82,7 +83,7 @@ function fakeClient(options: {
     isDevelopmentBuild: true,
     warmUp: false,
     clock: () => options.clock,
-    fetch: async (url: string, init: { method: string; headers: Record<string, string>; body?: Uint8Array }) => {
+    fetch: async (url: string, init: { method: string; headers: Record<string, string>; body?: Uint8Array | string }) => {
       if (url.includes('/v1/attest/')) {
         return new Response(
           JSON.stringify({ deviceToken: options.deviceToken ?? 'e30.e30.c2ln', expiresAt: new Date(options.clock + 3_600_000).toISOString() }),
@@ -191,8 +192,8 @@ function requestBuildingTest(vector: JsonObject, where: string): () => Promise<v
     expect(sent.method).to.equal(expected.method);
     expect(sent.url).to.equal(expected.url);
     expect(lower(Object.entries(sent.headers))).to.deep.equal({ ...expectedHeaders, 'tollgate-sdk': SDK_HEADER });
-    const sentBody = sent.body ?? new Uint8Array(0);
-    expect(Buffer.from(sentBody).equals(Buffer.from(built.body)), 'body bytes').to.equal(true);
+    const sentBody = typeof sent.body === 'string' ? Buffer.from(sent.body, 'utf8') : Buffer.from(sent.body ?? new Uint8Array(0));
+    expect(sentBody.equals(Buffer.from(built.body)), 'body bytes').to.equal(true);
   };
 }
 

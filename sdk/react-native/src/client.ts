@@ -23,6 +23,7 @@ import {
   isDevGlobal,
   readAllBytes,
   responseHeaders,
+  toBytes,
   sleep,
   type AbortSignalLike,
   type BodyReaderLike,
@@ -302,7 +303,7 @@ export class TollgateClient {
             this.fetch(built.url, {
               method: built.method,
               headers,
-              ...(built.body.length > 0 ? { body: built.body } : {}),
+              ...(built.body.length > 0 ? { body: body?.text ?? built.body } : {}),
               ...(call.signal ? { signal: call.signal } : {}),
               redirect: 'manual',
             }),
@@ -409,7 +410,10 @@ class EventIterator implements AsyncIterator<StreamEvent> {
       throw networkError(`The stream was cut: ${describe(error)}`, 'stream_cut', error);
     }
     if (chunk.done) this.end();
-    else if (chunk.value && chunk.value.length > 0) this.feed(chunk.value);
+    else if (chunk.value) {
+      const bytes = toBytes(chunk.value);
+      if (bytes.length > 0) this.feed(bytes);
+    }
   }
 
   private feed(bytes: Uint8Array): void {

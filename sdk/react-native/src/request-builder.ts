@@ -15,6 +15,11 @@ export const SDK_HEADER = `react-native/${SDK_VERSION}`;
 export interface PreparedBody {
   readonly bytes: Uint8Array;
   readonly defaultContentType: string;
+  /**
+   * The same body as a string when it came from one (a string or JSON): handed to fetch as a string, the most portable
+   * body in React Native; fetch encodes it as UTF-8, exactly `bytes`.
+   */
+  readonly text?: string;
 }
 
 /** Query parameters: ordered pairs, or an object (values converted with String()). */
@@ -242,7 +247,7 @@ export class RequestBuilder {
  */
 export function prepareBody(body: unknown): PreparedBody | null {
   if (body === undefined || body === null) return null;
-  if (typeof body === 'string') return { bytes: encodeUtf8(body), defaultContentType: 'application/json' };
+  if (typeof body === 'string') return { bytes: encodeUtf8(body), defaultContentType: 'application/json', ...(isWellFormed(body) ? { text: body } : {}) };
   if (body instanceof Uint8Array) return { bytes: body, defaultContentType: 'application/octet-stream' };
   if (body instanceof ArrayBuffer) return { bytes: new Uint8Array(body), defaultContentType: 'application/octet-stream' };
   if (ArrayBuffer.isView(body)) {
@@ -255,5 +260,17 @@ export function prepareBody(body: unknown): PreparedBody | null {
     throw invalidRequest(`The body cannot be serialized as JSON: ${(error as Error).message}`, 'bad_body');
   }
   if (json === undefined) throw invalidRequest('The body cannot be serialized as JSON.', 'bad_body');
-  return { bytes: encodeUtf8(json), defaultContentType: 'application/json' };
+  return { bytes: encodeUtf8(json), defaultContentType: 'application/json', text: json };
+}
+
+/** True when `text` has no lone surrogate (then every UTF-8 encoder gives exactly the bytes the digest covers). */
+function isWellFormed(text: string): boolean {
+  for (let index = 0; index < text.length; index += 1) {
+    const code = text.charCodeAt(index);
+    if (code < 0xd800 || code > 0xdfff) continue;
+    const next = text.charCodeAt(index + 1);
+    if (code > 0xdbff || !(next >= 0xdc00 && next <= 0xdfff)) return false;
+    index += 1;
+  }
+  return true;
 }

@@ -174,6 +174,15 @@ export function responseHeaders(response: ResponseLike): Array<[string, string]>
   return pairs;
 }
 
+/** A body chunk as bytes: streaming polyfills may hand out ArrayBuffers or (text streaming) strings. */
+export function toBytes(value: unknown): Uint8Array {
+  if (value instanceof Uint8Array) return value;
+  if (typeof value === 'string') return encodeUtf8(value);
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  throw new TypeError('The response body stream delivered something other than bytes.');
+}
+
 /** Concatenates byte chunks. */
 export function concatBytes(chunks: readonly Uint8Array[]): Uint8Array {
   let total = 0;
@@ -199,7 +208,10 @@ export async function readAllBytes(response: ResponseLike, call?: CallController
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
-        if (value && value.length) chunks.push(value);
+        if (value) {
+          const bytes = toBytes(value);
+          if (bytes.length) chunks.push(bytes);
+        }
       }
       return concatBytes(chunks);
     }
