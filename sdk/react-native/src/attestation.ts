@@ -7,7 +7,7 @@
  * - on a simulator or emulator, in a development build only, a development token (`dt_…`, made in the dashboard or
  *   with `tollgate dev-token`) and a device id are traded at `POST /v1/attest/development`.
  */
-import { decodeBase64 as decodeBase64Url } from './base64';
+import { jwsExpiryMs } from './device-token-cache';
 import { mapError, networkError, TollgateError } from './errors';
 import type { RequestBuilder } from './request-builder';
 import { describe, readAllBytes, responseHeaders, type CallController, type FetchFunction, type ResponseLike } from './transport';
@@ -56,21 +56,6 @@ export interface IssuedDeviceToken {
 }
 
 export const DEVICE_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
-
-/** The `exp` claim of a compact JWS, in unix ms, read without verifying the signature; null when unreadable. */
-export function jwsExpiryMs(token: string): number | null {
-  const parts = token.split('.');
-  if (parts.length !== 3) return null;
-  const payload = decodeBase64Url(parts[1]!);
-  if (!payload) return null;
-  try {
-    const claims: unknown = JSON.parse(utf8ToString(payload));
-    const exp = (claims as { exp?: unknown } | null)?.exp;
-    return typeof exp === 'number' && Number.isFinite(exp) ? exp * 1000 : null;
-  } catch {
-    return null;
-  }
-}
 
 /** The attestation exchange over HTTP, platform-free. */
 export class AttestationApi {

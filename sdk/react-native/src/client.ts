@@ -401,9 +401,15 @@ class EventIterator implements AsyncIterator<StreamEvent> {
       }
       return;
     }
+    const reader = this.reader;
+    if (!reader) {
+      // Closed by return() while a next() was pending.
+      this.finished = true;
+      return;
+    }
     let chunk: { done: boolean; value?: Uint8Array | undefined };
     try {
-      chunk = await this.call.race(this.reader!.read());
+      chunk = await this.call.race(reader.read());
     } catch (error) {
       if (error instanceof TollgateError) throw error;
       if (this.call.callerAborted) throw abortedError(error);

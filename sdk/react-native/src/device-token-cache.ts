@@ -3,9 +3,26 @@
  * (single flight); a failed attestation is not cached, so the next call tries again.
  */
 import type { IssuedDeviceToken } from './attestation';
+import { decodeBase64 } from './base64';
+import { utf8ToString } from './utf8';
 
 /** Refresh when less than this remains (or a fifth of the token's lifetime, if that is shorter). */
 export const REFRESH_MARGIN_MS = 60_000;
+
+/** The `exp` claim of a compact JWS, in unix ms, read without verifying the signature; null when unreadable. */
+export function jwsExpiryMs(token: string): number | null {
+  const parts = token.split('.');
+  if (parts.length !== 3) return null;
+  const payload = decodeBase64(parts[1]!);
+  if (!payload) return null;
+  try {
+    const claims: unknown = JSON.parse(utf8ToString(payload));
+    const exp = (claims as { exp?: unknown } | null)?.exp;
+    return typeof exp === 'number' && Number.isFinite(exp) ? exp * 1000 : null;
+  } catch {
+    return null;
+  }
+}
 
 export class DeviceTokenCache {
   private current: IssuedDeviceToken | null = null;

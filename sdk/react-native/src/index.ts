@@ -139,12 +139,11 @@ export {
 export {
   AttestationApi,
   chooseAttestation,
-  jwsExpiryMs,
   type DevelopmentAttestation,
   type IssuedDeviceToken,
   type NativeAttestation,
   type NativeAttestationMethod,
 } from './attestation';
-export { DeviceTokenCache, REFRESH_MARGIN_MS } from './device-token-cache';
+export { DeviceTokenCache, jwsExpiryMs, REFRESH_MARGIN_MS } from './device-token-cache';
 export { sha256, sha256Hex } from './sha256';
 export type { AbortSignalLike, FetchFunction } from './transport';
