@@ -1,0 +1,470 @@
+/**
+ * The client: `{baseUrl}/v1/proxy/{endpoint}` with the Tollgate headers (protocol.md), device tokens by attestation,
+ * gateway errors mapped to {@link TollgateError}, optional retries of `rateLimited`, cancellation by AbortSignal, and
+ * streamed responses parsed per the provider's format.
+ */
+import {
+  attest,
+  AttestationApi,
+  chooseAttestation,
+  DEVICE_ID_PATTERN,
+  type AttestationSource,
+  type DevelopmentAttestation,
+  type NativeAttestation,
+} from './attestation';
+import { DeviceTokenCache } from './device-token-cache';
+import { abortedError, invalidRequest, mapError, networkError, TollgateError } from './errors';
+import { checkHeaderValue, prepareBody, RequestBuilder, SDK_HEADER, type QueryInput } from './request-builder';
+import { createStreamParser, formatForContentType, MalformedStreamError, STREAM_FORMATS, type StreamEvent, type StreamFormat, type StreamParser } from './streams';
+import {
+  CallController,
+  describe,
+  globalFetch,
+  isDevGlobal,
+  readAllBytes,
+  responseHeaders,
+  toBytes,
+  sleep,
+  type AbortSignalLike,
+  type BodyReaderLike,
+  type FetchFunction,
+  type ResponseLike,
+} from './transport';
+import { utf8ToString } from './utf8';
+
+/** Automatic retries of `rateLimited` (the gateway's own 429). Off unless set, for the client or per call. */
+export interface RetryOptions {
+  /** Retries after the first attempt (default 3 when `retry` is given; 0 turns retrying off). */
+  readonly maxRetries?: number;
+  /**
+   * Total seconds the SDK may spend waiting between attempts of one call (default 30 when `retry` is given). A wait
+   * that would go beyond it is not started: the call fails at once with `rateLimited` and its `retryAfter`.
+   */
+  readonly maxWaitSeconds?: number;
+  /** Called before each wait (e.g. to show "busy, retrying in 3 s"). */
+  readonly onRetry?: (info: { readonly attempt: number; readonly delaySeconds: number; readonly error: TollgateError }) => void;
+}
+
+export interface TollgateOptions {
+  /** The app token from the dashboard (`at_…`). It identifies the app; it is not a secret and no provider key is ever in the app. */
+  readonly appToken: string;
+  /** The gateway, e.g. `https://gateway.example.com` (a path prefix is allowed). */
+  readonly baseUrl: string;
+  /** The native attestation module (App Attest on iOS, Play Integrity or key attestation on Android). */
+  readonly attestation?: NativeAttestation;
+  /** Development attestation for simulators and emulators; used only when `isDevelopmentBuild` is true. */
+  readonly development?: DevelopmentAttestation;
+  /** Whether this is a development build; default React Native's `__DEV__`. Development attestation is refused otherwise. */
+  readonly isDevelopmentBuild?: boolean;
+  /** A fetch implementation; default the global fetch. Pass a streaming one (e.g. `fetch` from `expo/fetch`) for incremental streams. */
+  readonly fetch?: FetchFunction;
+  /** Automatic retries of `rateLimited`; off by default. */
+  readonly retry?: RetryOptions;
+  /** Unix ms clock (tests). */
+  readonly clock?: () => number;
+  /** Attest in the background right away so that the first call does not wait (default true). Failures are kept for the first call to report. */
+  readonly warmUp?: boolean;
+}
+
+export interface CallOptions {
+  /** `{provider}/{version}/{path}[?query]`, e.g. `openai/v1/chat/completions`. */
+  readonly endpoint: string;
+  /** HTTP method, default `POST`. */
+  readonly method?: string;
+  /**
+   * The body: an object or array is sent as JSON, a string as UTF-8 (both `Content-Type: application/json` unless you
+   * set one), a Uint8Array or ArrayBuffer as bytes (`application/octet-stream`). Omit for none.
+   */
+  readonly body?: unknown;
+  /** Extra headers for the provider (e.g. `anthropic-version`). `Tollgate-*` names are refused. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Query parameters, appended after any query written in the endpoint. */
+  readonly query?: QueryInput;
+  /** Cancels the call: it then rejects with TollgateError kind `networkError`, reason `aborted`. */
+  readonly signal?: AbortSignalLike;
+  /** Overrides the client's retry options for this call. */
+  readonly retry?: RetryOptions;
+}
+
+export interface RequestOptions extends CallOptions {
+  /** How to read the body; default by Content-Type: JSON → parsed value, text/* → string, anything else → Uint8Array. */
+  readonly format?: 'json' | 'text' | 'bytes';
+}
+
+export interface StreamOptions extends CallOptions {
+  /** The provider's streaming format; default from the response's Content-Type (text/event-stream → sse, NDJSON → ndjson, JSON → json-array, else raw). */
+  readonly format?: StreamFormat;
+}
+
+/** A complete 2xx response. */
+export interface TollgateResponse {
+  readonly status: number;
+  /** Lower-case names. */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: Uint8Array;
+  /** The gateway's `Tollgate-Request-Id`. */
+  readonly requestId?: string;
+  text(): string;
+  json<T = unknown>(): T;
+}
+
+interface ResolvedRetry {
+  readonly maxRetries: number;
+  readonly maxWaitSeconds: number;
+  readonly onRetry?: RetryOptions['onRetry'];
+}
+
+const NO_RETRY: ResolvedRetry = { maxRetries: 0, maxWaitSeconds: 0 };
+
+function resolveRetry(retry: RetryOptions | undefined): ResolvedRetry {
+  if (!retry) return NO_RETRY;
+  const maxRetries = retry.maxRetries ?? 3;
+  const maxWaitSeconds = retry.maxWaitSeconds ?? 30;
+  if (!Number.isFinite(maxRetries) || maxRetries < 0 || !Number.isFinite(maxWaitSeconds) || maxWaitSeconds < 0) {
+    throw invalidRequest('retry.maxRetries and retry.maxWaitSeconds must be non-negative numbers.', 'bad_options');
+  }
+  return { maxRetries: Math.floor(maxRetries), maxWaitSeconds, ...(retry.onRetry ? { onRetry: retry.onRetry } : {}) };
+}
+
+/** Seconds to wait before retry number `retry` (0-based) when the gateway gave no Retry-After: 1, 2, 4, 8 … at most 30. */
+function backoffSeconds(retry: number): number {
+  return Math.min(30, 2 ** retry);
+}
+
+/** Any failure as a TollgateError (an unexpected one becomes networkError, reason `unexpected`). */
+function toTollgateError(error: unknown, call?: CallController): TollgateError {
+  if (error instanceof TollgateError) return error;
+  if (call?.callerAborted) return abortedError(error);
+  return networkError(`Unexpected failure: ${describe(error)}`, 'unexpected', error);
+}
+
+const isJsonType = (type: string) => type === 'application/json' || type.endsWith('+json');
+
+function makeResponse(status: number, headers: Record<string, string>, body: Uint8Array): TollgateResponse {
+  return {
+    status,
+    headers,
+    body,
+    ...(headers['tollgate-request-id'] ? { requestId: headers['tollgate-request-id'] } : {}),
+    text: () => utf8ToString(body),
+    json: <T>() => JSON.parse(utf8ToString(body)) as T,
+  };
+}
+
+/** Reads `response` per `format` (or its Content-Type). */
+function decodeResponse(response: TollgateResponse, format: RequestOptions['format']): unknown {
+  const type = (response.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  const chosen = format ?? (isJsonType(type) ? 'json' : type.startsWith('text/') ? 'text' : 'bytes');
+  if (chosen === 'bytes') return response.body;
+  const text = response.text();
+  if (chosen === 'text') return text;
+  if (chosen !== 'json') throw invalidRequest(`Unknown response format "${String(format)}" (json, text or bytes).`, 'bad_options');
+  if (text.trim() === '') return null;
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw networkError(`The response is not valid JSON: ${describe(error)}`, 'malformed_response', error);
+  }
+}
+
+export class TollgateClient {
+  private readonly builder: RequestBuilder;
+  private readonly fetch: FetchFunction;
+  private readonly clock: () => number;
+  private readonly retry: ResolvedRetry;
+  private readonly source: AttestationSource;
+  private readonly api: AttestationApi;
+  /** The device token cache (exposed for diagnostics and tests). */
+  readonly deviceTokens: DeviceTokenCache;
+
+  constructor(options: TollgateOptions) {
+    if (!options || typeof options !== 'object') throw invalidRequest('Tollgate needs options: { appToken, baseUrl }.', 'bad_options');
+    if (typeof options.appToken !== 'string' || options.appToken.trim() === '') {
+      throw invalidRequest('appToken is required: the app token from the Tollgate dashboard (at_…).', 'bad_options');
+    }
+    this.builder = new RequestBuilder(options.baseUrl, options.appToken, SDK_HEADER);
+    const fetchImpl = options.fetch ?? globalFetch();
+    if (!fetchImpl) throw invalidRequest('No fetch implementation is available: pass `fetch` in the options.', 'bad_options');
+    this.fetch = fetchImpl;
+    const clock = options.clock ?? (() => Date.now());
+    this.clock = () => Math.floor(clock());
+    this.retry = resolveRetry(options.retry);
+    this.source = chooseAttestation({
+      attestation: options.attestation,
+      development: options.development,
+      isDevelopmentBuild: options.isDevelopmentBuild ?? isDevGlobal(),
+    });
+    if (this.source.kind === 'development') {
+      const { deviceId } = this.source.development;
+      if (typeof deviceId !== 'string' || !DEVICE_ID_PATTERN.test(deviceId)) {
+        throw invalidRequest('development.deviceId must be 1–128 letters, digits, ".", "_", ":" or "-".', 'bad_options');
+      }
+      checkHeaderValue('developmentToken', this.source.development.token);
+    }
+    this.api = new AttestationApi(this.builder, this.fetch, this.clock);
+    this.deviceTokens = new DeviceTokenCache(() => attest(this.api, this.source), this.clock);
+    if (options.warmUp ?? true) this.warmUp().catch(() => undefined);
+  }
+
+  /** How this client attests: `native`, `development` or `none`. */
+  get attestationKind(): AttestationSource['kind'] {
+    return this.source.kind;
+  }
+
+  /** Attests now unless a valid device token is cached; rejects with the attestation's TollgateError. */
+  async warmUp(): Promise<void> {
+    try {
+      await this.deviceTokens.token();
+    } catch (error) {
+      throw toTollgateError(error);
+    }
+  }
+
+  /** Sends a request and returns the parsed body: JSON → value, text/* → string, else Uint8Array (see `format`). */
+  async request<T = unknown>(options: RequestOptions): Promise<T> {
+    const format = options?.format;
+    if (format !== undefined && format !== 'json' && format !== 'text' && format !== 'bytes') {
+      throw invalidRequest(`Unknown response format "${String(format)}" (json, text or bytes).`, 'bad_options');
+    }
+    const response = await this.send(options);
+    return decodeResponse(response, options.format) as T;
+  }
+
+  /** Sends a request and returns the whole 2xx response (status, headers, bytes). */
+  async send(options: CallOptions): Promise<TollgateResponse> {
+    const call = new CallController(options?.signal);
+    try {
+      const response = await this.open(options, call);
+      const headers = Object.fromEntries(responseHeaders(response));
+      const body = await call.race(readAllBytes(response, call));
+      return makeResponse(response.status, headers, body);
+    } catch (error) {
+      call.abort();
+      throw toTollgateError(error, call);
+    } finally {
+      call.dispose();
+    }
+  }
+
+  /**
+   * Sends a request and yields events as bytes arrive: `{ type: 'sse', event, data, id, retry }` for SSE,
+   * `{ type: 'json', json }` for NDJSON and JSON-array streams, `{ type: 'bytes', bytes }` for raw. Nothing is sent until
+   * iteration starts. Leaving the loop early (break, return, throw) closes the connection, which makes the gateway
+   * abort the provider request. A cut or malformed stream fails with networkError after the events already complete.
+   */
+  stream(options: StreamOptions): AsyncIterable<StreamEvent> {
+    return { [Symbol.asyncIterator]: () => new EventIterator(this, options) };
+  }
+
+  /** @internal Opens a call and returns the 2xx response head; used by `send` and streams. */
+  async open(options: CallOptions, call: CallController): Promise<ResponseLike> {
+    if (!options || typeof options !== 'object') throw invalidRequest('Pass the call options: { endpoint, method, body }.', 'bad_options');
+    const method = options.method ?? 'POST';
+    const body = prepareBody(options.body);
+    const input = {
+      method,
+      endpoint: options.endpoint,
+      body,
+      ...(options.query ? { query: options.query } : {}),
+      ...(options.headers ? { headers: options.headers } : {}),
+    };
+    // Everything the SDK can refuse is refused before attesting or sending.
+    this.builder.build(input, 'placeholder', this.clock());
+    if (body && body.bytes.length > 0 && /^(GET|HEAD)$/i.test(method)) {
+      throw invalidRequest(`A ${method.toUpperCase()} request cannot have a body.`, 'bad_body');
+    }
+    const retry = options.retry ? resolveRetry(options.retry) : this.retry;
+    let retries = 0;
+    let waitedSeconds = 0;
+    let refreshedToken = false;
+    for (;;) {
+      call.throwIfAborted();
+      try {
+        const token = await call.race(this.deviceTokens.token());
+        const built = this.builder.build(input, token, this.clock());
+        const headers: Record<string, string> = {};
+        for (const [name, value] of built.headers) headers[name] = value;
+        if (this.source.kind === 'native' && this.source.native.assert) {
+          let assertion: string;
+          try {
+            assertion = await call.race(this.source.native.assert(built.digest));
+          } catch (error) {
+            if (error instanceof TollgateError) throw error;
+            throw new TollgateError('attestationFailed', `The device could not sign the request: ${describe(error)}`, { reason: 'assertion_failed', cause: error });
+          }
+          if (assertion) {
+            checkHeaderValue('Tollgate-Assertion', assertion);
+            headers['Tollgate-Assertion'] = assertion;
+          }
+        }
+        let response: ResponseLike;
+        try {
+          response = (await call.race(
+            this.fetch(built.url, {
+              method: built.method,
+              headers,
+              ...(built.body.length > 0 ? { body: body?.text ?? built.body } : {}),
+              ...(call.signal ? { signal: call.signal } : {}),
+              redirect: 'manual',
+            }),
+          )) as ResponseLike;
+        } catch (error) {
+          if (error instanceof TollgateError) throw error;
+          throw networkError(`Could not reach the gateway: ${describe(error)}`, 'unreachable', error);
+        }
+        if (response.status >= 200 && response.status <= 299) return response;
+        const bytes = await call.race(readAllBytes(response, call));
+        const error = mapError(response.status, responseHeaders(response), bytes, this.clock())!;
+        if (error.kind === 'attestationFailed' && !refreshedToken) {
+          // The token may have been revoked or expired early: attest once more and resend.
+          refreshedToken = true;
+          this.deviceTokens.invalidate(token);
+          continue;
+        }
+        throw error;
+      } catch (error) {
+        if (error instanceof TollgateError && error.kind === 'rateLimited' && retries < retry.maxRetries) {
+          const delay = error.retryAfter ?? backoffSeconds(retries);
+          if (waitedSeconds + delay <= retry.maxWaitSeconds) {
+            retries += 1;
+            retry.onRetry?.({ attempt: retries, delaySeconds: delay, error });
+            await sleep(delay * 1000, options.signal);
+            waitedSeconds += delay;
+            continue;
+          }
+        }
+        throw error;
+      }
+    }
+  }
+}
+
+/** Iterates one streamed response. Not safe for concurrent `next()` calls (for-await never makes them). */
+class EventIterator implements AsyncIterator<StreamEvent> {
+  private readonly call: CallController;
+  private readonly queue: StreamEvent[] = [];
+  private started = false;
+  private finished = false;
+  private failure: TollgateError | null = null;
+  private reader: BodyReaderLike | null = null;
+  private parser: StreamParser | null = null;
+
+  constructor(
+    private readonly client: TollgateClient,
+    private readonly options: StreamOptions,
+  ) {
+    this.call = new CallController(options?.signal);
+  }
+
+  async next(): Promise<IteratorResult<StreamEvent>> {
+    try {
+      while (this.queue.length === 0 && !this.finished && !this.failure) await this.pump();
+    } catch (error) {
+      this.fail(
+        error instanceof MalformedStreamError
+          ? networkError(`The stream is malformed: ${error.message}`, 'malformed_stream', error)
+          : toTollgateError(error, this.call),
+      );
+    }
+    if (this.queue.length > 0) return { done: false, value: this.queue.shift()! };
+    if (this.failure) {
+      const failure = this.failure;
+      this.failure = null;
+      this.finished = true;
+      throw failure;
+    }
+    return { done: true, value: undefined };
+  }
+
+  async return(): Promise<IteratorResult<StreamEvent>> {
+    this.close();
+    return { done: true, value: undefined };
+  }
+
+  private async pump(): Promise<void> {
+    if (!this.started) {
+      this.started = true;
+      const format = this.options?.format;
+      if (format !== undefined && !STREAM_FORMATS.includes(format)) {
+        throw invalidRequest(`Unknown stream format "${String(format)}" (known: ${STREAM_FORMATS.join(', ')}).`, 'bad_options');
+      }
+      const response = await this.client.open(this.options, this.call);
+      this.parser = createStreamParser(format ?? formatForContentType(response.headers.get('content-type')));
+      const body = response.body;
+      if (body && typeof body.getReader === 'function') {
+        this.reader = body.getReader();
+      } else {
+        // No streaming support in this fetch (React Native's built-in fetch): the body arrives whole.
+        const bytes = await this.call.race(readAllBytes(response, this.call));
+        this.feed(bytes);
+        this.end();
+      }
+      return;
+    }
+    const reader = this.reader;
+    if (!reader) {
+      // Closed by return() while a next() was pending.
+      this.finished = true;
+      return;
+    }
+    let chunk: { done: boolean; value?: Uint8Array | undefined };
+    try {
+      chunk = await this.call.race(reader.read());
+    } catch (error) {
+      if (error instanceof TollgateError) throw error;
+      if (this.call.callerAborted) throw abortedError(error);
+      throw networkError(`The stream was cut: ${describe(error)}`, 'stream_cut', error);
+    }
+    if (chunk.done) this.end();
+    else if (chunk.value) {
+      const bytes = toBytes(chunk.value);
+      if (bytes.length > 0) this.feed(bytes);
+    }
+  }
+
+  private feed(bytes: Uint8Array): void {
+    const events: StreamEvent[] = [];
+    try {
+      this.parser!.feed(bytes, events);
+    } finally {
+      this.queue.push(...events);
+    }
+  }
+
+  private end(): void {
+    const events: StreamEvent[] = [];
+    try {
+      this.parser!.finish(events);
+    } finally {
+      this.queue.push(...events);
+    }
+    this.finished = true;
+    this.release();
+  }
+
+  private fail(error: TollgateError): void {
+    this.failure = error;
+    this.close(false);
+  }
+
+  /** Closes the connection (aborting it when it is still open). */
+  private close(markFinished = true): void {
+    if (markFinished) this.finished = true;
+    if (!this.started) this.started = true;
+    const reader = this.reader;
+    this.reader = null;
+    if (reader) reader.cancel().catch(() => undefined);
+    this.call.abort();
+    this.call.dispose();
+  }
+
+  private release(): void {
+    this.reader = null;
+    this.call.dispose();
+  }
+}
+
+/** A new, independent client (the `Tollgate` singleton wraps one). Throws TollgateError `invalidRequest` for bad options. */
+export function createTollgateClient(options: TollgateOptions): TollgateClient {
+  return new TollgateClient(options);
+}

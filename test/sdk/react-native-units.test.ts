@@ -1,0 +1,388 @@
+/**
+ * React Native SDK units the vectors do not pin: the pure-TS SHA-256, UTF-8 and base64 against Node's, the device
+ * token cache, native attestation and assertions, response decoding, and fetch implementations without streaming.
+ */
+import { expect } from 'chai';
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  createTollgateClient,
+  DeviceTokenCache,
+  jwsExpiryMs,
+  parseHttpDate,
+  parseRetryAfter,
+  sha256Hex,
+  TollgateError,
+  type IssuedDeviceToken,
+  type NativeAttestation,
+  type StreamEvent,
+} from '../../sdk/react-native/src';
+import { decodeBase64, encodeBase64 } from '../../sdk/react-native/src/base64';
+import { decodeUtf8, encodeUtf8 } from '../../sdk/react-native/src/utf8';
+
+const BASE = 'https://gateway.example.com';
+const APP_TOKEN = 'at_0123456789abcdefghijABCDEFGHIJkl';
+
+/** A compact JWS-shaped token with `exp` (seconds); the signature is not checked by the SDK. */
+function jws(claims: Record<string, unknown>): string {
+  const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  return `${part({ alg: 'EdDSA', typ: 'JWT' })}.${part(claims)}.c2ln`;
+}
+
+async function rejection(promise: Promise<unknown>): Promise<TollgateError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).to.be.instanceOf(TollgateError);
+    return error as TollgateError;
+  }
+  throw new Error('expected a rejection');
+}
+
+const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
+
+describe('react-native SDK: units', () => {
+  describe('SHA-256', () => {
+    it('matches node:crypto for lengths around every padding boundary and random data', () => {
+      for (const length of [0, 1, 3, 55, 56, 57, 63, 64, 65, 119, 120, 127, 128, 129, 1000, 70_000]) {
+        const data = randomBytes(length);
+        expect(sha256Hex(new Uint8Array(data)), `length ${length}`).to.equal(createHash('sha256').update(data).digest('hex'));
+      }
+    });
+    it('hashes strings as UTF-8', () => {
+      const text = 'Héllo 日本 🎉';
+      expect(sha256Hex(text)).to.equal(createHash('sha256').update(text, 'utf8').digest('hex'));
+      expect(sha256Hex('')).to.equal('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+    });
+  });
+
+  describe('UTF-8', () => {
+    it('encodes like Buffer, lone surrogates as U+FFFD', () => {
+      for (const text of ['', 'ascii', 'é', '日本語', '🎉x', '\u0000\u007f\u0080\u07ff\u0800\uffff', 'a\ud800b', '\udc00']) {
+        expect(Buffer.from(encodeUtf8(text)).equals(Buffer.from(text, 'utf8')), JSON.stringify(text)).to.equal(true);
+      }
+    });
+    it('decodes random and adversarial bytes exactly like TextDecoder (replacement and fatal)', () => {
+      const samples: Uint8Array[] = [
+        Uint8Array.of(0xc0, 0x80),
+        Uint8Array.of(0xe0, 0x80, 0x80),
+        Uint8Array.of(0xed, 0xa0, 0x80),
+        Uint8Array.of(0xf4, 0x90, 0x80, 0x80),
+        Uint8Array.of(0xf0, 0x9f, 0x8e),
+        Uint8Array.of(0xe6, 0x97, 0x41),
+        Uint8Array.of(0xff, 0xfe, 0x41),
+        Uint8Array.of(0xef, 0xbb, 0xbf, 0x41),
+      ];
+      for (let index = 0; index < 2000; index += 1) samples.push(new Uint8Array(randomBytes(1 + (index % 12))));
+      // Mostly-valid text with a few flipped bytes.
+      for (let index = 0; index < 300; index += 1) {
+        const bytes = new Uint8Array(Buffer.from('héllo 日本 🎉 wörld', 'utf8'));
+        bytes[index % bytes.length] = index & 0xff;
+        samples.push(bytes);
+      }
+      const loose = new TextDecoder('utf-8', { ignoreBOM: true });
+      const fatal = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+      for (const sample of samples) {
+        expect(decodeUtf8(sample), Buffer.from(sample).toString('hex')).to.equal(loose.decode(sample));
+        let expected: string | null;
+        try {
+          expected = fatal.decode(sample);
+        } catch {
+          expected = null;
+        }
+        expect(decodeUtf8(sample, true), `fatal ${Buffer.from(sample).toString('hex')}`).to.equal(expected);
+      }
+    });
+  });
+
+  describe('base64', () => {
+    it('round-trips and reads base64url without padding', () => {
+      for (let length = 0; length < 40; length += 1) {
+        const data = randomBytes(length);
+        expect(encodeBase64(new Uint8Array(data))).to.equal(data.toString('base64'));
+        expect(Buffer.from(decodeBase64(data.toString('base64'))!).equals(data)).to.equal(true);
+        expect(Buffer.from(decodeBase64(data.toString('base64url'))!).equals(data)).to.equal(true);
+      }
+      expect(decodeBase64('a$b=')).to.equal(null);
+    });
+  });
+
+  describe('Retry-After and HTTP dates', () => {
+    it('reads the three HTTP-date forms', () => {
+      const expected = Date.UTC(1994, 10, 6, 8, 49, 37);
+      expect(parseHttpDate('Sun, 06 Nov 1994 08:49:37 GMT')).to.equal(expected);
+      expect(parseHttpDate('Sunday, 06-Nov-94 08:49:37 GMT')).to.equal(expected);
+      expect(parseHttpDate('Sun Nov  6 08:49:37 1994')).to.equal(expected);
+      expect(parseHttpDate('Sun, 31 Feb 1994 08:49:37 GMT')).to.equal(null);
+      expect(parseHttpDate('Sun, 06 Nov 1994 08:49:37 PST')).to.equal(null);
+    });
+    it('gives whole seconds, rounded up, never negative', () => {
+      const now = Date.UTC(1994, 10, 6, 8, 49, 0, 250);
+      expect(parseRetryAfter('Sun, 06 Nov 1994 08:49:37 GMT', now)).to.equal(37);
+      expect(parseRetryAfter('Sun, 06 Nov 1994 08:40:00 GMT', now)).to.equal(0);
+      expect(parseRetryAfter('120', now)).to.equal(120);
+      expect(parseRetryAfter('-1', now)).to.equal(undefined);
+      expect(parseRetryAfter('1.5', now)).to.equal(undefined);
+      expect(parseRetryAfter(undefined, now)).to.equal(undefined);
+    });
+  });
+
+  describe('device token cache', () => {
+    const issued = (token: string, now: number, lifetimeMs = 3_600_000): IssuedDeviceToken => ({
+      token,
+      receivedAtMs: now,
+      expiresAtMs: now + lifetimeMs,
+      method: 'development',
+    });
+
+    it('reads exp from the JWS payload without verifying it', () => {
+      expect(jwsExpiryMs(jws({ exp: 1_764_000_000 }))).to.equal(1_764_000_000_000);
+      expect(jwsExpiryMs('not.a.jws!')).to.equal(null);
+      expect(jwsExpiryMs(jws({ sub: 'x' }))).to.equal(null);
+    });
+
+    it('reuses the token until less than 60 s remain, then attests again', async () => {
+      let now = 1_000_000;
+      let count = 0;
+      const cache = new DeviceTokenCache(async () => issued(`t${++count}`, now), () => now);
+      expect(await cache.token()).to.equal('t1');
+      now += 3_600_000 - 60_001;
+      expect(await cache.token()).to.equal('t1');
+      now += 2;
+      expect(await cache.token()).to.equal('t2');
+    });
+
+    it('uses a fifth of the lifetime as margin for short-lived tokens', async () => {
+      let now = 0;
+      let count = 0;
+      const cache = new DeviceTokenCache(async () => issued(`t${++count}`, now, 100_000), () => now);
+      expect(await cache.token()).to.equal('t1');
+      now = 79_999;
+      expect(await cache.token()).to.equal('t1');
+      now = 80_000;
+      expect(await cache.token()).to.equal('t2');
+    });
+
+    it('shares one attestation between concurrent callers and does not cache a failure', async () => {
+      let release: () => void = () => undefined;
+      let calls = 0;
+      let fail = true;
+      const cache = new DeviceTokenCache(async () => {
+        calls += 1;
+        await new Promise<void>((resolve) => (release = resolve));
+        if (fail) throw new TollgateError('networkError', 'offline', { reason: 'unreachable' });
+        return issued('good', 0);
+      }, () => 0);
+      const first = Promise.allSettled([cache.token(), cache.token(), cache.token()]);
+      await new Promise((resolve) => setImmediate(resolve));
+      release();
+      const results = await first;
+      expect(results.map((result) => result.status)).to.deep.equal(['rejected', 'rejected', 'rejected']);
+      expect(calls).to.equal(1);
+      fail = false;
+      const second = Promise.all([cache.token(), cache.token()]);
+      await new Promise((resolve) => setImmediate(resolve));
+      release();
+      expect(await second).to.deep.equal(['good', 'good']);
+      expect(calls).to.equal(2);
+    });
+
+    it('invalidates only the token that is still cached', async () => {
+      let count = 0;
+      const cache = new DeviceTokenCache(async () => issued(`t${++count}`, 0), () => 0);
+      expect(await cache.token()).to.equal('t1');
+      cache.invalidate('t0');
+      expect(await cache.token()).to.equal('t1');
+      cache.invalidate('t1');
+      expect(await cache.token()).to.equal('t2');
+    });
+  });
+
+  describe('client', () => {
+    interface Sent {
+      url: string;
+      method: string;
+      headers: Record<string, string>;
+      body?: Uint8Array;
+    }
+
+    it('attests with the native module: challenge, attest, exchange; signs the digest as Tollgate-Assertion', async () => {
+      const sent: Sent[] = [];
+      const challenges: string[] = [];
+      const digests: string[] = [];
+      const native: NativeAttestation = {
+        platform: 'android',
+        async attest(challenge) {
+          challenges.push(challenge);
+          return { method: 'android-key-attestation', body: { challenge, chain: ['leaf', 'root'] } };
+        },
+        async assert(digest) {
+          digests.push(digest);
+          return `sig-${digest.slice(0, 8)}`;
+        },
+      };
+      const token = jws({ exp: Math.floor(Date.now() / 1000) + 3600 });
+      const client = createTollgateClient({
+        appToken: APP_TOKEN,
+        baseUrl: BASE,
+        attestation: native,
+        warmUp: false,
+        fetch: async (url: string, init: Sent) => {
+          sent.push({ ...init, url });
+          if (url.endsWith('/v1/attest/challenge')) return json(200, { challenge: 'Y2hhbGxlbmdl', expiresAt: new Date().toISOString() });
+          if (url.endsWith('/v1/attest/android-key-attestation')) return json(200, { deviceToken: token, expiresIn: 3600 });
+          return json(200, { ok: true });
+        },
+      });
+      expect(client.attestationKind).to.equal('native');
+      expect(await client.request({ endpoint: 'openai/v1/chat/completions', body: { a: 1 } })).to.deep.equal({ ok: true });
+      expect(sent.map((call) => call.url)).to.deep.equal([
+        `${BASE}/v1/attest/challenge`,
+        `${BASE}/v1/attest/android-key-attestation`,
+        `${BASE}/v1/proxy/openai/v1/chat/completions`,
+      ]);
+      expect(sent[0]!.headers).to.deep.equal({ 'Tollgate-App-Token': APP_TOKEN, 'Tollgate-SDK': 'react-native/1.2.0' });
+      expect(JSON.parse(Buffer.from(sent[1]!.body!).toString())).to.deep.equal({ challenge: 'Y2hhbGxlbmdl', chain: ['leaf', 'root'] });
+      expect(challenges).to.deep.equal(['Y2hhbGxlbmdl']);
+      const proxy = sent[2]!;
+      expect(proxy.headers['Tollgate-Device-Token']).to.equal(token);
+      const time = proxy.headers['Tollgate-Request-Time']!;
+      const bodyHash = createHash('sha256').update('{"a":1}').digest('hex');
+      const digest = createHash('sha256').update(`POST\n/v1/proxy/openai/v1/chat/completions\n${time}\n${bodyHash}`).digest('hex');
+      expect(digests).to.deep.equal([digest]);
+      expect(proxy.headers['Tollgate-Assertion']).to.equal(`sig-${digest.slice(0, 8)}`);
+    });
+
+    it('reports a failing native attestation as attestationFailed with the native error code', async () => {
+      const client = createTollgateClient({
+        appToken: APP_TOKEN,
+        baseUrl: BASE,
+        warmUp: false,
+        attestation: {
+          platform: 'ios',
+          attest: async () => {
+            throw Object.assign(new Error('App Attest is not supported on this device'), { code: 'app_attest_unsupported' });
+          },
+        },
+        fetch: async () => json(200, { challenge: 'Y2g' }),
+      });
+      const error = await rejection(client.request({ endpoint: 'openai/v1/models', method: 'GET' }));
+      expect(error.kind).to.equal('attestationFailed');
+      expect(error.reason).to.equal('app_attest_unsupported');
+    });
+
+    it('attests again once when the gateway refuses the device token, then resends', async () => {
+      let attestations = 0;
+      let proxyCalls = 0;
+      const client = createTollgateClient({
+        appToken: APP_TOKEN,
+        baseUrl: BASE,
+        development: { token: 'dt_x', deviceId: 'sim-1' },
+        isDevelopmentBuild: true,
+        warmUp: false,
+        fetch: async (url: string, init: Sent) => {
+          if (url.includes('/v1/attest/')) {
+            attestations += 1;
+            return json(200, { deviceToken: jws({ exp: Math.floor(Date.now() / 1000) + 3600, n: attestations }) });
+          }
+          proxyCalls += 1;
+          if (proxyCalls === 1) {
+            return json(403, { error: { type: 'attestationFailed', message: 'The device token has expired.', requestId: 'r1' } }, { 'tollgate-error': 'attestationFailed' });
+          }
+          return json(200, { token: init.headers['Tollgate-Device-Token'] });
+        },
+      });
+      const answer = (await client.request({ endpoint: 'openai/v1/models', method: 'GET' })) as { token: string };
+      expect(attestations).to.equal(2);
+      expect(proxyCalls).to.equal(2);
+      expect(jwsExpiryMs(answer.token)).to.be.a('number');
+      expect(JSON.parse(Buffer.from(answer.token.split('.')[1]!, 'base64url').toString()).n).to.equal(2);
+    });
+
+    it('decodes JSON, text and bytes by Content-Type, or as asked', async () => {
+      const replies: Record<string, Response> = {};
+      const client = createTollgateClient({
+        appToken: APP_TOKEN,
+        baseUrl: BASE,
+        development: { token: 'dt_x', deviceId: 'sim-1' },
+        isDevelopmentBuild: true,
+        warmUp: false,
+        fetch: async (url: string) => {
+          if (url.includes('/v1/attest/')) return json(200, { deviceToken: jws({ exp: Math.floor(Date.now() / 1000) + 3600 }) });
+          const key = url.split('/').pop()!;
+          return replies[key]!;
+        },
+      });
+      const call = (path: string, reply: Response, format?: 'json' | 'text' | 'bytes') => {
+        replies[path] = reply;
+        return client.request({ endpoint: `openai/v1/${path}`, method: 'GET', ...(format ? { format } : {}) });
+      };
+      expect(await call('a', new Response('{"x":1}', { headers: { 'content-type': 'application/json; charset=utf-8' } }))).to.deep.equal({ x: 1 });
+      expect(await call('b', new Response('hello', { headers: { 'content-type': 'text/plain' } }))).to.equal('hello');
+      const bytes = await call('c', new Response(Uint8Array.of(1, 2, 3), { headers: { 'content-type': 'audio/mpeg' } }));
+      expect(bytes).to.be.instanceOf(Uint8Array);
+      expect(Array.from(bytes as Uint8Array)).to.deep.equal([1, 2, 3]);
+      expect(await call('d', new Response('{"x":1}', { headers: { 'content-type': 'text/plain' } }), 'json')).to.deep.equal({ x: 1 });
+      expect(await call('e', new Response(null, { status: 204, headers: { 'content-type': 'application/json' } }))).to.equal(null);
+      const malformed = await rejection(call('f', new Response('{oops', { headers: { 'content-type': 'application/json' } })));
+      expect(malformed.kind).to.equal('networkError');
+      expect(malformed.reason).to.equal('malformed_response');
+    });
+
+    it('parses a stream from a fetch without streaming bodies (React Native built-in fetch)', async () => {
+      const client = createTollgateClient({
+        appToken: APP_TOKEN,
+        baseUrl: BASE,
+        development: { token: 'dt_x', deviceId: 'sim-1' },
+        isDevelopmentBuild: true,
+        warmUp: false,
+        // Shaped like whatwg-fetch in React Native: no `body`, only arrayBuffer/text.
+        fetch: async (url: string) => {
+          const real = url.includes('/v1/attest/')
+            ? json(200, { deviceToken: jws({ exp: Math.floor(Date.now() / 1000) + 3600 }) })
+            : new Response('{"a":1}\n{"b":2}\n', { headers: { 'content-type': 'application/x-ndjson' } });
+          return { status: real.status, headers: real.headers, body: null, arrayBuffer: () => real.arrayBuffer(), text: () => real.text() };
+        },
+      });
+      const events: StreamEvent[] = [];
+      for await (const event of client.stream({ endpoint: 'cohere/v2/chat', body: { stream: true } })) events.push(event);
+      expect(events).to.deep.equal([
+        { type: 'json', json: { a: 1 } },
+        { type: 'json', json: { b: 2 } },
+      ]);
+    });
+
+    it('refuses bad options and GET bodies as invalidRequest', async () => {
+      const make = (extra: Record<string, unknown>) => () =>
+        createTollgateClient({ appToken: APP_TOKEN, baseUrl: BASE, warmUp: false, fetch: async () => json(200, {}), ...extra });
+      expect(make({ baseUrl: 'ftp://x' })).to.throw(TollgateError);
+      expect(make({ appToken: '' })).to.throw(TollgateError);
+      expect(make({ development: { token: 'dt_x', deviceId: 'bad id!' }, isDevelopmentBuild: true })).to.throw(TollgateError);
+      expect(make({ retry: { maxRetries: -1 } })).to.throw(TollgateError);
+      const client = make({ development: { token: 'dt_x', deviceId: 'sim-1' }, isDevelopmentBuild: true })();
+      const error = await rejection(client.request({ endpoint: 'openai/v1/models', method: 'GET', body: { a: 1 } }));
+      expect(error.kind).to.equal('invalidRequest');
+    });
+
+    it('fails at once when Retry-After is unknown and the budget has no room for the backoff', async () => {
+      let calls = 0;
+      const client = createTollgateClient({
+        appToken: APP_TOKEN,
+        baseUrl: BASE,
+        development: { token: 'dt_x', deviceId: 'sim-1' },
+        isDevelopmentBuild: true,
+        warmUp: false,
+        retry: { maxRetries: 5, maxWaitSeconds: 0.5 },
+        fetch: async (url: string) => {
+          if (url.includes('/v1/attest/')) return json(200, { deviceToken: jws({ exp: Math.floor(Date.now() / 1000) + 3600 }) });
+          calls += 1;
+          return json(429, { error: { type: 'rateLimited', message: 'Slow down.', requestId: 'r' } }, { 'tollgate-error': 'rateLimited' });
+        },
+      });
+      const error = await rejection(client.request({ endpoint: 'openai/v1/models', method: 'GET' }));
+      expect(error.kind).to.equal('rateLimited');
+      expect(error.retryAfter).to.equal(undefined);
+      expect(calls).to.equal(1);
+    });
+  });
+});
