@@ -54,8 +54,8 @@ const indent = (text: string, spaces: number) => text.split('\n').map((line) => 
 function swift(request: IntegrationRequest, endpoint: string, example: CapabilityExample) {
   const body = example.body ? `, body: ${JSON.stringify(JSON.stringify(example.body))}.data(using: .utf8)` : '';
   const call = example.streams
-    ? `for try await event in Tollgate.shared.stream(endpoint: "${endpoint}", method: "${example.method}"${body}) {\n    handle(event)   // parsed per the provider's streaming format\n}`
-    : `let response = try await Tollgate.shared.request(endpoint: "${endpoint}", method: "${example.method}"${body})\nhandle(response)`;
+    ? `for try await event in Tollgate.stream(endpoint: "${endpoint}", method: "${example.method}"${body}) {\n    handle(event)   // parsed per the provider's streaming format\n}`
+    : `let response = try await Tollgate.request(endpoint: "${endpoint}", method: "${example.method}"${body})\nhandle(response)`;
   return {
     language: 'swift' as const,
     initializationPlace: 'your App initializer (or application(_:didFinishLaunchingWithOptions:)), before any request',
@@ -65,15 +65,15 @@ function swift(request: IntegrationRequest, endpoint: string, example: Capabilit
 }
 
 function kotlin(request: IntegrationRequest, endpoint: string, example: CapabilityExample) {
-  const body = example.body ? `, body = """${JSON.stringify(example.body)}"""` : '';
+  const body = example.body ? `,\n    body = RequestBody.Text("""${JSON.stringify(example.body)}"""),` : ',';
   const call = example.streams
-    ? `Tollgate.stream(endpoint = "${endpoint}", method = "${example.method}"${body}).collect { event ->\n    handle(event) // parsed per the provider's streaming format\n}`
-    : `val response = Tollgate.request(endpoint = "${endpoint}", method = "${example.method}"${body})\nhandle(response)`;
+    ? `Tollgate.stream(\n    method = "${example.method}",\n    endpoint = "${endpoint}"${body}\n    format = StreamFormat.SSE,\n).collect { event ->\n    handle(event) // parsed per the provider's streaming format\n}`
+    : `val response = Tollgate.request(\n    method = "${example.method}",\n    endpoint = "${endpoint}"${body}\n)\nhandle(response)`;
   return {
     language: 'kotlin' as const,
     initializationPlace: 'Application.onCreate, with the application context',
-    initialization: `import dev.tollgate.Tollgate\n\nclass MyApplication : Application() {\n    override fun onCreate() {\n        super.onCreate()\n        Tollgate.initialize(applicationContext, "${request.appToken}", baseUrl = "${request.baseUrl}")\n    }\n}`,
-    request: `suspend fun call${request.provider.name.replace(/\W/g, '')}() {\n    try {\n${indent(call, 8)}\n    } catch (error: TollgateError) {\n        when (error) {\n            is TollgateError.AttestationFailed -> { /* not the genuine app on a real device, or revoked */ }\n            is TollgateError.Unauthorized -> { /* wrong, rotated or disabled app token */ }\n            is TollgateError.RateLimited -> { /* wait error.retryAfter seconds */ }\n            is TollgateError.SecretNotFound -> { /* no key for this provider on the gateway yet */ }\n            is TollgateError.NetworkError -> { /* offline or provider unreachable: offer a retry */ }\n            is TollgateError.InvalidRequest -> { /* a bug in the request: log error.message */ }\n            is TollgateError.ProviderError -> { /* the provider answered error.status with error.body */ }\n        }\n    }\n}`,
+    initialization: `import dev.tollgate.Tollgate\nimport dev.tollgate.TollgateConfiguration\n\nclass MyApplication : Application() {\n    override fun onCreate() {\n        super.onCreate()\n        Tollgate.initialize(this, "${request.appToken}", TollgateConfiguration(gatewayUrl = "${request.baseUrl}"))\n    }\n}`,
+    request: `import dev.tollgate.Tollgate\nimport dev.tollgate.core.RequestBody\nimport dev.tollgate.core.StreamFormat\nimport dev.tollgate.core.TollgateError\n\nsuspend fun call${request.provider.name.replace(/\W/g, '')}() {\n    try {\n${indent(call, 8)}\n    } catch (error: TollgateError) {\n        when (error) {\n            is TollgateError.AttestationFailed -> { /* not the genuine app on a real device, or revoked */ }\n            is TollgateError.Unauthorized -> { /* wrong, rotated or disabled app token */ }\n            is TollgateError.RateLimited -> { /* wait error.retryAfterSeconds seconds */ }\n            is TollgateError.SecretNotFound -> { /* no key for this provider on the gateway yet */ }\n            is TollgateError.NetworkError -> { /* offline or provider unreachable: offer a retry */ }\n            is TollgateError.InvalidRequest -> { /* a bug in the request: log error.message */ }\n            is TollgateError.ProviderError -> { /* the provider answered error.status with error.body */ }\n        }\n    }\n}`,
   };
 }
 

@@ -22,7 +22,7 @@ const TOOLS = [
 ];
 const INITIALIZATION: Record<string, RegExp> = {
   ios: /Tollgate\.configure\(appToken: "at_/,
-  android: /Tollgate\.initialize\(applicationContext, "at_/,
+  android: /Tollgate\.initialize\(this, "at_[^"]*", TollgateConfiguration\(gatewayUrl = /,
   flutter: /await Tollgate\.initialize\('at_/,
   'react-native': /await Tollgate\.initialize\(\{ appToken: 'at_/,
 };
