@@ -17,4 +17,4 @@ dependencyResolutionManagement {
 }
 
 rootProject.name = "tollgate-android"
-include(":core", ":tollgate")
+include(":core", ":tollgate", ":example")
