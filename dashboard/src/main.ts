@@ -184,6 +184,15 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
       field('Android package', h('input', { name: 'androidPackage', value: text(app.settings.androidPackage), placeholder: 'com.example.app' })),
       field('Android signing certificate SHA-256', h('input', { name: 'androidCertSha256', value: text(app.settings.androidCertSha256) })),
       checkbox('Allow development attestation (refused in production)', 'allowDevelopmentAttestation', app.settings.allowDevelopmentAttestation === true),
+      checkbox('Accept App Attest keys from Xcode’s development environment (refused in production)', 'allowAppAttestDevelopment', app.settings.allowAppAttestDevelopment === true),
+      field(
+        'Assertion mode (App Attest)',
+        h('select', { name: 'assertionMode' }, ...[['exchange', 'When a device token is issued or refreshed'], ['every-request', 'On every request (Tollgate-Assertion)']].map(([value, label]) => h('option', { value, selected: app.settings.assertionMode === value }, label ?? ''))),
+      ),
+      field(
+        'Play Integrity device verdict required',
+        h('select', { name: 'playIntegrityDeviceVerdict' }, ...['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY', 'MEETS_STRONG_INTEGRITY'].map((value) => h('option', { value, selected: app.settings.playIntegrityDeviceVerdict === value }, value))),
+      ),
       field('Device token lifetime (seconds)', h('input', { name: 'deviceTokenTtlSeconds', type: 'number', min: 60, value: text(app.settings.deviceTokenTtlSeconds) })),
       field('Allowed providers (comma-separated slugs; empty allows all)', h('input', { name: 'allowedProviders', value: ((app.settings.allowedProviders as string[] | undefined) ?? []).join(', ') })),
       h('button', { type: 'submit', class: 'primary' }, 'Save settings'),
@@ -211,7 +220,13 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
       rotated,
       h('h2', {}, 'Settings and attestation policy'),
       onSubmit(settings, async (values) => {
-        const patch: Record<string, unknown> = { name: values.name, allowDevelopmentAttestation: values.allowDevelopmentAttestation };
+        const patch: Record<string, unknown> = {
+          name: values.name,
+          allowDevelopmentAttestation: values.allowDevelopmentAttestation,
+          allowAppAttestDevelopment: values.allowAppAttestDevelopment,
+          assertionMode: values.assertionMode,
+          playIntegrityDeviceVerdict: values.playIntegrityDeviceVerdict,
+        };
         for (const key of ['appleAppId', 'androidPackage', 'androidCertSha256'] as const) if (values[key]) patch[key] = values[key];
         if (values.deviceTokenTtlSeconds) patch.deviceTokenTtlSeconds = Number(values.deviceTokenTtlSeconds);
         // Empty means "no narrowing" (null clears the setting); an empty list would allow nothing.
@@ -225,7 +240,18 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
   },
 
   async secrets(app) {
-    const [secrets, catalog] = await Promise.all([api<Secret[]>('GET', `/apps/${app.id}/secrets`), loadProviders()]);
+    const [secrets, catalog, attestationSecrets] = await Promise.all([
+      api<Secret[]>('GET', `/apps/${app.id}/secrets`),
+      loadProviders(),
+      api<Array<{ name: string; masked: string; updatedAt: string }>>('GET', `/apps/${app.id}/attestation-secrets`),
+    ]);
+    const attestationForm = h(
+      'form',
+      { 'aria-label': 'Set an attestation credential' },
+      field('Credential', h('select', { name: 'name' }, ...[['play-integrity-decryption-key', 'Play Integrity decryption key (base64)'], ['play-integrity-verification-key', 'Play Integrity verification key (base64)'], ['play-integrity-service-account', 'Service-account JSON (standard requests)']].map(([value, label]) => h('option', { value }, label ?? '')))),
+      field('Value', h('textarea', { name: 'value', rows: 3, autocomplete: 'off', required: true }), 'Stored encrypted; never shown again.'),
+      h('button', { type: 'submit' }, 'Save credential'),
+    );
     const form = h(
       'form',
       { 'aria-label': 'Set a provider key' },
@@ -250,6 +276,17 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
       onSubmit(form, async (values) => {
         await api('PUT', `/apps/${app.id}/secrets/${encodeURIComponent(String(values.provider))}`, { value: values.value, ...(values.baseUrl ? { baseUrl: values.baseUrl } : {}) });
         say(`The ${String(values.provider)} key is saved.`);
+        await route();
+      }),
+      h('h2', {}, 'Attestation credentials (Play Integrity)'),
+      table(
+        ['Credential', 'Value', 'Updated'],
+        attestationSecrets.map((secret) => [secret.name, h('code', {}, secret.masked), new Date(secret.updatedAt).toLocaleString()]),
+        attestationSecrets.length ? undefined : 'None yet: Play Integrity needs the keys from Play Console (classic) or a service account (standard).',
+      ),
+      onSubmit(attestationForm, async (values) => {
+        await api('PUT', `/apps/${app.id}/attestation-secrets/${encodeURIComponent(String(values.name))}`, { value: values.value });
+        say(`${String(values.name)} is saved.`);
         await route();
       }),
     ];
