@@ -18,7 +18,7 @@ public struct RequestBody: Sendable, Equatable {
     }
 
     /// An `Encodable` value encoded as JSON (`application/json`).
-    public static func json<T: Encodable>(_ value: T, encoder: JSONEncoder = JSONEncoder()) throws -> RequestBody {
+    public static func json<T: Encodable>(encoding value: T, encoder: JSONEncoder = JSONEncoder()) throws -> RequestBody {
         RequestBody(data: try encoder.encode(value), defaultContentType: "application/json")
     }
 
