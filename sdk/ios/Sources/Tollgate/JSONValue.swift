@@ -32,6 +32,18 @@ public enum JSONValue: Sendable, Equatable {
         return nil
     }
 
+    /// The elements of an array, else nil.
+    public var arrayValue: [JSONValue]? {
+        if case .array(let elements) = self { return elements }
+        return nil
+    }
+
+    /// The members of an object, else nil.
+    public var objectValue: [String: JSONValue]? {
+        if case .object(let members) = self { return members }
+        return nil
+    }
+
     public var stringValue: String? {
         if case .string(let value) = self { return value }
         return nil
