@@ -77,23 +77,22 @@ struct ContentView: View {
     }
 
     private func describe(_ error: Error) -> String {
+        guard let error = error as? TollgateError else { return "\(error)" } // e.g. CancellationError
         switch error {
-        case TollgateError.attestationFailed(let details):
+        case .attestationFailed(let details):
             return "This device could not prove it runs the genuine app: \(details.message)"
-        case TollgateError.unauthorized:
+        case .unauthorized:
             return "The app token was refused: ship the current one."
-        case TollgateError.rateLimited(let retryAfter):
+        case .rateLimited(let retryAfter):
             return "Busy: try again in \(retryAfter ?? 5) s."
-        case TollgateError.secretNotFound:
+        case .secretNotFound:
             return "The gateway has no key for this provider yet: add it in the dashboard."
-        case TollgateError.networkError(let details):
+        case .networkError(let details):
             return "Offline or the provider is unreachable: \(details.message)"
-        case TollgateError.invalidRequest(let message):
+        case .invalidRequest(let message):
             return "Bug in the request: \(message)"
-        case TollgateError.providerError(let status, let body):
+        case .providerError(let status, let body):
             return "The provider answered \(status): \(body)"
-        default:
-            return "\(error)"
         }
     }
 }
