@@ -1,0 +1,183 @@
+import DeviceCheck
+import Foundation
+
+/// What the device sends to `POST /v1/attest/{method}`.
+public struct AttestationArtifact: Sendable, Equatable {
+    /// `apple-app-attest`.
+    public let method: String
+    /// The JSON object to post.
+    public let body: JSONValue
+}
+
+/// App Attest (DeviceCheck, `DCAppAttestService`) for this app on this device: the attestation that earns a device
+/// token, and the per-request assertions that sign a request digest. Used by ``Tollgate`` and by the Flutter plugin
+/// (`sdk/flutter/ios`), which forwards its `attest` / `assert` channel calls here.
+///
+/// - Attestation: `generateKey()` → key id kept in the Keychain; `attestKey(keyId, clientDataHash:
+///   SHA256(challenge bytes))`, the challenge bytes being the base64url-decoded gateway challenge; the artifact is
+///   `{"keyId", "attestation": base64, "challenge"}` for `POST /v1/attest/apple-app-attest`.
+/// - A key can be attested only once (`DCError.invalidKey` otherwise), and the gateway trades only attestations for
+///   device tokens, so each new device token attests a new key; the latest attested key signs assertions.
+///   A generated key that could not be attested yet (e.g. `serverUnavailable`) is kept and tried again first, as
+///   Apple recommends.
+/// - Assertion: `generateAssertion(keyId, clientDataHash: digest)`, `digest` being the 32 bytes of the request digest
+///   (protocol.md), sent as `Tollgate-Assertion` in base64url.
+public final class AppAttestProvider: @unchecked Sendable {
+    public static let shared = AppAttestProvider()
+
+    private let keychain = Keychain()
+    private let lock = NSLock()
+    private static let attestedKeyAccount = "appAttest.keyId"
+    private static let pendingKeyAccount = "appAttest.pendingKeyId"
+
+    public init() {}
+
+    /// True when this device offers App Attest (false on simulators, and on Macs without a Secure Enclave).
+    public var isSupported: Bool {
+        DCAppAttestService.shared.isSupported
+    }
+
+    /// The id of the key that signs assertions, if one was attested.
+    public var attestedKeyId: String? {
+        lock.lock()
+        defer { lock.unlock() }
+        return keychain.string(Self.attestedKeyAccount)
+    }
+
+    /// Attests a key over `challenge` (base64url, from `POST /v1/attest/challenge`). Throws
+    /// ``TollgateError/attestationFailed(_:)`` with a reason (`app_attest_unsupported`, `app_attest_failed`, …).
+    public func attest(challenge: String) async throws -> AttestationArtifact {
+        guard isSupported else {
+            throw TollgateError.attestation(
+                "App Attest is not available on this device (simulators and some Macs). On a simulator, use a development token in a DEBUG build: Tollgate.configure(appToken:baseURL:developmentToken:).",
+                reason: "app_attest_unsupported"
+            )
+        }
+        guard let challengeBytes = Base64URL.decode(challenge), !challengeBytes.isEmpty else {
+            throw TollgateError.attestation("The gateway's challenge is not base64url.", reason: "challenge_malformed")
+        }
+        let clientDataHash = Digest.sha256(challengeBytes)
+        var keyId = try await unattestedKey()
+        let attestation: Data
+        do {
+            attestation = try await attestKey(keyId, clientDataHash: clientDataHash)
+        } catch let error where Self.isInvalidKey(error) {
+            // The kept key was attested already or belongs to a previous installation: start over with a new key.
+            forget(Self.pendingKeyAccount)
+            keyId = try await unattestedKey()
+            do {
+                attestation = try await attestKey(keyId, clientDataHash: clientDataHash)
+            } catch {
+                throw Self.failure("attest the key", error)
+            }
+        } catch {
+            throw Self.failure("attest the key", error)
+        }
+        lock.lock()
+        keychain.set(keyId, Self.attestedKeyAccount)
+        keychain.delete(Self.pendingKeyAccount)
+        lock.unlock()
+        return AttestationArtifact(method: "apple-app-attest", body: .object([
+            "keyId": .string(keyId),
+            "attestation": .string(attestation.base64EncodedString()),
+            "challenge": .string(challenge),
+        ]))
+    }
+
+    /// Signs a request digest (lowercase hex, 64 digits) with the attested key; base64url of the assertion, or nil
+    /// when no key has been attested on this device yet.
+    public func assertion(digestHex: String) async throws -> String? {
+        guard let keyId = attestedKeyId else { return nil }
+        guard let digest = Digest.bytes(fromHex: digestHex), digest.count == 32 else {
+            throw TollgateError.invalidRequest("The request digest must be 64 hex digits.")
+        }
+        do {
+            return Base64URL.encode(try await generateAssertion(keyId, clientDataHash: digest))
+        } catch {
+            if Self.isInvalidKey(error) {
+                // Gone with a reinstall or rejected: attest again (the client retries once with a fresh device token).
+                forget(Self.attestedKeyAccount)
+            }
+            throw Self.failure("sign the request", error)
+        }
+    }
+
+    // MARK: - DeviceCheck, wrapped in continuations (works on every SDK version that has App Attest)
+
+    private func unattestedKey() async throws -> String {
+        lock.lock()
+        let kept = keychain.string(Self.pendingKeyAccount)
+        lock.unlock()
+        if let kept { return kept }
+        let keyId: String
+        do {
+            keyId = try await withCheckedThrowingContinuation { continuation in
+                DCAppAttestService.shared.generateKey { keyId, error in
+                    if let keyId {
+                        continuation.resume(returning: keyId)
+                    } else {
+                        continuation.resume(throwing: error ?? TollgateError.attestation("App Attest returned no key.", reason: "app_attest_failed"))
+                    }
+                }
+            }
+        } catch {
+            throw Self.failure("generate a key", error)
+        }
+        lock.lock()
+        keychain.set(keyId, Self.pendingKeyAccount)
+        lock.unlock()
+        return keyId
+    }
+
+    private func attestKey(_ keyId: String, clientDataHash: Data) async throws -> Data {
+        try await withCheckedThrowingContinuation { continuation in
+            DCAppAttestService.shared.attestKey(keyId, clientDataHash: clientDataHash) { attestation, error in
+                if let attestation {
+                    continuation.resume(returning: attestation)
+                } else {
+                    continuation.resume(throwing: error ?? TollgateError.attestation("App Attest returned no attestation.", reason: "app_attest_failed"))
+                }
+            }
+        }
+    }
+
+    private func generateAssertion(_ keyId: String, clientDataHash: Data) async throws -> Data {
+        try await withCheckedThrowingContinuation { continuation in
+            DCAppAttestService.shared.generateAssertion(keyId, clientDataHash: clientDataHash) { assertion, error in
+                if let assertion {
+                    continuation.resume(returning: assertion)
+                } else {
+                    continuation.resume(throwing: error ?? TollgateError.attestation("App Attest returned no assertion.", reason: "app_attest_failed"))
+                }
+            }
+        }
+    }
+
+    private func forget(_ account: String) {
+        lock.lock()
+        keychain.delete(account)
+        lock.unlock()
+    }
+
+    private static func isInvalidKey(_ error: Error) -> Bool {
+        let error = error as NSError
+        return error.domain == DCError.errorDomain && error.code == DCError.Code.invalidKey.rawValue
+    }
+
+    private static func failure(_ step: String, _ error: Error) -> TollgateError {
+        if let error = error as? TollgateError { return error }
+        let nsError = error as NSError
+        let reason: String
+        if nsError.domain == DCError.errorDomain {
+            switch nsError.code {
+            case DCError.Code.featureUnsupported.rawValue: reason = "app_attest_unsupported"
+            case DCError.Code.invalidKey.rawValue: reason = "app_attest_key_invalid"
+            case DCError.Code.serverUnavailable.rawValue: reason = "app_attest_server_unavailable"
+            default: reason = "app_attest_failed"
+            }
+        } else {
+            reason = "app_attest_failed"
+        }
+        return .attestation("App Attest could not \(step): \(nsError.localizedDescription)", reason: reason)
+    }
+}

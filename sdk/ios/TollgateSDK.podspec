@@ -1,0 +1,18 @@
+# The Swift SDK as a CocoaPod, for projects that use CocoaPods (the Flutter plugin in ../flutter/ios depends on it).
+# SwiftPM users depend on Package.swift instead. The pod is named TollgateSDK (module TollgateSDK) so that it never
+# collides with the Flutter plugin's own pod and module, `tollgate`, on a case-insensitive file system.
+Pod::Spec.new do |s|
+  s.name             = 'TollgateSDK'
+  s.version          = '1.2.0'
+  s.summary          = 'Call AI providers through a Tollgate gateway without shipping a provider key.'
+  s.homepage         = 'https://github.com/tollgate/tollgate'
+  s.license          = { :type => 'MIT' }
+  s.author           = 'Tollgate'
+  s.source           = { :path => '.' }
+  s.swift_version    = '5.9'
+  s.ios.deployment_target = '15.0'
+  s.osx.deployment_target = '12.0'
+  s.source_files     = 'Sources/Tollgate/**/*.swift'
+  s.frameworks       = 'DeviceCheck', 'Security', 'CryptoKit'
+  s.module_name      = 'TollgateSDK'
+end
