@@ -67,6 +67,19 @@ public enum JSONValue: Sendable, Equatable {
 
     public var isNull: Bool { self == .null }
 
+    /// The value as Foundation objects (`NSNull`, `Bool`, `Double`, `String`, `[Any]`, `[String: Any]`), e.g. for a
+    /// Flutter platform channel or `JSONSerialization`.
+    public var foundationValue: Any {
+        switch self {
+        case .null: return NSNull()
+        case .bool(let flag): return flag
+        case .number(let number): return number
+        case .string(let text): return text
+        case .array(let elements): return elements.map(\.foundationValue)
+        case .object(let members): return members.mapValues(\.foundationValue)
+        }
+    }
+
     /// Compact JSON text of this value.
     public var jsonString: String {
         var out = ""

@@ -1,0 +1,18 @@
+# The iOS half of the Flutter plugin: serves the MethodChannel dev.tollgate/attestation with the Tollgate Swift SDK
+# (App Attest). The SDK comes as the TollgateSDK pod from sdk/ios; until it is published, add it to the app's
+# ios/Podfile:  pod 'TollgateSDK', :path => '<path to tollgate>/sdk/ios'
+Pod::Spec.new do |s|
+  s.name             = 'tollgate'
+  s.version          = '1.2.0'
+  s.summary          = 'Tollgate for Flutter: App Attest for the Dart SDK.'
+  s.homepage         = 'https://github.com/tollgate/tollgate'
+  s.license          = { :type => 'MIT' }
+  s.author           = 'Tollgate'
+  s.source           = { :path => '.' }
+  s.source_files     = 'Classes/**/*'
+  s.dependency 'Flutter'
+  s.dependency 'TollgateSDK', '~> 1.2'
+  s.platform         = :ios, '15.0'
+  s.swift_version    = '5.9'
+  s.pod_target_xcconfig = { 'DEFINES_MODULE' => 'YES' }
+end

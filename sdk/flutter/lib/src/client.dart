@@ -1,0 +1,334 @@
+import 'dart:async';
+import 'dart:convert';
+import 'dart:typed_data';
+
+import 'device_tokens.dart';
+import 'error_mapper.dart';
+import 'exceptions.dart';
+import 'request_builder.dart';
+import 'stream_parsers.dart';
+import 'transport.dart';
+
+/// The SDK version and its `Tollgate-SDK` header value.
+const String tollgateVersion = '1.2.0';
+const String tollgateSdkHeader = 'flutter/$tollgateVersion';
+
+/// Automatic retries of `rateLimited` (the gateway's own 429, never a provider's). Off unless set.
+class RetryPolicy {
+  const RetryPolicy({this.maxRetries = 3, this.maxWait = const Duration(seconds: 30)});
+
+  /// Retries after the first attempt.
+  final int maxRetries;
+
+  /// Total time one call may spend waiting between attempts. A wait that would go beyond it is not started: the call
+  /// fails at once with [RateLimitedException].
+  final Duration maxWait;
+
+  /// No automatic retry (the default).
+  static const none = RetryPolicy(maxRetries: 0, maxWait: Duration.zero);
+
+  /// Up to 3 retries within 30 seconds, honoring `Retry-After` (1, 2, 4 s when the gateway gave none).
+  static const standard = RetryPolicy();
+}
+
+/// When requests carry a `Tollgate-Assertion` (a signature of the request digest by the attested device key).
+enum AssertionPolicy {
+  /// Not at first. When the gateway refuses a request without one (attestationFailed, as it does when the app's policy
+  /// requires assertions), the retry and every later request carry one.
+  whenRequired,
+
+  /// On every request, once a key is attested.
+  always,
+
+  /// Never.
+  never,
+}
+
+/// A complete (non-streamed) 2xx response.
+class TollgateResponse {
+  TollgateResponse(this.status, this.headers, this.bodyBytes);
+
+  final int status;
+
+  /// Response headers, names in lower case.
+  final Map<String, String> headers;
+
+  /// The body as received.
+  final Uint8List bodyBytes;
+
+  /// The body as UTF-8 text (invalid bytes replaced).
+  String get text => utf8.decode(bodyBytes, allowMalformed: true);
+
+  /// The body parsed as JSON (`jsonDecode`). Throws a [FormatException] when it is not JSON.
+  Object? json() => jsonDecode(text);
+
+  /// The gateway's `Tollgate-Request-Id`, to match its logs.
+  String? get requestId => headers['tollgate-request-id'];
+}
+
+/// Calls providers through a Tollgate gateway: `{baseUrl}/v1/proxy/{endpoint}` with the Tollgate headers
+/// (protocol.md). Every failure is a [TollgateException]. Apps use the `Tollgate` facade; a client of its own suits
+/// tests and tools.
+class TollgateClient {
+  /// Throws [InvalidRequestException] for a bad [baseUrl] or [appToken].
+  TollgateClient({
+    required String baseUrl,
+    required String appToken,
+    required this.deviceTokens,
+    HttpTransport? transport,
+    String sdk = tollgateSdkHeader,
+    this.retry = RetryPolicy.none,
+    this.assertions = AssertionPolicy.never,
+    this.assertionSigner,
+    int Function()? clock,
+  })  : builder = RequestBuilder(baseUrl, appToken, sdk),
+        transport = transport ?? PackageHttpTransport(),
+        _clock = clock ?? systemNowMs;
+
+  final RequestBuilder builder;
+  final HttpTransport transport;
+  final DeviceTokenSource deviceTokens;
+  final RetryPolicy retry;
+  final AssertionPolicy assertions;
+
+  /// Signs a request digest (lowercase hex) for `Tollgate-Assertion`; null or '' sends none.
+  final Future<String?> Function(String digestHex)? assertionSigner;
+  final int Function() _clock;
+  bool _assertionsRequired = false;
+
+  /// Sends a request through the gateway and returns the whole 2xx response.
+  ///
+  /// [endpoint] is `{provider}/{version}/{path}[?query]`, e.g. `openai/v1/chat/completions`; percent-encode spaces and
+  /// non-ASCII characters. [body]: a `Map`/`List` is sent as JSON, a `String` as UTF-8 (both `application/json` unless
+  /// [headers] set a `Content-Type`), a `Uint8List` as bytes (`application/octet-stream`), or a [RequestBody].
+  Future<TollgateResponse> request({
+    required String endpoint,
+    String method = 'POST',
+    Object? body,
+    List<(String, String)> query = const [],
+    Map<String, String> headers = const {},
+  }) =>
+      send(TollgateRequest(method: method, endpoint: endpoint, body: RequestBody.from(body), query: query, headers: headers));
+
+  /// Sends [request] and returns the whole 2xx response.
+  Future<TollgateResponse> send(TollgateRequest request) async {
+    final result = await _open(request);
+    final Uint8List bytes;
+    try {
+      bytes = await result.readAll();
+    } on Exception catch (error) {
+      throw NetworkException('The response was cut: $error', reason: 'stream_cut', cause: error);
+    }
+    final headers = <String, String>{};
+    for (final (name, value) in result.headers) {
+      headers.putIfAbsent(name.toLowerCase(), () => value);
+    }
+    return TollgateResponse(result.status, headers, bytes);
+  }
+
+  /// Sends a request and emits events as the provider sends them (see [streamRequest]).
+  Stream<StreamEvent> stream({
+    required String endpoint,
+    String method = 'POST',
+    Object? body,
+    StreamFormat? format,
+    List<(String, String)> query = const [],
+    Map<String, String> headers = const {},
+  }) =>
+      streamRequest(
+        TollgateRequest(method: method, endpoint: endpoint, body: RequestBody.from(body), query: query, headers: headers),
+        format: format,
+      );
+
+  /// Sends [request] when the stream is listened to and emits events as bytes arrive, parsed per [format] (null: from
+  /// the response's `Content-Type`: `text/event-stream` → sse, NDJSON → ndjson, JSON → jsonArray, else raw). Cancelling
+  /// the subscription (leaving an `await for`) closes the connection, which makes the gateway abort the provider
+  /// request. A cut or malformed stream ends with a [NetworkException] after the events that were complete.
+  Stream<StreamEvent> streamRequest(TollgateRequest request, {StreamFormat? format}) {
+    late final StreamController<StreamEvent> controller;
+    StreamSubscription<List<int>>? subscription;
+    HttpResult? opened;
+    var cancelled = false;
+
+    void fail(Object error) {
+      if (controller.isClosed) return;
+      controller.addError(error);
+      controller.close();
+    }
+
+    Future<void> start() async {
+      final HttpResult result;
+      try {
+        result = await _open(request);
+      } catch (error) {
+        fail(error);
+        return;
+      }
+      if (cancelled) {
+        await result.cancel();
+        return;
+      }
+      opened = result;
+      final parser = (format ?? StreamFormat.forContentType(result.header('content-type'))).newParser();
+
+      /// Emits what the parser produced; false when the format broke (the stream then ends with the error).
+      bool deliver(StreamParseResult parsed) {
+        for (final event in parsed.events) {
+          if (!controller.isClosed) controller.add(event);
+        }
+        final failure = parsed.error;
+        if (failure == null) return true;
+        fail(NetworkException('The stream is malformed: ${failure.message}', reason: 'malformed_stream', cause: failure));
+        return false;
+      }
+
+      subscription = result.body.listen(
+        (chunk) {
+          if (!deliver(parser.feed(chunk))) {
+            subscription?.cancel();
+            result.cancel();
+          }
+        },
+        onError: (Object error) {
+          // A cut: what was complete stays delivered; nothing pending is flushed.
+          fail(NetworkException('The stream was cut: $error', reason: 'stream_cut', cause: error));
+        },
+        onDone: () {
+          if (deliver(parser.finish()) && !controller.isClosed) controller.close();
+        },
+        cancelOnError: true,
+      );
+      controller
+        ..onPause = subscription?.pause
+        ..onResume = subscription?.resume;
+    }
+
+    controller = StreamController<StreamEvent>(
+      onListen: () {
+        start();
+      },
+      onCancel: () async {
+        cancelled = true;
+        await subscription?.cancel();
+        await opened?.cancel();
+      },
+    );
+    return controller.stream;
+  }
+
+  /// Earns a device token now (e.g. at start-up, to hide the first request's latency); later calls reuse it.
+  Future<void> prepare() async {
+    await deviceTokens.deviceToken();
+  }
+
+  bool get _shouldAssert => switch (assertions) {
+        AssertionPolicy.always => true,
+        AssertionPolicy.never => false,
+        AssertionPolicy.whenRequired => _assertionsRequired,
+      };
+
+  /// Sends [request] and returns the 2xx response head, or throws the mapped error. Around the exchange:
+  /// - everything the SDK can refuse is refused before attesting or sending;
+  /// - attestationFailed from the gateway: the device token is invalidated and the request sent once more with a fresh
+  ///   one (and, under [AssertionPolicy.whenRequired], with an assertion from then on);
+  /// - rateLimited: retried per [retry], waiting `Retry-After` within the budget.
+  Future<HttpResult> _open(TollgateRequest request) async {
+    builder.build(request, 'placeholder', _clock());
+    final method = request.method.toUpperCase();
+    if ((request.body?.bytes.isNotEmpty ?? false) && (method == 'GET' || method == 'HEAD')) {
+      throw InvalidRequestException('A $method request cannot have a body.');
+    }
+    var retries = 0;
+    var waited = Duration.zero;
+    var refreshedToken = false;
+    while (true) {
+      try {
+        final token = await deviceTokens.deviceToken();
+        final built = builder.build(request, token, _clock());
+        _checkUriKeepsPath(built);
+        final headers = [...built.headers];
+        var assertionSent = false;
+        final signer = assertionSigner;
+        if (_shouldAssert && signer != null) {
+          final String? assertion;
+          try {
+            assertion = await signer(built.digest);
+          } on AttestationFailedException {
+            if (!refreshedToken) {
+              // e.g. the device key is gone after a reinstall: attest again, once.
+              refreshedToken = true;
+              deviceTokens.invalidate(token);
+              continue;
+            }
+            rethrow;
+          } on TollgateException {
+            rethrow;
+          } on Exception catch (error) {
+            throw AttestationFailedException('The device could not sign the request: $error', reason: 'assertion_failed', cause: error);
+          }
+          if (assertion != null && assertion.isNotEmpty) {
+            RequestBuilder.checkHeaderValue('Tollgate-Assertion', assertion);
+            headers.add(('Tollgate-Assertion', assertion));
+            assertionSent = true;
+          }
+        }
+        final HttpResult result;
+        try {
+          result = await transport.send(HttpCall(built.method, built.url, headers, built.body));
+        } on TollgateException {
+          rethrow;
+        } on Exception catch (error) {
+          throw noResponse(error);
+        }
+        if (result.status >= 200 && result.status <= 299) return result;
+        final Uint8List bytes;
+        try {
+          bytes = await result.readAll();
+        } on Exception catch (error) {
+          throw NetworkException("The gateway's error answer (HTTP ${result.status}) was cut: $error", reason: 'stream_cut', cause: error);
+        }
+        final error = mapError(result.status, result.headers, bytes, _clock()) ??
+            NetworkException('Unexpected HTTP ${result.status}.');
+        if (error is AttestationFailedException && !refreshedToken) {
+          // The token may have been revoked or expired early, or the app's policy wants assertions.
+          refreshedToken = true;
+          if (assertions == AssertionPolicy.whenRequired && assertionSigner != null && !assertionSent) {
+            _assertionsRequired = true;
+          }
+          deviceTokens.invalidate(token);
+          continue;
+        }
+        throw error;
+      } on RateLimitedException catch (error) {
+        if (retries < retry.maxRetries) {
+          final delay = error.retryAfter ?? Duration(seconds: 1 << (retries < 5 ? retries : 5));
+          if (waited + delay <= retry.maxWait) {
+            retries += 1;
+            waited += delay;
+            await Future<void>.delayed(delay);
+            continue;
+          }
+        }
+        rethrow;
+      }
+    }
+  }
+
+  /// Dart's `Uri` normalizes percent-escapes (it decodes those of unreserved characters, `%41` → `A`, and upper-cases
+  /// hex digits), so the path on the wire could differ from the one the digest covers. Such an endpoint is refused
+  /// rather than sent with a digest that does not match: write unreserved characters plainly and hex digits upper-case.
+  static void _checkUriKeepsPath(BuiltRequest built) {
+    final Uri uri;
+    try {
+      uri = Uri.parse(built.url);
+    } on FormatException catch (error) {
+      throw InvalidRequestException('The request URL is not valid: ${error.message}');
+    }
+    final sent = uri.hasQuery ? '${uri.path}?${uri.query}' : uri.path;
+    if (!sent.endsWith(built.pathWithQuery)) {
+      throw InvalidRequestException(
+          'The endpoint would be rewritten on the wire ("${built.pathWithQuery}" → "$sent"): do not percent-encode '
+          'letters, digits or "-._~", and write escapes with upper-case hex digits.');
+    }
+  }
+}

@@ -1,0 +1,264 @@
+// Runs every vector of sdk/conformance/*.json (sdk/conformance/README.md): one test per vector, named after it. Stream
+// vectors are fed three ways: as chunked in the vector, as one whole chunk, and one byte at a time.
+//
+//   cd sdk/flutter && flutter test            (the folder defaults to ../conformance;
+//   TOLLGATE_CONFORMANCE_DIR=/path flutter test   overrides it)
+import 'dart:convert';
+import 'dart:io';
+import 'dart:typed_data';
+
+import 'package:test/test.dart';
+import 'package:tollgate/src/error_mapper.dart';
+import 'package:tollgate/src/exceptions.dart';
+import 'package:tollgate/src/request_builder.dart';
+import 'package:tollgate/src/stream_parsers.dart';
+
+Directory _conformanceDirectory() {
+  final override = Platform.environment['TOLLGATE_CONFORMANCE_DIR'];
+  if (override != null && override.isNotEmpty) return Directory(override);
+  // `flutter test` and `dart test` run with the package root (sdk/flutter) as the working directory.
+  return Directory('../conformance');
+}
+
+/// A field that must be there: a missing one fails the vector instead of skipping an assertion.
+Object? _field(Map<String, dynamic> object, String name) {
+  if (!object.containsKey(name)) fail('missing field "$name"');
+  return object[name];
+}
+
+String _string(Map<String, dynamic> object, String name) {
+  final value = _field(object, name);
+  if (value is! String) fail('field "$name" is not a string');
+  return value;
+}
+
+Map<String, dynamic> _object(Map<String, dynamic> object, String name) {
+  final value = _field(object, name);
+  if (value is! Map<String, dynamic>) fail('field "$name" is not an object');
+  return value;
+}
+
+List<dynamic> _list(Map<String, dynamic> object, String name) {
+  final value = _field(object, name);
+  if (value is! List) fail('field "$name" is not an array');
+  return value;
+}
+
+/// `{"text": ...}` (UTF-8) or `{"base64": ...}`.
+Uint8List _bytes(Object? value) {
+  if (value is Map<String, dynamic>) {
+    if (value['text'] is String) return Uint8List.fromList(utf8.encode(value['text'] as String));
+    if (value['base64'] is String) return base64.decode(value['base64'] as String);
+  }
+  fail('bytes need text or base64');
+}
+
+void main() {
+  final directory = _conformanceDirectory();
+  final files = directory.existsSync()
+      ? (directory.listSync().whereType<File>().where((file) => file.path.endsWith('.json')).toList()
+        ..sort((a, b) => a.path.compareTo(b.path)))
+      : <File>[];
+
+  test('the vector files are there', () {
+    final names = files.map((file) => file.uri.pathSegments.last).toSet();
+    expect(names, containsAll(['error-mapping.json', 'request-building.json', 'stream-parsing.json']),
+        reason: 'no conformance vectors in ${directory.absolute.path}');
+  });
+
+  for (final file in files) {
+    final name = file.uri.pathSegments.last;
+    final document = jsonDecode(file.readAsStringSync()) as Map<String, dynamic>;
+    group(name, () {
+      test('format version and kind', () {
+        expect(document['version'], 1, reason: '$name: unknown format version');
+        expect(['request-building', 'error-mapping', 'stream-parsing'], contains(document['kind']),
+            reason: '$name: unknown vector kind');
+        expect(document['vectors'], isNotEmpty);
+      });
+      final kind = document['kind'];
+      final vectors = (document['vectors'] as List).cast<Map<String, dynamic>>();
+      for (final vector in vectors) {
+        test(vector['name'] as String, () {
+          switch (kind) {
+            case 'request-building':
+              _requestBuilding(vector);
+            case 'error-mapping':
+              _errorMapping(vector);
+            case 'stream-parsing':
+              _streamParsing(vector);
+            default:
+              fail('unknown vector kind "$kind" in $name');
+          }
+        });
+      }
+    });
+  }
+}
+
+// ---- request-building.json ----
+
+void _requestBuilding(Map<String, dynamic> vector) {
+  final input = _object(vector, 'input');
+  final expected = _object(vector, 'expected');
+  final requestTimeMs = _field(input, 'requestTimeMs') as int;
+  BuiltRequest build() {
+    final builder = RequestBuilder(_string(input, 'baseUrl'), _string(input, 'appToken'), _string(input, 'sdk'));
+    RequestBody? body;
+    final bodyField = input['body'];
+    if (bodyField != null) {
+      body = (bodyField as Map<String, dynamic>)['text'] is String
+          ? RequestBody.text(bodyField['text'] as String)
+          : RequestBody.bytes(_bytes(bodyField));
+    }
+    final query = [
+      for (final pair in (input['query'] as List? ?? const []))
+        ((pair as List)[0] as String, pair[1] as String),
+    ];
+    final headers = {
+      for (final entry in ((input['headers'] as Map<String, dynamic>?) ?? const <String, dynamic>{}).entries)
+        entry.key: entry.value as String,
+    };
+    final request = TollgateRequest(
+      method: _string(input, 'method'),
+      endpoint: _string(input, 'endpoint'),
+      body: body,
+      query: query,
+      headers: headers,
+    );
+    return builder.build(request, _string(input, 'deviceToken'), requestTimeMs);
+  }
+
+  if (expected.containsKey('error')) {
+    expect(expected['error'], 'invalidRequest');
+    expect(build, throwsA(isA<InvalidRequestException>()));
+    return;
+  }
+  final built = build();
+  expect(built.method, _string(expected, 'method'), reason: 'method');
+  expect(built.url, _string(expected, 'url'), reason: 'url');
+  expect(built.pathWithQuery, _string(expected, 'pathWithQuery'), reason: 'pathWithQuery');
+  final expectedHeaders = {
+    for (final entry in _object(expected, 'headers').entries) entry.key.toLowerCase(): entry.value as String,
+  };
+  final actualHeaders = <String, String>{};
+  for (final (headerName, value) in built.headers) {
+    expect(actualHeaders.containsKey(headerName.toLowerCase()), isFalse, reason: 'header $headerName set twice');
+    actualHeaders[headerName.toLowerCase()] = value;
+  }
+  expect(actualHeaders, expectedHeaders, reason: 'headers');
+  expect(built.bodySha256, _string(expected, 'bodySha256'), reason: 'bodySha256');
+  expect(built.canonicalRequest, _string(expected, 'canonicalRequest'), reason: 'canonicalRequest');
+  expect(built.digest, _string(expected, 'digest'), reason: 'digest');
+  expect(requestDigest(built.method, built.pathWithQuery, requestTimeMs, built.body), _string(expected, 'digest'),
+      reason: 'requestDigest');
+}
+
+// ---- error-mapping.json ----
+
+void _errorMapping(Map<String, dynamic> vector) {
+  final input = _object(vector, 'input');
+  final expected = _field(vector, 'expected');
+  final nowMs = _field(input, 'nowMs') as int;
+  final status = _field(input, 'status');
+  final TollgateException? error;
+  if (status == null) {
+    error = noResponse(SocketException(input['transportError'] as String? ?? 'no response'));
+  } else {
+    final headers = [
+      for (final pair in _list(input, 'headers')) ((pair as List)[0] as String, pair[1] as String),
+    ];
+    final body = _field(input, 'body');
+    error = mapError(status as int, headers, body == null ? null : utf8.encode(body as String), nowMs);
+  }
+  if (expected == null) {
+    expect(error, isNull, reason: 'a 2xx is not an error');
+    return;
+  }
+  final fields = expected as Map<String, dynamic>;
+  final kind = _string(fields, 'kind');
+  if (error == null) fail('expected $kind, got no error');
+  expect(error.kind, kind, reason: 'kind');
+  final typed = switch (kind) {
+    'unauthorized' => error is UnauthorizedException,
+    'attestationFailed' => error is AttestationFailedException,
+    'rateLimited' => error is RateLimitedException,
+    'secretNotFound' => error is SecretNotFoundException,
+    'invalidRequest' => error is InvalidRequestException,
+    'networkError' => error is NetworkException,
+    'providerError' => error is ProviderErrorException,
+    _ => fail('unknown kind $kind'),
+  };
+  expect(typed, isTrue, reason: 'class ${error.runtimeType} for kind $kind');
+  if (fields.containsKey('errorType')) expect(error.errorType, fields['errorType'], reason: 'errorType');
+  if (fields.containsKey('message')) expect(error.message, fields['message'], reason: 'message');
+  if (fields.containsKey('requestId')) expect(error.requestId, fields['requestId'], reason: 'requestId');
+  if (fields.containsKey('retryAfterSeconds')) {
+    expect((error as RateLimitedException).retryAfterSeconds, fields['retryAfterSeconds'], reason: 'retryAfterSeconds');
+  }
+  if (fields.containsKey('status')) expect((error as ProviderErrorException).status, fields['status'], reason: 'status');
+  if (fields.containsKey('body')) expect((error as ProviderErrorException).body, fields['body'], reason: 'body');
+}
+
+// ---- stream-parsing.json ----
+
+void _streamParsing(Map<String, dynamic> vector) {
+  final formatName = _string(vector, 'format');
+  final format = StreamFormat.fromWireName(formatName);
+  if (format == null) fail('unknown format $formatName');
+  final input = _object(vector, 'input');
+  final expected = _object(vector, 'expected');
+  final chunks = [for (final chunk in _list(input, 'chunks')) _bytes(chunk)];
+  final whole = base64.decode(_string(input, 'base64'));
+  if (input.containsKey('text')) {
+    expect(utf8.decode(whole), input['text'], reason: 'input.text and input.base64 differ');
+  }
+  expect([for (final chunk in chunks) ...chunk], whole, reason: 'chunks do not add up to input.base64');
+  final end = _string(input, 'end');
+  if (end != 'clean' && end != 'cut') fail('unknown end $end');
+  final cut = end == 'cut';
+  final expectedError = _field(expected, 'error');
+  final ways = <String, List<List<int>>>{
+    'as given': chunks,
+    'whole': [whole],
+    'byte by byte': [for (final byte in whole) [byte]],
+  };
+  for (final MapEntry(key: way, value: feed) in ways.entries) {
+    final (events, error) = _run(format, feed, cut);
+    expect(error, expectedError, reason: 'error ($way)');
+    if (format == StreamFormat.raw) {
+      final delivered = <int>[
+        for (final event in events) ...(event as BytesEvent).bytes,
+      ];
+      expect(base64.encode(delivered), _string(expected, 'bytes'), reason: 'bytes ($way)');
+    } else {
+      final expectedEvents = [for (final event in _list(expected, 'events')) _expectedEvent(event as Map<String, dynamic>)];
+      expect(events, expectedEvents, reason: 'events ($way)');
+    }
+  }
+}
+
+/// Feeds [chunks] as the client does; a cut is the transport failing after the last chunk (no finish).
+(List<StreamEvent>, String?) _run(StreamFormat format, List<List<int>> chunks, bool cut) {
+  final parser = format.newParser();
+  final events = <StreamEvent>[];
+  for (final chunk in chunks) {
+    final result = parser.feed(chunk);
+    events.addAll(result.events);
+    if (result.error != null) return (events, 'networkError');
+  }
+  if (cut) return (events, 'networkError');
+  final result = parser.finish();
+  events.addAll(result.events);
+  return (events, result.error == null ? null : 'networkError');
+}
+
+StreamEvent _expectedEvent(Map<String, dynamic> event) {
+  if (event.containsKey('json')) return JsonEvent(event['json']);
+  return SseEvent(
+    event: _string(event, 'event'),
+    data: _string(event, 'data'),
+    id: event['id'] as String?,
+    retry: event['retry'] as int?,
+  );
+}
