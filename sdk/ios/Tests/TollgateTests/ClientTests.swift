@@ -57,7 +57,7 @@ final class ClientTests: XCTestCase {
         private var current: String?
 
         func deviceToken() async throws -> String {
-            if let current { return current }
+            if let current = current { return current }
             issued += 1
             let token = "dt-\(issued)"
             current = token
