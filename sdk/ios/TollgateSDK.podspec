@@ -5,7 +5,7 @@ Pod::Spec.new do |s|
   s.name             = 'TollgateSDK'
   s.version          = '1.2.0'
   s.summary          = 'Call AI providers through a Tollgate gateway without shipping a provider key.'
-  s.homepage         = 'https://github.com/tollgate/tollgate'
+  s.homepage         = 'https://example.com' # placeholder: set to the repository's address when the pod is published
   s.license          = { :type => 'MIT' }
   s.author           = 'Tollgate'
   s.source           = { :path => '.' }

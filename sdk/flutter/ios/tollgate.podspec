@@ -5,7 +5,7 @@ Pod::Spec.new do |s|
   s.name             = 'tollgate'
   s.version          = '1.2.0'
   s.summary          = 'Tollgate for Flutter: App Attest for the Dart SDK.'
-  s.homepage         = 'https://github.com/tollgate/tollgate'
+  s.homepage         = 'https://example.com' # placeholder: set to the repository's address when the pod is published
   s.license          = { :type => 'MIT' }
   s.author           = 'Tollgate'
   s.source           = { :path => '.' }

@@ -86,7 +86,9 @@ class PackageHttpTransport implements HttpTransport {
     // Cancelling the subscription to the body closes the connection; the client does that through HttpResult.cancel.
     final controller = StreamController<List<int>>(sync: true);
     StreamSubscription<List<int>>? subscription;
+    var listened = false;
     controller.onListen = () {
+      listened = true;
       subscription = response.stream.listen(
         controller.add,
         onError: controller.addError,
@@ -98,8 +100,9 @@ class PackageHttpTransport implements HttpTransport {
     controller.onResume = () => subscription?.resume();
     controller.onCancel = () => subscription?.cancel();
     return HttpResult(response.statusCode, headers, controller.stream, cancel: () async {
-      if (!controller.hasListener) {
+      if (!listened) {
         // Never listened to: listen and cancel at once, which releases the connection.
+        listened = true;
         await response.stream.listen(null).cancel();
       } else {
         await subscription?.cancel();

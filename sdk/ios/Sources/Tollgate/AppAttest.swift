@@ -39,9 +39,7 @@ public final class AppAttestProvider: @unchecked Sendable {
 
     /// The id of the key that signs assertions, if one was attested.
     public var attestedKeyId: String? {
-        lock.lock()
-        defer { lock.unlock() }
-        return keychain.string(Self.attestedKeyAccount)
+        read(Self.attestedKeyAccount)
     }
 
     /// Attests a key over `challenge` (base64url, from `POST /v1/attest/challenge`). Throws
@@ -73,10 +71,7 @@ public final class AppAttestProvider: @unchecked Sendable {
         } catch {
             throw Self.failure("attest the key", error)
         }
-        lock.lock()
-        keychain.set(keyId, Self.attestedKeyAccount)
-        keychain.delete(Self.pendingKeyAccount)
-        lock.unlock()
+        promote(keyId)
         return AttestationArtifact(method: "apple-app-attest", body: .object([
             "keyId": .string(keyId),
             "attestation": .string(attestation.base64EncodedString()),
@@ -105,10 +100,7 @@ public final class AppAttestProvider: @unchecked Sendable {
     // MARK: - DeviceCheck, wrapped in continuations (works on every SDK version that has App Attest)
 
     private func unattestedKey() async throws -> String {
-        lock.lock()
-        let kept = keychain.string(Self.pendingKeyAccount)
-        lock.unlock()
-        if let kept { return kept }
+        if let kept = read(Self.pendingKeyAccount) { return kept }
         let keyId: String
         do {
             keyId = try await withCheckedThrowingContinuation { continuation in
@@ -123,9 +115,7 @@ public final class AppAttestProvider: @unchecked Sendable {
         } catch {
             throw Self.failure("generate a key", error)
         }
-        lock.lock()
-        keychain.set(keyId, Self.pendingKeyAccount)
-        lock.unlock()
+        write(keyId, Self.pendingKeyAccount)
         return keyId
     }
 
@@ -153,10 +143,32 @@ public final class AppAttestProvider: @unchecked Sendable {
         }
     }
 
+    // Keychain access behind the lock, in synchronous helpers (NSLock is not for use across suspension points).
+
+    private func read(_ account: String) -> String? {
+        lock.lock()
+        defer { lock.unlock() }
+        return keychain.string(account)
+    }
+
+    private func write(_ value: String, _ account: String) {
+        lock.lock()
+        defer { lock.unlock() }
+        keychain.set(value, account)
+    }
+
     private func forget(_ account: String) {
         lock.lock()
+        defer { lock.unlock() }
         keychain.delete(account)
-        lock.unlock()
+    }
+
+    /// The freshly attested key becomes the one that signs assertions.
+    private func promote(_ keyId: String) {
+        lock.lock()
+        defer { lock.unlock() }
+        keychain.set(keyId, Self.attestedKeyAccount)
+        keychain.delete(Self.pendingKeyAccount)
     }
 
     private static func isInvalidKey(_ error: Error) -> Bool {

@@ -108,7 +108,7 @@ final class ClientEngine: @unchecked Sendable {
     // MARK: - Request
 
     func request(_ request: TollgateRequest) async throws -> TollgateResponse {
-        let (head, body) = try await open(request, exchange: { try await self.transport.data(for: $0) }, errorBody: { $0 })
+        let (head, body) = try await perform(request, exchange: { try await self.transport.data(for: $0) }, errorBody: { $0 })
         return TollgateResponse(status: head.status, headers: head.headers, body: body)
     }
 
@@ -117,7 +117,7 @@ final class ClientEngine: @unchecked Sendable {
     /// - attestationFailed from the gateway: the device token is invalidated and the request sent once more with a
     ///   fresh one (and, under ``AssertionPolicy/whenRequired``, with an assertion from then on);
     /// - rateLimited: retried per ``RetryPolicy``, waiting `Retry-After` within the budget.
-    func open<Body>(_ request: TollgateRequest,
+    func perform<Body>(_ request: TollgateRequest,
                     exchange: (HTTPCall) async throws -> (HTTPResponseHead, Body),
                     errorBody: (Body) async throws -> Data) async throws -> (HTTPResponseHead, Body) {
         _ = try builder.build(request, deviceToken: "placeholder", requestTimeMs: clock())
@@ -208,7 +208,7 @@ final class ClientEngine: @unchecked Sendable {
             let connection = ConnectionHandle()
             let task = Task {
                 do {
-                    let (head, body) = try await self.open(
+                    let (head, body) = try await self.perform(
                         request,
                         exchange: { try await self.transport.bytes(for: $0) },
                         errorBody: { try await $0.readAll() }

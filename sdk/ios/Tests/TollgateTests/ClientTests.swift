@@ -36,17 +36,31 @@ final class ClientTests: XCTestCase {
 
         func bytes(for call: HTTPCall) async throws -> (HTTPResponseHead, HTTPBodyStream) {
             let answer = next(call)
-            let cursor = ByteArrayCursor(Array(answer.body))
-            var delivered = 0
-            let lock = NSLock()
-            let body = HTTPBodyStream(next: {
-                lock.lock()
-                defer { lock.unlock() }
-                if let cutAfter = answer.cutAfter, delivered >= cutAfter { throw URLError(.networkConnectionLost) }
-                delivered += 1
-                return cursor.next()
-            })
+            let cursor = CuttingCursor(Array(answer.body), cutAfter: answer.cutAfter)
+            let body = HTTPBodyStream(next: { try cursor.next() })
             return (HTTPResponseHead(status: answer.status, headers: answer.headers), body)
+        }
+    }
+
+    /// Hands out bytes, then fails (a cut) after `cutAfter` bytes when set.
+    final class CuttingCursor: @unchecked Sendable {
+        private let lock = NSLock()
+        private let bytes: [UInt8]
+        private let cutAfter: Int?
+        private var index = 0
+
+        init(_ bytes: [UInt8], cutAfter: Int?) {
+            self.bytes = bytes
+            self.cutAfter = cutAfter
+        }
+
+        func next() throws -> UInt8? {
+            lock.lock()
+            defer { lock.unlock() }
+            if let cutAfter = cutAfter, index >= cutAfter { throw URLError(.networkConnectionLost) }
+            guard index < bytes.count else { return nil }
+            index += 1
+            return bytes[index - 1]
         }
     }
 
@@ -57,7 +71,7 @@ final class ClientTests: XCTestCase {
         private var current: String?
 
         func deviceToken() async throws -> String {
-            if let current { return current }
+            if let current = current { return current }
             issued += 1
             let token = "dt-\(issued)"
             current = token

@@ -243,7 +243,7 @@ final class ConformanceTests: XCTestCase {
             ("byte by byte", whole.map { Data([$0]) }),
         ]
         for (way, feed) in ways {
-            let (events, error) = run(format, feed, cut: cut)
+            let (events, error) = runParser(format, feed, cut: cut)
             XCTAssertEqual(error, expectedError, "\(name) (\(way)): error")
             if format == .raw {
                 var delivered = Data()
@@ -260,7 +260,7 @@ final class ConformanceTests: XCTestCase {
     }
 
     /// Feeds `chunks` as the client does; a cut is the transport failing after the last chunk (no finish).
-    private func run(_ format: StreamFormat, _ chunks: [Data], cut: Bool) -> ([StreamEvent], String?) {
+    private func runParser(_ format: StreamFormat, _ chunks: [Data], cut: Bool) -> ([StreamEvent], String?) {
         let parser = format.makeParser()
         var events: [StreamEvent] = []
         for chunk in chunks {
