@@ -14,7 +14,7 @@ public struct AttestationArtifact: Sendable, Equatable {
 /// (`sdk/flutter/ios`), which forwards its `attest` / `assert` channel calls here.
 ///
 /// - Attestation: `generateKey()` → key id kept in the Keychain; `attestKey(keyId, clientDataHash:
-///   SHA256(challenge bytes))`, the challenge bytes being the base64url-decoded gateway challenge; the artifact is
+///   SHA256(UTF-8 bytes of the challenge string))`, as the gateway computes it; the artifact is
 ///   `{"keyId", "attestation": base64, "challenge"}` for `POST /v1/attest/apple-app-attest`.
 /// - A key can be attested only once (`DCError.invalidKey` otherwise), and the gateway trades only attestations for
 ///   device tokens, so each new device token attests a new key; the latest attested key signs assertions.
@@ -51,10 +51,11 @@ public final class AppAttestProvider: @unchecked Sendable {
                 reason: "app_attest_unsupported"
             )
         }
-        guard let challengeBytes = Base64URL.decode(challenge), !challengeBytes.isEmpty else {
-            throw TollgateError.attestation("The gateway's challenge is not base64url.", reason: "challenge_malformed")
+        guard !challenge.isEmpty else {
+            throw TollgateError.attestation("The gateway's challenge is empty.", reason: "challenge_malformed")
         }
-        let clientDataHash = Digest.sha256(challengeBytes)
+        // The gateway checks the nonce against SHA-256 of the challenge string's UTF-8 bytes (docs/guides/attestation.md).
+        let clientDataHash = Digest.sha256(Data(challenge.utf8))
         var keyId = try await unattestedKey()
         let attestation: Data
         do {
