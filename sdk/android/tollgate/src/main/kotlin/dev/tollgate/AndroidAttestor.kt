@@ -133,7 +133,13 @@ internal class AndroidAttestor(
             configuration.cloudProjectNumber?.let { setCloudProjectNumber(it) }
         }.build()
         val response = IntegrityManagerFactory.create(context).requestIntegrityToken(request).awaitResult()
-        val body = JsonObject(mapOf("challenge" to JsonPrimitive(challenge.value), "integrityToken" to JsonPrimitive(response.token())))
+        val body = JsonObject(
+            mapOf(
+                "challenge" to JsonPrimitive(challenge.value),
+                "integrityToken" to JsonPrimitive(response.token()),
+                "deviceId" to JsonPrimitive(store.installationId()),
+            ),
+        )
         return api.exchange(AttestationMethod.PLAY_INTEGRITY.wireName, body)
     }
 

@@ -38,7 +38,19 @@ internal class PreferencesDeviceTokenStore(context: Context, appToken: String) :
         return id
     }
 
+    /**
+     * A random installation id, stable per installation: Play Integrity names no device key, so the gateway identifies
+     * the device by this id (`pi:<id>`) for revocation and per-device limits.
+     */
+    fun installationId(): String {
+        preferences.getString(INSTALLATION_ID, null)?.let { return it }
+        val id = "inst-" + UUID.randomUUID().toString()
+        preferences.edit().putString(INSTALLATION_ID, id).apply()
+        return id
+    }
+
     private companion object {
+        const val INSTALLATION_ID = "installationId"
         const val TOKEN = "deviceToken"
         const val EXPIRES_AT = "expiresAtMs"
         const val RECEIVED_AT = "receivedAtMs"
