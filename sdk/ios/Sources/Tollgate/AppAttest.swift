@@ -16,8 +16,9 @@ public struct AttestationArtifact: Sendable, Equatable {
 /// - Attestation: `generateKey()` → key id kept in the Keychain; `attestKey(keyId, clientDataHash:
 ///   SHA256(UTF-8 bytes of the challenge string))`, as the gateway computes it; the artifact is
 ///   `{"keyId", "attestation": base64, "challenge"}` for `POST /v1/attest/apple-app-attest`.
-/// - A key can be attested only once (`DCError.invalidKey` otherwise), and the gateway trades only attestations for
-///   device tokens, so each new device token attests a new key; the latest attested key signs assertions.
+/// - A key can be attested only once (`DCError.invalidKey` otherwise). Later device tokens are refreshed with an
+///   assertion by the attested key over the new challenge (``refresh(challenge:)``), so the device keeps its id; a new
+///   key is attested only when the gateway no longer knows the old one.
 ///   A generated key that could not be attested yet (e.g. `serverUnavailable`) is kept and tried again first, as
 ///   Apple recommends.
 /// - Assertion: `generateAssertion(keyId, clientDataHash: digest)`, `digest` being the 32 bytes of the request digest
@@ -78,6 +79,31 @@ public final class AppAttestProvider: @unchecked Sendable {
             "attestation": .string(attestation.base64EncodedString()),
             "challenge": .string(challenge),
         ]))
+    }
+
+    /// Refreshes with the key attested earlier: an assertion over SHA-256 of the challenge's UTF-8 bytes, traded at
+    /// `POST /v1/attest/apple-app-attest` as `{"keyId", "assertion", "challenge"}`. The device keeps its id (the key id)
+    /// across refreshes. Nil when no key has been attested on this device yet, or the key is gone (reinstall).
+    public func refresh(challenge: String) async throws -> AttestationArtifact? {
+        guard isSupported, let keyId = attestedKeyId else { return nil }
+        do {
+            let assertion = try await generateAssertion(keyId, clientDataHash: Digest.sha256(Data(challenge.utf8)))
+            return AttestationArtifact(method: "apple-app-attest", body: .object([
+                "keyId": .string(keyId),
+                "assertion": .string(assertion.base64EncodedString()),
+                "challenge": .string(challenge),
+            ]))
+        } catch let error where Self.isInvalidKey(error) {
+            forget(Self.attestedKeyAccount)
+            return nil
+        } catch {
+            throw Self.failure("sign the challenge", error)
+        }
+    }
+
+    /// Forgets the attested key (the gateway no longer knows it): the next exchange attests a new one.
+    public func forgetAttestedKey() {
+        forget(Self.attestedKeyAccount)
     }
 
     /// Signs a request digest (lowercase hex, 64 digits) with the attested key; base64url of the assertion, or nil

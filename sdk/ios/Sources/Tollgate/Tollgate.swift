@@ -176,8 +176,18 @@ struct PlatformAttestor: Sendable {
                 "deviceId": .string(PlatformAttestor.developmentDeviceId()),
             ]))
         }
+        // A key attested earlier refreshes with an assertion (the device keeps its id); if the gateway no longer knows
+        // the key, or there is none, a new key is attested.
         let challenge = try await api.challenge()
-        let artifact = try await AppAttestProvider.shared.attest(challenge: challenge.value)
+        if let refresh = try await AppAttestProvider.shared.refresh(challenge: challenge.value) {
+            do {
+                return try await api.exchange(method: refresh.method, body: refresh.body)
+            } catch TollgateError.attestationFailed {
+                AppAttestProvider.shared.forgetAttestedKey()
+            }
+        }
+        let fresh = try await api.challenge()
+        let artifact = try await AppAttestProvider.shared.attest(challenge: fresh.value)
         return try await api.exchange(method: artifact.method, body: artifact.body)
     }
 
