@@ -20,6 +20,8 @@ import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
 import java.security.KeyPairGenerator
 import java.security.KeyStore
+import java.security.MessageDigest
+import java.security.Signature
 import java.security.spec.ECGenParameterSpec
 
 /** How this device proves itself to the gateway, tried in the order configured. */
@@ -94,6 +96,7 @@ internal class AndroidAttestor(
      * (`KeyGenParameterSpec.Builder.setAttestationChallenge`), and sends the chain leaf first, root last.
      */
     private suspend fun keyAttestation(): DeviceToken {
+        refreshWithAttestedKey()?.let { return it }
         val challenge = api.challenge()
         val chain = withContext(Dispatchers.IO) {
             try {
@@ -109,6 +112,39 @@ internal class AndroidAttestor(
             ),
         )
         return api.exchange(AttestationMethod.KEY_ATTESTATION.wireName, body)
+    }
+
+    /**
+     * A refresh signed by the key attested earlier: `{"challenge", "keyId", "signature"}`, the signature (ECDSA, SHA-256)
+     * over the challenge's UTF-8 bytes. The device keeps its id (SHA-256 of the key) and its limits across refreshes.
+     * Null when there is no key yet or the gateway no longer knows it: then a new key is attested.
+     */
+    private suspend fun refreshWithAttestedKey(): DeviceToken? {
+        val entry = withContext(Dispatchers.IO) {
+            val keyStore = KeyStore.getInstance(ANDROID_KEYSTORE).apply { load(null) }
+            keyStore.getEntry(KEY_ALIAS, null) as? KeyStore.PrivateKeyEntry
+        } ?: return null
+        val challenge = api.challenge()
+        val keyId = MessageDigest.getInstance("SHA-256").digest(entry.certificate.publicKey.encoded).joinToString("") { "%02x".format(it) }
+        val signature = withContext(Dispatchers.IO) {
+            Signature.getInstance("SHA256withECDSA").run {
+                initSign(entry.privateKey)
+                update(challenge.value.toByteArray(Charsets.UTF_8))
+                sign()
+            }
+        }
+        val body = JsonObject(
+            mapOf(
+                "challenge" to JsonPrimitive(challenge.value),
+                "keyId" to JsonPrimitive(keyId),
+                "signature" to JsonPrimitive(Base64.encodeToString(signature, Base64.NO_WRAP)),
+            ),
+        )
+        return try {
+            api.exchange(AttestationMethod.KEY_ATTESTATION.wireName, body)
+        } catch (_: TollgateError.AttestationFailed) {
+            null
+        }
     }
 
     private fun generateAttestedKey(challenge: ByteArray, strongBox: Boolean): List<ByteArray> {
