@@ -17,6 +17,8 @@ import { authenticateAdminKey } from '../core/management/admin-auth';
 import { createMcpServer } from '../core/mcp/server';
 import { createGatewayCore, mcpDependencies, startGateway, TOLLGATE_VERSION, type GatewayCore, type RunningGateway } from '../core/server/gateway';
 import { describeDatabase } from '../core/storage/database';
+import { DashboardAuth } from '../core/admin/dashboard-auth';
+import { SignInInput, validateInput } from '../core/management/inputs';
 import { DeviceTokenService } from '../core/attestation/device-tokens';
 
 class UsageError extends Error {}
@@ -39,6 +41,8 @@ Usage:
   tollgate providers list
   tollgate signing-keys rotate
   tollgate mcp                         (the assistant-facing server over stdio; TOLLGATE_ADMIN_KEY names the actor)
+  tollgate dashboard-users create --username NAME          (password on stdin; adds a dashboard administrator)
+  tollgate dashboard-users set-password --username NAME    (password on stdin; ends that user's sessions)
   tollgate attestation-secrets set --app ID --name play-integrity-decryption-key|play-integrity-verification-key|play-integrity-service-account   (value on stdin)
   tollgate attestation-secrets list --app ID
   tollgate attest verify --method apple-app-attest --app-id TEAMID.BUNDLE --key-id B64 --attestation FILE --client-data-hash HEX [--environment development|production] [--at ISO8601]
@@ -80,6 +84,7 @@ const OPTIONS = {
   'public-key': { type: 'string' },
   assertion: { type: 'string' },
   'previous-counter': { type: 'string' },
+  username: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;
@@ -408,6 +413,17 @@ async function main(argv: string[]): Promise<void> {
       return withCore((core) => core.management.revokeDevice(required(options, 'app'), required(options, 'device')));
     case 'devices revoke-all':
       return withCore((core) => core.management.revokeAllDevices(required(options, 'app')));
+    case 'dashboard-users create':
+    case 'dashboard-users set-password': {
+      const username = required(options, 'username');
+      const input = validateInput(SignInInput, { username, password: await readSecretFromStdin() });
+      if (input.password.length < 12) throw new UsageError('the password (on stdin) must be at least 12 characters');
+      return withCore(async (core) => {
+        const auth = new DashboardAuth(core.database);
+        const user = subcommand === 'create' ? await auth.createUser(input.username, input.password) : await auth.setPassword(input.username, input.password);
+        return { ...user, ...(subcommand === 'set-password' ? { sessionsEnded: true } : {}) };
+      });
+    }
     case 'admin-keys create':
       return withCore((core) => core.management.createAdminKey({ name: required(options, 'name') }));
     case 'providers list':

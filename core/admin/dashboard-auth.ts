@@ -129,6 +129,18 @@ export class DashboardAuth {
     return user;
   }
 
+  /** Sets a new password for an administrator and ends their sessions (recovery from the host: `tollgate dashboard-users`). */
+  async setPassword(username: string, password: string): Promise<DashboardUser> {
+    const row = (await this.database('admin_users').where({ username }).first()) as { id: string; username: string } | undefined;
+    if (!row) throw new TollgateError('TG_ERR_NOT_FOUND', `no dashboard user "${username}"`);
+    const passwordHash = await hashPassword(password);
+    await this.database.transaction(async (transaction) => {
+      await transaction('admin_users').where({ id: row.id }).update({ password_hash: passwordHash, disabled_at: null });
+      await transaction('admin_sessions').where({ user_id: row.id }).delete();
+    });
+    return { id: row.id, username: row.username };
+  }
+
   /** Checks the password and opens a session; null when the name or the password is wrong (the same answer). */
   async signIn(username: string, password: string): Promise<{ sessionId: string; session: DashboardSession } | null> {
     const row = (await this.database('admin_users').where({ username }).first()) as { id: string; username: string; password_hash: string; disabled_at: unknown } | undefined;

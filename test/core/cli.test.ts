@@ -121,6 +121,30 @@ describe('tollgate CLI', () => {
     expect(await exited(child)).to.equal(0);
   });
 
+  it('dashboard-users create and set-password (password on stdin): sign-in works, and a new password ends old sessions', async () => {
+    expect(run(cwd, ['dashboard-users', 'create', '--username', 'ops'], { input: 'short\n' }).status).to.not.equal(0);
+    const created = run(cwd, ['dashboard-users', 'create', '--username', 'ops'], { input: 'first password 123\n' });
+    expect(created.status, created.stderr).to.equal(0);
+    expect(created.stdout).to.not.include('first password');
+    const { child, url, stderr } = await serve(cwd, {});
+    try {
+      // An administrator exists: no set-up link is printed.
+      expect(stderr()).to.not.include('/dashboard/setup#token=');
+      const signIn = (password: string) => fetch(`${url}/v1/admin/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'ops', password }) });
+      const first = await signIn('first password 123');
+      expect(first.status).to.equal(200);
+      const cookie = (first.headers.get('set-cookie') ?? '').split(';')[0]!;
+      expect((await fetch(`${url}/v1/admin/apps`, { headers: { cookie } })).status).to.equal(200);
+      expect(run(cwd, ['dashboard-users', 'set-password', '--username', 'ops'], { input: 'second password 456\n' }).json()).to.include({ username: 'ops', sessionsEnded: true });
+      expect((await fetch(`${url}/v1/admin/apps`, { headers: { cookie } })).status).to.equal(401);
+      expect((await signIn('first password 123')).status).to.equal(401);
+      expect((await signIn('second password 456')).status).to.equal(200);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited(child)).to.equal(0);
+  });
+
   it('in production, refuses to boot without a master key', () => {
     const result = run(cwd, ['serve'], { env: { TOLLGATE_ENV: 'production', TOLLGATE_PORT: '0' } });
     expect(result.status).to.equal(1);
