@@ -51,7 +51,13 @@ interface RouteContext {
   readonly actor: Actor | null;
   readonly request: Request;
   readonly response: Response;
-  audit(action: string, target: string | null, details?: Record<string, unknown>): Promise<void>;
+}
+
+/** The fields of a route's result that audit entries may name (ids, names, masked values). */
+interface AuditedResult {
+  readonly id?: string;
+  readonly name?: string;
+  readonly masked?: string;
 }
 
 interface QueryParameter {
@@ -71,6 +77,12 @@ export interface AdminRoute {
   readonly query?: readonly QueryParameter[];
   readonly status?: number;
   readonly response: { readonly schema: string; readonly description: string; readonly array?: boolean };
+  /** Written to the audit log after the route succeeds, with the actor: what was done to what (never a secret value). */
+  readonly audit?: {
+    readonly action: string;
+    target(context: RouteContext, result: AuditedResult): string | undefined;
+    details?(context: RouteContext, result: AuditedResult): Record<string, unknown>;
+  };
   /** No credentials needed (sign-in, set-up). */
   readonly public?: boolean;
   readonly rateLimited?: boolean;
@@ -167,11 +179,8 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       method: 'post', path: '/apps', operationId: 'createApp', tag: 'apps', body: CreateAppInput, status: 201,
       summary: 'Create an app; its app token is in this answer only',
       response: { schema: 'CreatedApp', description: 'the app and its token (shown once)' },
-      async handle({ body, audit }) {
-        const app = await management.createApp(body);
-        await audit('app.create', app.id, { name: app.name });
-        return app;
-      },
+      audit: { action: 'app.create', target: (_context, app) => app.id, details: (_context, app) => ({ name: app.name }) },
+      handle: ({ body }) => management.createApp(body),
     },
     {
       method: 'get', path: '/apps/{appId}', operationId: 'getApp', tag: 'apps', summary: 'Read an app and its settings',
@@ -182,47 +191,32 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       method: 'patch', path: '/apps/{appId}', operationId: 'updateApp', tag: 'apps', body: UpdateAppInput,
       summary: 'Change an app’s name or settings: attestation policy, development attestation, allowed providers and routes, limits and quotas',
       response: { schema: 'App', description: 'the changed app' },
-      async handle({ params, body, audit }) {
-        const app = await management.updateApp(params.appId!, body);
-        await audit('app.update', app.id, { fields: Object.keys(body as object) });
-        return app;
-      },
+      audit: { action: 'app.update', target: (_context, app) => app.id, details: ({ body }) => ({ fields: Object.keys(body as object) }) },
+      handle: ({ params, body }) => management.updateApp(params.appId!, body),
     },
     {
       method: 'delete', path: '/apps/{appId}', operationId: 'deleteApp', tag: 'apps', summary: 'Delete an app with its secrets, tokens and devices',
       response: { schema: 'Deleted', description: 'deleted' },
-      async handle({ params, audit }) {
-        const result = await management.deleteApp(params.appId!);
-        await audit('app.delete', params.appId!);
-        return result;
-      },
+      audit: { action: 'app.delete', target: ({ params }) => params.appId! },
+      handle: ({ params }) => management.deleteApp(params.appId!),
     },
     {
       method: 'post', path: '/apps/{appId}/disable', operationId: 'disableApp', tag: 'apps', summary: 'Disable an app: its token is refused until enabled again',
       response: { schema: 'App', description: 'the disabled app' },
-      async handle({ params, audit }) {
-        const app = await management.setAppStatus(params.appId!, 'disabled');
-        await audit('app.disable', app.id);
-        return app;
-      },
+      audit: { action: 'app.disable', target: (_context, app) => app.id },
+      handle: ({ params }) => management.setAppStatus(params.appId!, 'disabled'),
     },
     {
       method: 'post', path: '/apps/{appId}/enable', operationId: 'enableApp', tag: 'apps', summary: 'Enable a disabled app',
       response: { schema: 'App', description: 'the enabled app' },
-      async handle({ params, audit }) {
-        const app = await management.setAppStatus(params.appId!, 'active');
-        await audit('app.enable', app.id);
-        return app;
-      },
+      audit: { action: 'app.enable', target: (_context, app) => app.id },
+      handle: ({ params }) => management.setAppStatus(params.appId!, 'active'),
     },
     {
       method: 'post', path: '/apps/{appId}/rotate-token', operationId: 'rotateAppToken', tag: 'apps', summary: 'Issue a new app token; the old one stops working at once',
       response: { schema: 'RotatedToken', description: 'the new token (shown once)' },
-      async handle({ params, audit }) {
-        const result = await management.rotateAppToken(params.appId!);
-        await audit('app.rotate_token', params.appId!);
-        return result;
-      },
+      audit: { action: 'app.rotate_token', target: ({ params }) => params.appId! },
+      handle: ({ params }) => management.rotateAppToken(params.appId!),
     },
     // Secrets: write-only.
     {
@@ -234,21 +228,17 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       method: 'put', path: '/apps/{appId}/secrets/{provider}', operationId: 'putSecret', tag: 'secrets', body: SecretBodyInput,
       summary: 'Set (or replace) the provider key of an app; it is encrypted at rest and never returned again',
       response: { schema: 'Secret', description: 'the masked secret' },
-      async handle({ params, body, audit }) {
+      audit: { action: 'secret.set', target: ({ params }) => `${params.appId}/${params.provider}`, details: (_context, secret) => ({ masked: secret.masked }) },
+      async handle({ params, body }) {
         const input = validateInput(SecretBodyInput, body);
-        const secret = await management.setSecret({ appId: params.appId, provider: params.provider, value: input.value, ...(input.baseUrl !== undefined ? { baseUrl: input.baseUrl } : {}) });
-        await audit('secret.set', `${params.appId}/${params.provider}`, { masked: secret.masked });
-        return secret;
+        return management.setSecret({ appId: params.appId, provider: params.provider, value: input.value, ...(input.baseUrl !== undefined ? { baseUrl: input.baseUrl } : {}) });
       },
     },
     {
       method: 'delete', path: '/apps/{appId}/secrets/{provider}', operationId: 'deleteSecret', tag: 'secrets', summary: 'Delete a provider key',
       response: { schema: 'SecretDeleted', description: 'deleted' },
-      async handle({ params, audit }) {
-        const result = await management.deleteSecret(params.appId!, params.provider!);
-        await audit('secret.delete', `${params.appId}/${params.provider}`);
-        return result;
-      },
+      audit: { action: 'secret.delete', target: ({ params }) => `${params.appId}/${params.provider}` },
+      handle: ({ params }) => management.deleteSecret(params.appId!, params.provider!),
     },
     // Attestation credentials (Play Integrity keys, service account): write-only too.
     {
@@ -260,20 +250,14 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       method: 'put', path: '/apps/{appId}/attestation-secrets/{name}', operationId: 'putAttestationSecret', tag: 'secrets', body: AttestationSecretBodyInput,
       summary: 'Set a Play Integrity decryption or verification key (base64, from Play Console) or the service-account JSON for standard requests',
       response: { schema: 'AttestationSecret', description: 'the masked credential' },
-      async handle({ params, body, audit }) {
-        const secret = await management.setAttestationSecret(params.appId!, params.name!, body);
-        await audit('attestation_secret.set', `${params.appId}/${params.name}`);
-        return secret;
-      },
+      audit: { action: 'attestation_secret.set', target: ({ params }) => `${params.appId}/${params.name}` },
+      handle: ({ params, body }) => management.setAttestationSecret(params.appId!, params.name!, body),
     },
     {
       method: 'delete', path: '/apps/{appId}/attestation-secrets/{name}', operationId: 'deleteAttestationSecret', tag: 'secrets', summary: 'Delete an attestation credential',
       response: { schema: 'AttestationSecretDeleted', description: 'deleted' },
-      async handle({ params, audit }) {
-        const result = await management.deleteAttestationSecret(params.appId!, params.name!);
-        await audit('attestation_secret.delete', `${params.appId}/${params.name}`);
-        return result;
-      },
+      audit: { action: 'attestation_secret.delete', target: ({ params }) => `${params.appId}/${params.name}` },
+      handle: ({ params }) => management.deleteAttestationSecret(params.appId!, params.name!),
     },
     // Development tokens and devices.
     {
@@ -285,21 +269,17 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       method: 'post', path: '/apps/{appId}/development-tokens', operationId: 'createDevelopmentToken', tag: 'devices', body: DevelopmentTokenInput, status: 201,
       summary: 'Create a development token (dt_…) for simulators and emulators; shown once',
       response: { schema: 'CreatedDevelopmentToken', description: 'the token (shown once)' },
-      async handle({ params, body, audit }) {
+      audit: { action: 'development_token.create', target: ({ params }, token) => `${params.appId}/${token.id}` },
+      async handle({ params, body }) {
         const input = validateInput(DevelopmentTokenInput, body ?? {});
-        const token = await management.createDevelopmentToken(params.appId!, input.label);
-        await audit('development_token.create', `${params.appId}/${token.id}`);
-        return token;
+        return management.createDevelopmentToken(params.appId!, input.label);
       },
     },
     {
       method: 'post', path: '/apps/{appId}/development-tokens/{tokenId}/revoke', operationId: 'revokeDevelopmentToken', tag: 'devices', summary: 'Revoke a development token',
       response: { schema: 'DevelopmentTokenRevoked', description: 'revoked' },
-      async handle({ params, audit }) {
-        const result = await management.revokeDevelopmentToken(params.appId!, params.tokenId!);
-        await audit('development_token.revoke', `${params.appId}/${params.tokenId}`);
-        return result;
-      },
+      audit: { action: 'development_token.revoke', target: ({ params }) => `${params.appId}/${params.tokenId}` },
+      handle: ({ params }) => management.revokeDevelopmentToken(params.appId!, params.tokenId!),
     },
     {
       method: 'get', path: '/apps/{appId}/devices', operationId: 'listDevices', tag: 'devices', summary: 'List the app’s attested devices',
@@ -310,20 +290,14 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       method: 'post', path: '/apps/{appId}/devices/{deviceId}/revoke', operationId: 'revokeDevice', tag: 'devices',
       summary: 'Revoke a device: its next request gets attestationFailed, even with an unexpired token',
       response: { schema: 'DeviceRevoked', description: 'revoked' },
-      async handle({ params, audit }) {
-        const result = await management.revokeDevice(params.appId!, params.deviceId!);
-        await audit('device.revoke', `${params.appId}/${params.deviceId}`);
-        return result;
-      },
+      audit: { action: 'device.revoke', target: ({ params }) => `${params.appId}/${params.deviceId}` },
+      handle: ({ params }) => management.revokeDevice(params.appId!, params.deviceId!),
     },
     {
       method: 'post', path: '/apps/{appId}/devices/revoke-all', operationId: 'revokeAllDevices', tag: 'devices', summary: 'Revoke every device token of the app issued until now',
       response: { schema: 'DevicesRevoked', description: 'revoked' },
-      async handle({ params, audit }) {
-        const result = await management.revokeAllDevices(params.appId!);
-        await audit('device.revoke_all', params.appId!);
-        return result;
-      },
+      audit: { action: 'device.revoke_all', target: ({ params }) => params.appId! },
+      handle: ({ params }) => management.revokeAllDevices(params.appId!),
     },
     // Usage and integration.
     {
@@ -379,20 +353,14 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
     {
       method: 'post', path: '/admin-keys', operationId: 'createAdminKey', tag: 'admin', body: NameInput, status: 201, summary: 'Create an admin key (ak_…); shown once',
       response: { schema: 'CreatedAdminKey', description: 'the key (shown once)' },
-      async handle({ body, audit }) {
-        const key = await management.createAdminKey(body);
-        await audit('admin_key.create', key.id, { name: key.name });
-        return key;
-      },
+      audit: { action: 'admin_key.create', target: (_context, key) => key.id, details: (_context, key) => ({ name: key.name }) },
+      handle: ({ body }) => management.createAdminKey(body),
     },
     {
       method: 'delete', path: '/admin-keys/{keyId}', operationId: 'revokeAdminKey', tag: 'admin', summary: 'Revoke an admin key',
       response: { schema: 'AdminKeyRevoked', description: 'revoked' },
-      async handle({ params, audit }) {
-        const result = await management.revokeAdminKey(params.keyId!);
-        await audit('admin_key.revoke', params.keyId!);
-        return result;
-      },
+      audit: { action: 'admin_key.revoke', target: ({ params }) => params.keyId! },
+      handle: ({ params }) => management.revokeAdminKey(params.keyId!),
     },
     {
       method: 'get', path: '/audit', operationId: 'listAuditLog', tag: 'admin',
@@ -485,11 +453,19 @@ export function createAdminRouter(deps: AdminApiDependencies): Router {
         if (route.body || route.method !== 'get') {
           await new Promise<void>((resolve, reject) => json(request, response, (error?: unknown) => (error ? reject(error) : resolve())));
         }
-        const audit = async (action: string, target: string | null, details?: Record<string, unknown>) => {
-          await new AuditRepository(deps.database).append({ actor: actor?.name ?? 'anonymous', action: `admin.${action}`, target, details: details ?? null, createdAt: deps.clock() });
-        };
         const body = route.body && request.body === undefined ? {} : request.body;
-        const result = await route.handle({ params: request.params as Record<string, string>, query: request.query as Record<string, unknown>, body, actor, request, response, audit });
+        const context: RouteContext = { params: request.params as Record<string, string>, query: request.query as Record<string, unknown>, body, actor, request, response };
+        const result = await route.handle(context);
+        if (route.audit) {
+          const audited = (result ?? {}) as AuditedResult;
+          await new AuditRepository(deps.database).append({
+            actor: actor?.name ?? 'anonymous',
+            action: `admin.${route.audit.action}`,
+            target: route.audit.target(context, audited) ?? null,
+            details: route.audit.details?.(context, audited) ?? null,
+            createdAt: deps.clock(),
+          });
+        }
         response.setHeader('Cache-Control', 'no-store');
         response.status(route.status ?? 200).json(result);
       } catch (error) {
