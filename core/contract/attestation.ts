@@ -2,6 +2,7 @@
  * The attestation-verifier contract. A verifier serves `POST /v1/attest/{method}`: it checks a platform attestation
  * and names the device; the gateway then issues a device token (protocol.md, "Device tokens").
  */
+import { GatewayError } from './errors';
 import type { AppIdentity } from './records';
 
 /** The request body of `POST /v1/attest/{method}` and what the route already knows. */
@@ -13,6 +14,8 @@ export interface AttestationInput {
   readonly production: boolean;
   /** Consumes a challenge issued by `POST /v1/attest/challenge` for this app: true only once. */
   consumeChallenge(challenge: string): Promise<boolean>;
+  /** Consumes the challenge, or throws the `attestationFailed` (`challenge_invalid`) every method answers. */
+  useChallenge(challenge: string): Promise<void>;
   /** The app's attested device keys (for assertion-based refreshes). */
   readonly devices: DeviceKeyStore;
   /** Reads a credential the app keeps for its attestation (e.g. Play Integrity keys), decrypted; null when absent. */
@@ -69,4 +72,28 @@ export interface AttestationVerifier {
    * `GatewayError('attestationFailed', …)` when it is rejected.
    */
   verifyRequestAssertion?(input: RequestAssertionInput): Promise<void>;
+}
+
+/**
+ * The stored key of a device this app attested earlier, for assertion- or signature-based refreshes; throws
+ * `attestationFailed` when the key was never attested (`key_not_attested`) or the device is revoked.
+ */
+export async function requireAttestedKey(devices: DeviceKeyStore, appId: string, deviceId: string): Promise<{ readonly publicKey: string; readonly counter: number }> {
+  const device = await devices.find(appId, deviceId);
+  if (!device?.publicKey) throw new GatewayError('attestationFailed', 'This key was never attested for this app: attest it first.', { reason: 'key_not_attested' });
+  if (device.revoked) throw new GatewayError('attestationFailed', 'This device has been revoked.', { reason: 'device_revoked' });
+  return { publicKey: device.publicKey, counter: device.counter };
+}
+
+/**
+ * Attestation credentials an app keeps (Play Integrity keys, a service account) live in the secrets table under
+ * `@<name>`: a provider slug cannot start with `@`, so the proxy can never inject one.
+ */
+export function attestationSecretKey(name: string): string {
+  return `@${name}`;
+}
+
+/** The credential name of a secrets-table key, or null for a provider key. */
+export function attestationSecretName(key: string): string | null {
+  return key.startsWith('@') ? key.slice(1) : null;
 }

@@ -5,7 +5,7 @@
  */
 import { isIP } from 'node:net';
 import type { Knex } from 'knex';
-import { DEFAULT_APP_SETTINGS, TollgateError, maskSecret, type AppSettings } from '../contract';
+import { DEFAULT_APP_SETTINGS, TollgateError, attestationSecretKey, attestationSecretName, maskSecret, type AppSettings } from '../contract';
 import type { ProviderRegistry } from '../registry/provider-registry';
 import { hostMatches } from '../pipeline/proxy-path';
 import { generateId, generateToken, hashToken, isWellFormedToken, tokenHint } from '../security/tokens';
@@ -62,6 +62,7 @@ export interface ManagementOptions {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
 
 function appView(row: AppRow): AppView {
   return { id: row.id, name: row.name, status: row.status, tokenHint: row.tokenHint, settings: row.settings, createdAt: iso(row.createdAt), updatedAt: iso(row.updatedAt) };
@@ -77,7 +78,7 @@ function deviceView(row: DeviceRow): DeviceView {
     method: row.method,
     firstSeenAt: iso(row.createdAt),
     lastAttestedAt: iso(row.lastAttestedAt),
-    revokedAt: row.revokedAt === null ? null : iso(row.revokedAt),
+    revokedAt: isoOrNull(row.revokedAt),
   };
 }
 
@@ -256,22 +257,22 @@ export class ManagementService {
     return url.href.replace(/\/$/, '');
   }
 
-  /** The app's provider keys, masked (attestation credentials, stored under `@name`, are listed separately). */
+  /** The app's provider keys, masked (attestation credentials are listed separately). */
   async listSecrets(appId: string): Promise<SecretView[]> {
     await this.requireApp(this.database, appId);
-    return (await new SecretRepository(this.database).listForApp(appId)).filter((row) => !row.provider.startsWith('@')).map(secretView);
+    return (await new SecretRepository(this.database).listForApp(appId)).filter((row) => attestationSecretName(row.provider) === null).map(secretView);
   }
 
   /**
    * Stores an attestation credential of the app (Play Integrity keys, a service-account JSON), encrypted like a provider
-   * key, under `@name` (a provider slug cannot start with `@`, so the proxy can never inject it).
+   * key, under {@link attestationSecretKey}.
    */
   async setAttestationSecret(appId: string, name: string, plain: unknown): Promise<{ appId: string; name: string; masked: string; updatedAt: string }> {
     if (!(ATTESTATION_SECRET_NAMES as readonly string[]).includes(name)) {
       throw new TollgateError('TG_ERR_VALIDATION', `unknown attestation secret "${name}" (known: ${ATTESTATION_SECRET_NAMES.join(', ')})`, { name: [`must be one of ${ATTESTATION_SECRET_NAMES.join(', ')}`] });
     }
     const input = validateInput(AttestationSecretBodyInput, plain);
-    const key = `@${name}`;
+    const key = attestationSecretKey(name);
     const now = this.clock();
     return this.write(async (transaction) => {
       await this.requireApp(transaction, appId);
@@ -293,15 +294,16 @@ export class ManagementService {
 
   async listAttestationSecrets(appId: string): Promise<Array<{ appId: string; name: string; masked: string; updatedAt: string }>> {
     await this.requireApp(this.database, appId);
-    return (await new SecretRepository(this.database).listForApp(appId))
-      .filter((row) => row.provider.startsWith('@'))
-      .map((row) => ({ appId, name: row.provider.slice(1), masked: row.masked, updatedAt: iso(row.updatedAt) }));
+    return (await new SecretRepository(this.database).listForApp(appId)).flatMap((row) => {
+      const name = attestationSecretName(row.provider);
+      return name === null ? [] : [{ appId, name, masked: row.masked, updatedAt: iso(row.updatedAt) }];
+    });
   }
 
   async deleteAttestationSecret(appId: string, name: string): Promise<{ appId: string; name: string; deleted: true }> {
     await this.write(async (transaction) => {
       await this.requireApp(transaction, appId);
-      if ((await new SecretRepository(transaction).delete(appId, `@${name}`)) === 0) throw notFound(`attestation secret "${name}"`);
+      if ((await new SecretRepository(transaction).delete(appId, attestationSecretKey(name))) === 0) throw notFound(`attestation secret "${name}"`);
     });
     return { appId, name, deleted: true };
   }
@@ -352,7 +354,7 @@ export class ManagementService {
   }
 
   async listAdminKeys(): Promise<Array<{ id: string; name: string; keyHint: string; createdAt: string; revokedAt: string | null }>> {
-    return (await new TokenRepository(this.database).listAdminKeys()).map((key) => ({ ...key, createdAt: iso(key.createdAt), revokedAt: key.revokedAt === null ? null : iso(key.revokedAt) }));
+    return (await new TokenRepository(this.database).listAdminKeys()).map((key) => ({ ...key, createdAt: iso(key.createdAt), revokedAt: isoOrNull(key.revokedAt) }));
   }
 
   /** Revokes an admin key: the next request made with it is refused. */
@@ -365,11 +367,7 @@ export class ManagementService {
 
   async listDevelopmentTokens(appId: string): Promise<Array<{ id: string; tokenHint: string; label: string | null; createdAt: string; revokedAt: string | null }>> {
     await this.requireApp(this.database, appId);
-    return (await new TokenRepository(this.database).listDevelopmentTokens(appId)).map((token) => ({
-      ...token,
-      createdAt: iso(token.createdAt),
-      revokedAt: token.revokedAt === null ? null : iso(token.revokedAt),
-    }));
+    return (await new TokenRepository(this.database).listDevelopmentTokens(appId)).map((token) => ({ ...token, createdAt: iso(token.createdAt), revokedAt: isoOrNull(token.revokedAt) }));
   }
 
   /** Revokes a development token: it can no longer be traded for device tokens. */

@@ -50,6 +50,13 @@ function versionBase(provider: RegisteredProvider, context: ProxyContext, target
   return { base: provider.overridden ? provider.baseUrl : url.origin, prefix };
 }
 
+/** The draft with a whole body: sent with its length, not chunked. */
+function withBody(draft: UpstreamRequestDraft, body: Buffer): UpstreamRequestDraft {
+  const headers: Record<string, string | string[]> = { ...draft.headers, 'content-length': String(body.length) };
+  delete headers['transfer-encoding'];
+  return { ...draft, headers, body };
+}
+
 /**
  * Stage 5, `injectKey`: builds the upstream request from the provider's declarations only: base URL, version prefix,
  * the checked client path, the client's forwardable headers, the provider's default headers and its credential, as the
@@ -96,14 +103,8 @@ export class InjectKeyStage implements PipelineStage {
       headers[auth.header.toLowerCase()] = auth.scheme ? `${auth.scheme} ${secret.value.reveal()}` : secret.value.reveal();
     }
     if (auth.kind === 'computed') return this.authorize(context, { method, origin, path, headers });
-    if (context.requestBody) {
-      // Already read (a per-request assertion covered it): sent as is, with its length.
-      headers['content-length'] = String(context.requestBody.length);
-      delete headers['transfer-encoding'];
-      context.set('upstream', { method, origin, path, headers, body: context.requestBody });
-      return;
-    }
-    context.set('upstream', { method, origin, path, headers });
+    // A body already read (a per-request assertion covered it) is sent as is.
+    context.set('upstream', context.requestBody ? withBody({ method, origin, path, headers }, context.requestBody) : { method, origin, path, headers });
   }
 
   /** Computed credentials: the manifest's hook signs the draft (with the whole body when it asks for it). */
@@ -111,10 +112,7 @@ export class InjectKeyStage implements PipelineStage {
     const manifest = context.provider;
     let draft: UpstreamRequestDraft = base;
     if (manifest.authorizeNeedsBody || context.requestBody) {
-      const body = await readRequestBody(context, this.configuration.maxBodyBytes);
-      const headers: Record<string, string | string[]> = { ...base.headers, 'content-length': String(body.length) };
-      delete headers['transfer-encoding'];
-      draft = { ...base, headers, body };
+      draft = withBody(base, await readRequestBody(context, this.configuration.maxBodyBytes));
     }
     await manifest.authorize!(draft, context.get('secret'));
     context.set('upstream', { method: draft.method, origin: draft.origin, path: draft.path, headers: draft.headers, ...(draft.body ? { body: draft.body } : {}) });

@@ -14,6 +14,8 @@ import {
   type PipelineStage,
   type ProxyContext,
 } from '../contract';
+import type { Configuration } from '../configuration/configuration';
+import type { DeviceTokenClaims, DeviceTokenService } from '../attestation/device-tokens';
 import { readRequestBody } from './request-body';
 
 /** How far `Tollgate-Request-Time` may be from the gateway's clock in every-request mode. */
@@ -27,8 +29,6 @@ export function requestDigest(method: string, pathWithQuery: string, requestTime
   const bodyHash = createHash('sha256').update(body).digest('hex');
   return createHash('sha256').update(`${method.toUpperCase()}\n${pathWithQuery}\n${requestTime}\n${bodyHash}`, 'utf8').digest();
 }
-import type { Configuration } from '../configuration/configuration';
-import type { DeviceTokenClaims, DeviceTokenService } from '../attestation/device-tokens';
 
 /**
  * Stage 2, `verifyDevice`: the `Tollgate-Device-Token` is a device token this gateway signed, for this app, unexpired,

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import express, { type Request, type Response, type Router } from 'express';
-import { GatewayError, type AttestationVerifier, type ChallengeStore, type DeviceKeyStore, type GatewayDirectory, type RateLimitStore } from '../contract';
+import { GatewayError, attestationSecretKey, type AttestationVerifier, type ChallengeStore, type DeviceKeyStore, type GatewayDirectory, type RateLimitStore } from '../contract';
 import type { DeviceTokenService } from '../attestation/device-tokens';
 import { checkAppToken } from '../pipeline/verify-token';
 import { storeUnavailable, writeRateLimitHeaders } from '../pipeline/limit-rate';
@@ -28,10 +28,6 @@ export interface AttestRouteDependencies {
   readonly devices: DeviceKeyStore;
 }
 
-/** The secrets table row name of an attestation credential (never a provider slug, which cannot start with `@`). */
-export function attestationSecretKey(name: string): string {
-  return `@${name}`;
-}
 
 export function createAttestRouter(dependencies: AttestRouteDependencies): Router {
   const router = express.Router();
@@ -93,11 +89,17 @@ export function createAttestRouter(dependencies: AttestRouteDependencies): Route
       if (body === null || typeof body !== 'object' || Array.isArray(body)) {
         throw new GatewayError('invalidRequest', 'The request body must be a JSON object.', { reason: 'body_not_object' });
       }
+      const consumeChallenge = (challenge: string) => dependencies.challenges.consume(app.id, challenge, clock());
       const device = await verifier.verify({
         app,
         body: body as Record<string, unknown>,
         production: dependencies.production,
-        consumeChallenge: (challenge) => dependencies.challenges.consume(app.id, challenge, clock()),
+        consumeChallenge,
+        useChallenge: async (challenge) => {
+          if (!(await consumeChallenge(challenge))) {
+            throw new GatewayError('attestationFailed', 'The challenge is unknown, expired, already used, or belongs to another app.', { reason: 'challenge_invalid' });
+          }
+        },
         devices: dependencies.devices,
         readAttestationSecret: async (name) => (await dependencies.directory.findSecret(app.id, attestationSecretKey(name)))?.value.reveal() ?? null,
       });

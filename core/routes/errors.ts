@@ -6,14 +6,17 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GatewayError, TollgateError } from '../contract';
 
+/** `app "x" not found` → `App "x" not found.` (coded errors are phrases; clients read sentences). */
+const sentence = (phrase: string) => `${phrase.charAt(0).toUpperCase()}${phrase.slice(1)}.`;
+
 /** Converts any thrown value to the error the client is told about. */
 export function toGatewayError(error: unknown): GatewayError {
   if (error instanceof GatewayError) return error;
   if (error instanceof TollgateError && error.code === 'TG_ERR_VALIDATION') {
     return new GatewayError('invalidRequest', error.message, { reason: 'validation', ...(error.details ? { fields: error.details } : {}) });
   }
-  if (error instanceof TollgateError && error.code === 'TG_ERR_NOT_FOUND') return new GatewayError('notFound', `${error.message[0]?.toUpperCase()}${error.message.slice(1)}.`, { reason: 'not_found' });
-  if (error instanceof TollgateError && error.code === 'TG_ERR_CONFLICT') return new GatewayError('conflict', `${error.message[0]?.toUpperCase()}${error.message.slice(1)}.`, { reason: 'conflict' });
+  if (error instanceof TollgateError && error.code === 'TG_ERR_NOT_FOUND') return new GatewayError('notFound', sentence(error.message), { reason: 'not_found' });
+  if (error instanceof TollgateError && error.code === 'TG_ERR_CONFLICT') return new GatewayError('conflict', sentence(error.message), { reason: 'conflict' });
   const bodyParser = error as { type?: string; status?: number } | undefined;
   if (bodyParser?.type === 'entity.parse.failed') return new GatewayError('invalidRequest', 'The request body is not valid JSON.', { reason: 'malformed_json' });
   if (bodyParser?.type === 'entity.verify.failed') return new GatewayError('invalidRequest', 'The request body is not valid UTF-8.', { reason: 'malformed_utf8' });

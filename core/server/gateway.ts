@@ -289,7 +289,6 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     if (replacement) container.register(STAGE_TOKENS[stage], { useValue: replacement });
     else container.registerSingleton(STAGE_TOKENS[stage], defaultStages[stage] as never);
   }
-  // (the pipeline is resolved after the verifiers are registered: verifyDevice checks per-request assertions with them)
   const forward = container.resolve<PipelineStage>(STAGE_TOKENS.forward);
 
   const deviceKeys = new DatabaseDeviceKeys(database);
@@ -299,6 +298,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     ...plugins.verifiers,
   ];
   for (const verifier of verifiers) container.register(ATTESTATION_VERIFIER, { useValue: verifier });
+  // Resolved after the verifiers are registered: verifyDevice checks per-request assertions with them.
   const pipeline = container.resolve(Pipeline);
 
   const usageObserver: PipelineObserver = {

@@ -11,7 +11,7 @@
  */
 import { createPublicKey, verify } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { GatewayError, type AttestationInput, type AttestationVerifier, type AttestedDevice, type TollgatePlugin } from '../../core/contract';
+import { GatewayError, requireAttestedKey, type AttestationInput, type AttestationVerifier, type AttestedDevice, type TollgatePlugin } from '../../core/contract';
 import { KeyAttestationError, revokedSerialsFrom, verifyAndroidKeyAttestation } from './verify';
 
 export class AndroidKeyAttestationVerifier implements AttestationVerifier {
@@ -23,21 +23,15 @@ export class AndroidKeyAttestationVerifier implements AttestationVerifier {
     private readonly testRootSpkiSha256?: readonly string[],
   ) {}
 
-  private refresh(input: AttestationInput): Promise<AttestedDevice> {
-    return refreshWithSignature(input);
-  }
-
   async verify(input: AttestationInput): Promise<AttestedDevice> {
     const { challenge, chain } = input.body;
-    if (typeof input.body.signature === 'string') return this.refresh(input);
+    if (typeof input.body.signature === 'string') return refreshWithSignature(input);
     if (typeof challenge !== 'string' || !Array.isArray(chain) || chain.length < 2 || chain.length > 10 || !chain.every((entry) => typeof entry === 'string' && entry.length < 16_384)) {
       throw new GatewayError('invalidRequest', 'Send {"challenge": "…", "chain": ["<base64 DER>", …]} with the leaf first.');
     }
     const packageName = input.app.settings.androidPackage;
     if (!packageName) throw new GatewayError('attestationFailed', 'This app has no Android package configured.', { reason: 'android_app_not_configured' });
-    if (!(await input.consumeChallenge(challenge))) {
-      throw new GatewayError('attestationFailed', 'The challenge is unknown, expired, already used, or belongs to another app.', { reason: 'challenge_invalid' });
-    }
+    await input.useChallenge(challenge);
     try {
       const result = await verifyAndroidKeyAttestation({
         chain: chain as string[],
@@ -62,12 +56,8 @@ async function refreshWithSignature(input: AttestationInput): Promise<AttestedDe
   if (typeof challenge !== 'string' || typeof keyId !== 'string' || !/^[0-9a-f]{64}$/.test(keyId) || typeof signature !== 'string' || signature.length > 2048) {
     throw new GatewayError('invalidRequest', 'Send {"challenge", "keyId", "signature"} to refresh with an attested key.');
   }
-  if (!(await input.consumeChallenge(challenge))) {
-    throw new GatewayError('attestationFailed', 'The challenge is unknown, expired, already used, or belongs to another app.', { reason: 'challenge_invalid' });
-  }
-  const device = await input.devices.find(input.app.id, keyId);
-  if (!device?.publicKey) throw new GatewayError('attestationFailed', 'This key was never attested: send the certificate chain first.', { reason: 'key_not_attested' });
-  if (device.revoked) throw new GatewayError('attestationFailed', 'This device has been revoked.', { reason: 'device_revoked' });
+  await input.useChallenge(challenge);
+  const device = await requireAttestedKey(input.devices, input.app.id, keyId);
   let valid = false;
   try {
     valid = verify('sha256', Buffer.from(challenge, 'utf8'), createPublicKey(device.publicKey), Buffer.from(signature, 'base64'));

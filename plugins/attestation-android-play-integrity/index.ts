@@ -47,9 +47,7 @@ export class PlayIntegrityVerifier implements AttestationVerifier {
     }
     const packageName = input.app.settings.androidPackage;
     if (!packageName) throw new GatewayError('attestationFailed', 'This app has no Android package configured.', { reason: 'android_app_not_configured' });
-    if (!(await input.consumeChallenge(challenge))) {
-      throw new GatewayError('attestationFailed', 'The challenge is unknown, expired, already used, or belongs to another app.', { reason: 'challenge_invalid' });
-    }
+    await input.useChallenge(challenge);
     const policy: IntegrityPolicy = {
       packageName,
       ...(input.app.settings.androidCertSha256 ? { certificateSha256Digests: [input.app.settings.androidCertSha256] } : {}),

@@ -19,6 +19,7 @@ import {
   type AttestationInput,
   type AttestationVerifier,
   type AttestedDevice,
+  requireAttestedKey,
   type DeviceKeyStore,
   type RequestAssertionInput,
   type TollgatePlugin,
@@ -59,9 +60,7 @@ export class AppleAppAttestVerifier implements AttestationVerifier {
       throw new GatewayError('invalidRequest', 'Send {"keyId", "challenge"} with either "attestation" (first time) or "assertion" (refresh), base64.');
     }
     const appId = appIdOf(input.app);
-    if (!(await input.consumeChallenge(challenge))) {
-      throw new GatewayError('attestationFailed', 'The challenge is unknown, expired, already used, or belongs to another app.', { reason: 'challenge_invalid' });
-    }
+    await input.useChallenge(challenge);
     const clientDataHash = createHash('sha256').update(challenge, 'utf8').digest();
     const deviceId = normalizeKeyId(keyId);
     if (typeof attestation === 'string') {
@@ -87,9 +86,7 @@ export class AppleAppAttestVerifier implements AttestationVerifier {
   /** An assertion by a stored key: valid signature, this app, counter strictly above the stored one (advanced atomically). */
   private async checkAssertion(app: AppIdentity, deviceId: string, assertion: Buffer, clientDataHash: Buffer, devices: DeviceKeyStore): Promise<void> {
     const appId = appIdOf(app);
-    const device = await devices.find(app.id, deviceId);
-    if (!device?.publicKey) throw new GatewayError('attestationFailed', 'This key was never attested: send an attestation first.', { reason: 'key_not_attested' });
-    if (device.revoked) throw new GatewayError('attestationFailed', 'This device has been revoked.', { reason: 'device_revoked' });
+    const device = await requireAttestedKey(devices, app.id, deviceId);
     let counter: number;
     try {
       counter = verifyAppAttestAssertion({ assertion, clientDataHash, publicKeyPem: device.publicKey, appId, previousCounter: device.counter }).counter;
