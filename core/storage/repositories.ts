@@ -265,8 +265,8 @@ export class TokenRepository {
 
   /** Revokes an admin key; false when there is no such key. */
   async revokeAdminKey(id: string, now: number): Promise<boolean> {
-    const changed = await this.database('admin_keys').where({ id }).whereNull('revoked_at').update({ revoked_at: now });
-    return changed > 0 || (await this.database('admin_keys').where({ id }).first()) !== undefined;
+    await this.database('admin_keys').where({ id }).whereNull('revoked_at').update({ revoked_at: now });
+    return (await this.database('admin_keys').where({ id }).first()) !== undefined;
   }
 
   /** Revokes a development token of an app; false when there is no such token. */
@@ -391,12 +391,13 @@ export class UsageRepository {
       const query = this.database('usage_events').where('created_at', '>=', fromMs).andWhere('created_at', '<', toMs);
       return appId === null ? query : query.andWhere({ app_id: appId });
     };
-    const minute = this.database.raw('(created_at / 60000) * 60000');
+    // Integer division on both engines: the start of each event's minute.
+    const minute = '(created_at / 60000) * 60000';
     const perMinute = (await scope()
-      .select({ minute })
+      .select({ minute: this.database.raw(minute) })
       .count({ requests: '*' })
       .sum({ errors: this.database.raw('case when error_type is null and status < 400 then 0 else 1 end') })
-      .groupByRaw('(created_at / 60000) * 60000')
+      .groupByRaw(minute)
       .orderBy('minute')) as Row[];
     const byError = (await scope().whereNotNull('error_type').select('error_type').count({ count: '*' }).groupBy('error_type').orderBy('count', 'desc')) as Row[];
     const upstreamErrors = (await scope().whereNull('error_type').andWhere('status', '>=', 400).count({ count: '*' }).first()) as Row | undefined;
