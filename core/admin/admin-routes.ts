@@ -394,7 +394,7 @@ async function limitSignIn(deps: AdminApiDependencies, request: Request, usernam
   );
   const refused = results.find((result) => !result.allowed);
   if (refused) {
-    throw new GatewayError('rateLimited', 'Too many sign-in attempts; try again later.', { retryAfterSeconds: Math.max(1, Math.ceil(refused.retryAfterSeconds)), reason: refused.rule.policy });
+    throw new GatewayError('rateLimited', 'Too many sign-in attempts; try again later.', { retryAfterSeconds: Math.max(1, Math.ceil(refused.retryAfterSeconds)), reason: `rate_limited_${refused.rule.policy.replace(/-/g, '_')}` });
   }
 }
 

@@ -24,10 +24,10 @@ export class DevelopmentAttestationVerifier implements AttestationVerifier {
     }
     const { developmentToken, deviceId } = input.body;
     if (typeof deviceId !== 'string' || !DEVICE_ID_PATTERN.test(deviceId)) {
-      throw new GatewayError('invalidRequest', 'deviceId must be 1–128 characters of letters, digits, ".", "_", ":" or "-".');
+      throw new GatewayError('invalidRequest', 'deviceId must be 1–128 characters of letters, digits, ".", "_", ":" or "-".', { reason: 'device_id_invalid' });
     }
     if (typeof developmentToken !== 'string') {
-      throw new GatewayError('invalidRequest', 'developmentToken (dt_…) is required.');
+      throw new GatewayError('invalidRequest', 'developmentToken (dt_…) is required.', { reason: 'attestation_body_invalid' });
     }
     const owner = await this.lookup(developmentToken);
     if (!owner || owner.appId !== input.app.id) {

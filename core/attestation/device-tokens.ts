@@ -120,20 +120,20 @@ export class DeviceTokenService {
   }
 
   private async verifySignature(token: string): Promise<DeviceTokenClaims> {
-    if (token.length > 4096 || token.split('.').length !== 3) throw rejected('device_token_malformed', 'The device token is malformed.');
+    if (token.length > 4096 || token.split('.').length !== 3) throw rejected('device_token_invalid', 'The device token is malformed.');
     let kid: string | undefined;
     try {
       kid = decodeProtectedHeader(token).kid;
     } catch {
-      throw rejected('device_token_malformed', 'The device token is malformed.');
+      throw rejected('device_token_invalid', 'The device token is malformed.');
     }
-    if (!kid) throw rejected('device_token_malformed', 'The device token is malformed.');
+    if (!kid) throw rejected('device_token_invalid', 'The device token is malformed.');
     let key = this.keys.get(kid);
     if (!key && this.mayReloadFor(token)) {
       await this.reload();
       key = this.keys.get(kid);
     }
-    if (!key) throw rejected('device_token_unknown_key', 'The device token was not issued by this gateway.');
+    if (!key) throw rejected('device_token_invalid', 'The device token was not issued by this gateway.');
     let payload: Record<string, unknown>;
     try {
       ({ payload } = await jwtVerify(token, key.publicKey, {

@@ -76,11 +76,11 @@ export interface AttestationVerifier {
 
 /**
  * The stored key of a device this app attested earlier, for assertion- or signature-based refreshes; throws
- * `attestationFailed` when the key was never attested (`key_not_attested`) or the device is revoked.
+ * `attestationFailed` when the key was never attested (`device_key_unknown`) or the device is revoked.
  */
 export async function requireAttestedKey(devices: DeviceKeyStore, appId: string, deviceId: string): Promise<{ readonly publicKey: string; readonly counter: number }> {
   const device = await devices.find(appId, deviceId);
-  if (!device?.publicKey) throw new GatewayError('attestationFailed', 'This key was never attested for this app: attest it first.', { reason: 'key_not_attested' });
+  if (!device?.publicKey) throw new GatewayError('attestationFailed', 'This key was never attested for this app: attest it first.', { reason: 'device_key_unknown' });
   if (device.revoked) throw new GatewayError('attestationFailed', 'This device has been revoked.', { reason: 'device_revoked' });
   return { publicKey: device.publicKey, counter: device.counter };
 }

@@ -19,6 +19,8 @@ export type GatewayErrorType =
   | 'invalidRequest'
   | 'upstreamUnavailable'
   | 'upstreamTimeout'
+  /** The gateway's own database or shared store cannot answer right now (`Retry-After` set). */
+  | 'serviceUnavailable'
   | 'internalError'
   /** Management API only (`/v1/admin/*`): the named app, secret, device or key does not exist. */
   | 'notFound'
@@ -37,6 +39,7 @@ export const GATEWAY_ERROR_STATUS: Readonly<Record<GatewayErrorType, number>> = 
   invalidRequest: 400,
   upstreamUnavailable: 502,
   upstreamTimeout: 504,
+  serviceUnavailable: 503,
   internalError: 500,
   notFound: 404,
   conflict: 409,
@@ -50,10 +53,10 @@ export interface GatewayErrorOptions {
   /** Seconds, sent as `Retry-After` (only meaningful with `rateLimited`). */
   retryAfterSeconds?: number;
   /**
-   * A machine-readable reason for logs and metrics (e.g. `device_token_expired`). Never sent to the client when it
-   * could help an attacker more than a developer; the `message` is what the client reads.
+   * The stable snake_case reason sent as `error.reason` (protocol.md, "Errors"), e.g. `device_token_expired`. Programs
+   * act on it (the SDKs do, see docs/reference/errors.md); it grows only by addition. Required: no error is reasonless.
    */
-  reason?: string;
+  reason: string;
   /** The underlying error, logged (redacted), never sent. */
   cause?: unknown;
   /** For validation failures: each failing field and why, sent as `error.fields`. */
@@ -62,19 +65,19 @@ export interface GatewayErrorOptions {
 
 /**
  * An error the gateway answers with: `Tollgate-Error: <type>` and
- * `{"error":{"type","message","requestId"}}` (protocol.md).
+ * `{"error":{"type","reason","message","requestId"}}` (protocol.md).
  *
  * @example
- * throw new GatewayError('secretNotFound', 'This app has no secret for provider "acme".');
+ * throw new GatewayError('secretNotFound', 'This app has no secret for provider "acme".', { reason: 'secret_not_found' });
  */
 export class GatewayError extends Error {
   readonly type: GatewayErrorType;
   readonly status: number;
   readonly retryAfterSeconds: number | undefined;
-  readonly reason: string | undefined;
+  readonly reason: string;
   readonly fields: Readonly<Record<string, readonly string[]>> | undefined;
 
-  constructor(type: GatewayErrorType, message: string, options: GatewayErrorOptions = {}) {
+  constructor(type: GatewayErrorType, message: string, options: GatewayErrorOptions) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'GatewayError';
     this.type = type;

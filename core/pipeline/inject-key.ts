@@ -78,8 +78,7 @@ export class InjectKeyStage implements PipelineStage {
     const method = context.request.method ?? 'GET';
     if (!routeAllowed(manifest.routes, provider.methods, method, providerPath)) {
       throw new GatewayError('invalidRequest', `${method} ${providerPath || '/'} is not an allowed route of provider "${manifest.slug}".`, {
-        status: provider.methods.has(method) ? 400 : 405,
-        reason: 'route_not_allowed',
+        ...(provider.methods.has(method) ? { status: 400, reason: 'route_not_allowed' } : { status: 405, reason: 'method_not_allowed' }),
       });
     }
     const secret = context.get('secret');

@@ -26,7 +26,7 @@ export function writeRateLimitHeaders(response: ServerResponse, outcomes: readon
 
 /** A rate-limit store that cannot answer refuses the request (fail closed) rather than letting it through unlimited. */
 export function storeUnavailable(cause: unknown): GatewayError {
-  return new GatewayError('internalError', 'Rate limits cannot be checked right now; the request was refused. Retry shortly.', {
+  return new GatewayError('serviceUnavailable', 'Rate limits cannot be checked right now; the request was refused. Retry shortly.', {
     status: 503,
     retryAfterSeconds: 1,
     reason: 'rate_limit_store_unavailable',
@@ -88,7 +88,7 @@ export class LimitRateStage implements PipelineStage {
       const policies = refused.map((result) => result.rule.policy).join(' and ');
       throw new GatewayError('rateLimited', `Rate limit exceeded (${policies}); retry after ${retryAfterSeconds} s.`, {
         retryAfterSeconds,
-        reason: `rate_limited_${refused[0]!.rule.policy}`,
+        reason: `rate_limited_${refused[0]!.rule.policy.replace(/-/g, '_')}`,
       });
     }
     context.set('limit', { outcomes });

@@ -16,19 +16,25 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
 const MAX_DECODE_ROUNDS = 3;
 
-function unsafe(reason: string): GatewayError {
-  return new GatewayError('invalidRequest', `The provider path is not allowed: ${reason}.`, { reason: `unsafe_path_${reason.replace(/\W+/g, '_')}` });
+/** `code` is the stable reason suffix (docs/reference/errors.md), `what` the human description. */
+function unsafe(code: string, what: string): GatewayError {
+  return new GatewayError('invalidRequest', `The provider path is not allowed: ${what}.`, { reason: `unsafe_path_${code}` });
 }
 
 /** Checks one decoded form of the provider path. */
 function checkDecoded(path: string): void {
-  if (CONTROL.test(path)) throw unsafe('control character');
-  if (path.includes('\\')) throw unsafe('backslash');
-  if (path.includes('@')) throw unsafe('"@"');
-  if (path.includes('//')) throw unsafe('empty segment ("//")');
-  if (path.startsWith('/')) throw unsafe('absolute path');
-  if (SCHEME.test(path) || path.includes('://')) throw unsafe('URL scheme');
-  for (const segment of path.split('/')) if (segment === '..' || segment === '.') throw unsafe('dot segment');
+  if (CONTROL.test(path)) throw unsafe('control_character', 'control character');
+  if (path.includes('\\')) throw unsafe('backslash', 'backslash');
+  if (path.includes('@')) throw unsafe('at_sign', '"@"');
+  if (path.includes('//')) throw unsafe('empty_segment', 'empty segment ("//")');
+  if (path.startsWith('/')) throw unsafe('absolute_path', 'absolute path');
+  if (SCHEME.test(path) || path.includes('://')) throw unsafe('url_scheme', 'URL scheme');
+  for (const segment of path.split('/')) {
+    if (segment === '..' || segment === '.') throw unsafe('dot_segment', 'dot segment');
+    // A matrix parameter on a dot segment (`..;x`, `.;`): Tomcat, Jetty and some proxies strip `;…` and then resolve it.
+    const bare = segment.split(';', 1)[0];
+    if (bare !== segment && (bare === '..' || bare === '.' || bare === '')) throw unsafe('matrix_parameter', 'matrix parameter on a dot or empty segment');
+  }
 }
 
 /**
@@ -37,7 +43,7 @@ function checkDecoded(path: string): void {
  * @throws GatewayError `invalidRequest` naming what was refused.
  */
 export function checkProviderPath(raw: string): string {
-  if (raw.includes('#')) throw unsafe('fragment');
+  if (raw.includes('#')) throw unsafe('fragment', 'fragment');
   let current = raw;
   checkDecoded(current);
   for (let round = 0; round < MAX_DECODE_ROUNDS; round += 1) {
@@ -45,13 +51,13 @@ export function checkProviderPath(raw: string): string {
     try {
       decoded = decodeURIComponent(current);
     } catch {
-      throw unsafe('malformed percent-encoding');
+      throw unsafe('malformed_encoding', 'malformed percent-encoding');
     }
     if (decoded === current) return raw;
     checkDecoded(decoded);
     current = decoded;
   }
-  throw unsafe('nested percent-encoding');
+  throw unsafe('nested_encoding', 'nested percent-encoding');
 }
 
 /**
@@ -60,7 +66,7 @@ export function checkProviderPath(raw: string): string {
  * @throws GatewayError `invalidRequest` for a malformed route or an unsafe path, `providerNotFound` for a bad slug.
  */
 export function parseProxyRoute(rest: string): ProxyRoute {
-  if (CONTROL.test(rest)) throw unsafe('control character');
+  if (CONTROL.test(rest)) throw unsafe('control_character', 'control character');
   const queryStart = rest.indexOf('?');
   const pathname = queryStart < 0 ? rest : rest.slice(0, queryStart);
   const query = queryStart < 0 ? '' : rest.slice(queryStart + 1);
@@ -74,7 +80,7 @@ export function parseProxyRoute(rest: string): ProxyRoute {
   const providerPath = thirdSlash < 0 ? '' : pathname.slice(thirdSlash + 1);
   if (!SLUG_PATTERN.test(slug)) throw new GatewayError('providerNotFound', 'No provider has that name.', { reason: 'bad_slug' });
   if (!VERSION_PATTERN.test(version)) throw new GatewayError('providerNotFound', `Provider "${slug}" has no version with that name.`, { reason: 'bad_version' });
-  if (query.includes('#')) throw unsafe('fragment');
+  if (query.includes('#')) throw unsafe('fragment', 'fragment');
   return { slug, version, providerPath: checkProviderPath(providerPath), query };
 }
 
@@ -114,7 +120,7 @@ export function joinUpstreamUrl(baseUrl: string, versionPrefix: string, provider
   // Belt and braces: the path was checked segment by segment, and the joined URL must still keep origin and prefix.
   const joined = new URL(`${base.origin}${path}`);
   if (joined.origin !== base.origin || !(joined.pathname === `${prefix}/` || joined.pathname.startsWith(`${prefix}/`))) {
-    throw unsafe('it leaves the provider base URL');
+    throw unsafe('escapes_base', 'it leaves the provider base URL');
   }
   return { origin: base.origin, path };
 }

@@ -93,7 +93,7 @@ export class VerifyDeviceStage implements PipelineStage {
     const assertion = headers['tollgate-assertion'];
     const time = headers['tollgate-request-time'];
     if (typeof assertion !== 'string' || assertion.length === 0 || assertion.length > 16_384) {
-      throw new GatewayError('attestationFailed', 'This app requires a Tollgate-Assertion over each request.', { reason: 'assertion_missing' });
+      throw new GatewayError('attestationFailed', 'This app requires a Tollgate-Assertion over each request.', { reason: 'assertion_required' });
     }
     if (typeof time !== 'string' || !/^\d{10,16}$/.test(time) || Math.abs(Number(time) - this.clock()) > REQUEST_TIME_SKEW_MS) {
       throw new GatewayError('attestationFailed', 'Tollgate-Request-Time is missing or more than 5 minutes from the gateway clock.', { reason: 'request_time_skew' });

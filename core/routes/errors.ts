@@ -40,7 +40,7 @@ export function sendGatewayError(response: ServerResponse, requestId: string, er
     response.destroy();
     return;
   }
-  const body = JSON.stringify({ error: { type: error.type, message: error.message, requestId, ...(error.fields ? { fields: error.fields } : {}) } });
+  const body = JSON.stringify({ error: { type: error.type, reason: error.reason, message: error.message, requestId, ...(error.fields ? { fields: error.fields } : {}) } });
   response.statusCode = error.status;
   response.setHeader('Tollgate-Error', error.type);
   response.setHeader('Content-Type', 'application/json; charset=utf-8');

@@ -27,7 +27,7 @@ export class AndroidKeyAttestationVerifier implements AttestationVerifier {
     const { challenge, chain } = input.body;
     if (typeof input.body.signature === 'string') return refreshWithSignature(input);
     if (typeof challenge !== 'string' || !Array.isArray(chain) || chain.length < 2 || chain.length > 10 || !chain.every((entry) => typeof entry === 'string' && entry.length < 16_384)) {
-      throw new GatewayError('invalidRequest', 'Send {"challenge": "…", "chain": ["<base64 DER>", …]} with the leaf first.');
+      throw new GatewayError('invalidRequest', 'Send {"challenge": "…", "chain": ["<base64 DER>", …]} with the leaf first.', { reason: 'attestation_body_invalid' });
     }
     const packageName = input.app.settings.androidPackage;
     if (!packageName) throw new GatewayError('attestationFailed', 'This app has no Android package configured.', { reason: 'android_app_not_configured' });
@@ -54,7 +54,7 @@ export class AndroidKeyAttestationVerifier implements AttestationVerifier {
 async function refreshWithSignature(input: AttestationInput): Promise<AttestedDevice> {
   const { challenge, keyId, signature } = input.body;
   if (typeof challenge !== 'string' || typeof keyId !== 'string' || !/^[0-9a-f]{64}$/.test(keyId) || typeof signature !== 'string' || signature.length > 2048) {
-    throw new GatewayError('invalidRequest', 'Send {"challenge", "keyId", "signature"} to refresh with an attested key.');
+    throw new GatewayError('invalidRequest', 'Send {"challenge", "keyId", "signature"} to refresh with an attested key.', { reason: 'attestation_body_invalid' });
   }
   await input.useChallenge(challenge);
   const device = await requireAttestedKey(input.devices, input.app.id, keyId);

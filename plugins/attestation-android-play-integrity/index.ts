@@ -43,7 +43,7 @@ export class PlayIntegrityVerifier implements AttestationVerifier {
   async verify(input: AttestationInput): Promise<AttestedDevice> {
     const { challenge, integrityToken, deviceId, type } = input.body;
     if (typeof challenge !== 'string' || typeof integrityToken !== 'string' || integrityToken.length > 65_536 || typeof deviceId !== 'string' || !DEVICE_ID.test(deviceId) || (type !== undefined && type !== 'classic' && type !== 'standard')) {
-      throw new GatewayError('invalidRequest', 'Send {"challenge", "integrityToken", "deviceId"} (and "type": "standard" for a standard request).');
+      throw new GatewayError('invalidRequest', 'Send {"challenge", "integrityToken", "deviceId"} (and "type": "standard" for a standard request).', { reason: 'attestation_body_invalid' });
     }
     const packageName = input.app.settings.androidPackage;
     if (!packageName) throw new GatewayError('attestationFailed', 'This app has no Android package configured.', { reason: 'android_app_not_configured' });

@@ -57,7 +57,7 @@ export class AppleAppAttestVerifier implements AttestationVerifier {
     const { keyId, attestation, assertion, challenge } = input.body;
     const proof = attestation ?? assertion;
     if (typeof keyId !== 'string' || !BASE64.test(keyId) || keyId.length > 100 || typeof challenge !== 'string' || typeof proof !== 'string' || !BASE64.test(proof) || proof.length > 65_536 || (attestation !== undefined && assertion !== undefined)) {
-      throw new GatewayError('invalidRequest', 'Send {"keyId", "challenge"} with either "attestation" (first time) or "assertion" (refresh), base64.');
+      throw new GatewayError('invalidRequest', 'Send {"keyId", "challenge"} with either "attestation" (first time) or "assertion" (refresh), base64.', { reason: 'attestation_body_invalid' });
     }
     const appId = appIdOf(input.app);
     await input.useChallenge(challenge);

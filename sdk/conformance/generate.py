@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the conformance vectors shared by the four Tollgate SDKs (see README.md beside this file).
 
-    python3 sdk/conformance/generate.py          # rewrite the three JSON files
+    python3 sdk/conformance/generate.py          # rewrite the four JSON files
     python3 sdk/conformance/generate.py --check  # exit 1 when a file differs from what this script writes
 
 Request-building expectations (URL, path-with-query, headers, body hash, canonical request, digest) are computed here
@@ -270,8 +270,18 @@ def request_building() -> dict:
 NOW = 1764000000000  # 2025-11-24T16:00:00Z
 
 
-def gateway_body(kind: str, message: str, request_id: str = "req_01") -> str:
-    return json.dumps({"error": {"type": kind, "message": message, "requestId": request_id}}, separators=(",", ":"))
+REASON_OF = {
+    "unauthorized": "app_token_unknown", "attestationFailed": "device_token_expired", "rateLimited": "rate_limited_device",
+    "secretNotFound": "secret_not_found", "providerNotFound": "unknown_provider", "invalidRequest": "route_not_allowed",
+    "upstreamUnavailable": "upstream_econnrefused", "upstreamTimeout": "first_byte_timeout",
+    "serviceUnavailable": "rate_limit_store_unavailable", "internalError": "internal",
+}
+
+
+def gateway_body(kind: str, message: str, request_id: str = "req_01", reason: str | None = None) -> str:
+    """A gateway error body as protocol.md ("Errors") fixes it: type, reason, message, requestId."""
+    return json.dumps({"error": {"type": kind, "reason": reason or REASON_OF.get(kind, "something_new"), "message": message,
+                                 "requestId": request_id}}, separators=(",", ":"))
 
 
 def error_vector(name, description, status, headers, body, expected, now_ms=NOW, transport_error=None):
@@ -291,10 +301,26 @@ def error_mapping() -> dict:
         error_vector("unauthorized", "401 unauthorized.", 401,
                      [["Tollgate-Error", "unauthorized"], json_ct, ["Tollgate-Request-Id", "req_01"]],
                      gateway_body("unauthorized", "The app token is unknown."),
-                     {"kind": "unauthorized", "errorType": "unauthorized", "message": "The app token is unknown.", "requestId": "req_01"}),
+                     {"kind": "unauthorized", "errorType": "unauthorized", "reason": "app_token_unknown", "message": "The app token is unknown.", "requestId": "req_01"}),
         error_vector("attestation-failed", "403 attestationFailed.", 403, [["Tollgate-Error", "attestationFailed"], json_ct],
                      gateway_body("attestationFailed", "The device token has expired.", "req_02"),
-                     {"kind": "attestationFailed", "errorType": "attestationFailed", "message": "The device token has expired.", "requestId": "req_02"}),
+                     {"kind": "attestationFailed", "errorType": "attestationFailed", "reason": "device_token_expired", "message": "The device token has expired.", "requestId": "req_02"}),
+        error_vector("attestation-failed-device-revoked", "403 attestationFailed with reason device_revoked: the reason is read from the body.", 403,
+                     [["Tollgate-Error", "attestationFailed"], json_ct],
+                     gateway_body("attestationFailed", "This device has been revoked.", "req_03", reason="device_revoked"),
+                     {"kind": "attestationFailed", "errorType": "attestationFailed", "reason": "device_revoked", "requestId": "req_03"}),
+        error_vector("attestation-failed-no-reason", "An older gateway's body without a reason: reason is null.", 403,
+                     [["Tollgate-Error", "attestationFailed"], json_ct],
+                     '{"error":{"type":"attestationFailed","message":"Expired.","requestId":"req_04"}}',
+                     {"kind": "attestationFailed", "reason": None}),
+        error_vector("reason-not-snake-case-ignored", "A reason that is not snake_case (or not a string) is read as null.", 403,
+                     [["Tollgate-Error", "attestationFailed"], json_ct],
+                     '{"error":{"type":"attestationFailed","reason":42,"message":"x","requestId":"req_05"}}',
+                     {"kind": "attestationFailed", "reason": None}),
+        error_vector("service-unavailable-503", "503 serviceUnavailable (the gateway's store is down, Retry-After set): networkError.", 503,
+                     [["Tollgate-Error", "serviceUnavailable"], ["Retry-After", "1"], json_ct],
+                     gateway_body("serviceUnavailable", "Rate limits cannot be checked right now."),
+                     {"kind": "networkError", "errorType": "serviceUnavailable", "reason": "rate_limit_store_unavailable"}),
         error_vector("rate-limited-seconds", "429 with Retry-After in seconds.", 429,
                      [["Tollgate-Error", "rateLimited"], ["Retry-After", "30"], json_ct],
                      gateway_body("rateLimited", "Too many requests; retry after 30 s."),
@@ -354,7 +380,7 @@ def error_mapping() -> dict:
         error_vector("provider-error-400", "A provider's own 400 (no Tollgate-Error): providerError with the body passed through.", 400,
                      [["Content-Type", "application/json"], ["Tollgate-Request-Id", "req_09"]],
                      '{"error":{"message":"Invalid model","type":"invalid_request_error","code":"model_not_found"}}',
-                     {"kind": "providerError", "status": 400,
+                     {"kind": "providerError", "status": 400, "reason": None,
                       "body": '{"error":{"message":"Invalid model","type":"invalid_request_error","code":"model_not_found"}}'}),
         error_vector("provider-error-429", "A provider's own 429 is providerError, not rateLimited.", 429,
                      [["Retry-After", "20"], ["Content-Type", "application/json"]],
@@ -588,6 +614,193 @@ def stream_parsing() -> dict:
     return {"version": FORMAT_VERSION, "kind": "stream-parsing", "vectors": v}
 
 
+# --------------------------------------------------------------------------------------------------------------------
+# Client behaviour (hand-written rules the SDKs used to disagree on)
+# --------------------------------------------------------------------------------------------------------------------
+
+REFRESH_MARGIN_MS = 60_000
+RETRY_DEFAULTS = {"maxRetries": 3, "maxWaitSeconds": 30}
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def jws(claims: dict) -> str:
+    header = b64url(json.dumps({"alg": "EdDSA", "typ": "JWT"}, separators=(",", ":")).encode())
+    return header + "." + b64url(json.dumps(claims, separators=(",", ":")).encode()) + "." + b64url(b"signature")
+
+
+def iso(ms: int) -> str:
+    import datetime
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def behaviour(rule: str, name: str, description: str, inp: dict, expected: dict) -> dict:
+    return {"name": f"{rule}-{name}", "rule": rule, "description": description, "input": inp, "expected": expected}
+
+
+def attestation_request(name, description, method, fields, body, extra=None):
+    expected = {"method": "POST", "path": f"/v1/attest/{method}",
+                "headers": [["Content-Type", "application/json"], ["Tollgate-App-Token", APP_TOKEN]], "body": body}
+    expected.update(extra or {})
+    return behaviour("attestation-request", name, description, {"method": method, "appToken": APP_TOKEN, "fields": fields}, expected)
+
+
+def client_behaviour() -> dict:
+    v = []
+    # 1. Tollgate-Assertion: base64url without padding of the proof bytes (App Attest assertion CBOR, Android signature DER).
+    for name, data in [("empty-is-refused", b""), ("one-byte", b"\xfb"), ("two-bytes", b"\xfb\xff"), ("three-bytes", b"\xfb\xff\xbf"),
+                       ("url-alphabet", bytes(range(0xf8, 0x100)) + b"\x3e\x3f"), ("der-signature", bytes.fromhex(
+                           "3045022100f0e1d2c3b4a5968778695a4b3c2d1e0f00112233445566778899aabbccddeeff0220" + "7f" * 32))]:
+        expected = {"error": "invalidRequest"} if not data else {"header": b64url(data)}
+        v.append(behaviour("assertion-encoding", name, "Tollgate-Assertion is base64url (RFC 4648 section 5) without padding of the proof bytes.",
+                           {"bytesHex": data.hex()}, expected))
+
+    # 2. Attestation exchange bodies (POST /v1/attest/{method}); the challenge comes from POST /v1/attest/challenge, one per exchange.
+    challenge = "q1w2e3r4t5y6u7i8o9p0AaSsDdFfGgHhJjKkLlZzXx-_"
+    v.append(behaviour("attestation-request", "challenge", "One challenge per exchange: POST /v1/attest/challenge with the app token and no body.",
+                       {"method": "challenge", "appToken": APP_TOKEN, "fields": {}},
+                       {"method": "POST", "path": "/v1/attest/challenge", "headers": [["Tollgate-App-Token", APP_TOKEN]], "body": None}))
+    attestation = bytes.fromhex("a363666d74") + b"apple-appattest-object"
+    v.append(attestation_request("apple-attest", "App Attest first attestation: attestKey over clientDataHash = SHA-256(UTF-8 challenge); bodies carry standard base64.",
+                                 "apple-app-attest", {"keyId": "a2V5LWlkLTEyMzQ1Njc4OTBhYmNkZWY=", "challenge": challenge, "proofHex": attestation.hex()},
+                                 {"keyId": "a2V5LWlkLTEyMzQ1Njc4OTBhYmNkZWY=", "challenge": challenge, "attestation": b64(attestation)},
+                                 {"clientDataHashHex": hashlib.sha256(challenge.encode()).hexdigest()}))
+    assertion = bytes.fromhex("a2697369676e6174757265") + b"assertion"
+    v.append(attestation_request("apple-refresh", "App Attest refresh: an assertion by the attested key over the same clientDataHash; no new key.",
+                                 "apple-app-attest", {"keyId": "a2V5LWlkLTEyMzQ1Njc4OTBhYmNkZWY=", "challenge": challenge, "proofHex": assertion.hex(), "refresh": True},
+                                 {"keyId": "a2V5LWlkLTEyMzQ1Njc4OTBhYmNkZWY=", "challenge": challenge, "assertion": b64(assertion)},
+                                 {"clientDataHashHex": hashlib.sha256(challenge.encode()).hexdigest()}))
+    chain = [b"leaf-der", b"intermediate-der", b"root-der"]
+    v.append(attestation_request("android-key-attest", "Android key attestation: setAttestationChallenge(base64url-decoded challenge); the chain leaf first, standard base64 DER.",
+                                 "android-key-attestation", {"challenge": challenge, "chainHex": [c.hex() for c in chain]},
+                                 {"challenge": challenge, "chain": [b64(c) for c in chain]},
+                                 {"attestationChallengeHex": base64.urlsafe_b64decode(challenge + "=" * (-len(challenge) % 4)).hex()}))
+    key_id = hashlib.sha256(b"subject-public-key-info").hexdigest()
+    signature = bytes.fromhex("3044022011" + "22" * 31 + "022033" + "44" * 31)
+    v.append(attestation_request("android-key-refresh", "Android refresh: SHA256withECDSA by the attested key over the UTF-8 challenge; keyId = hex SHA-256 of the key's SubjectPublicKeyInfo.",
+                                 "android-key-attestation", {"challenge": challenge, "keyId": key_id, "proofHex": signature.hex(), "refresh": True},
+                                 {"challenge": challenge, "keyId": key_id, "signature": b64(signature)},
+                                 {"signedMessageHex": challenge.encode().hex()}))
+    installation = "inst-6f1c2b9e-0d4a-4c55-9b1e-3f2a7c8d9e01"
+    binding = b64url(hashlib.sha256(f"{challenge}\n{installation}".encode()).digest())
+    v.append(attestation_request("play-integrity-standard", "Play Integrity standard request (the default): requestHash = base64url(SHA-256(UTF-8 challenge + LF + installation id)), no padding.",
+                                 "android-play-integrity", {"challenge": challenge, "deviceId": installation, "integrityToken": "eyJhbGciOiJBMjU2S1cifQ.token", "type": "standard"},
+                                 {"challenge": challenge, "integrityToken": "eyJhbGciOiJBMjU2S1cifQ.token", "deviceId": installation, "type": "standard"},
+                                 {"requestHash": binding}))
+    v.append(attestation_request("play-integrity-classic", "Play Integrity classic request (fallback only): the nonce is the same binding as the standard requestHash.",
+                                 "android-play-integrity", {"challenge": challenge, "deviceId": installation, "integrityToken": "eyJhbGciOiJBMjU2S1cifQ.classic", "type": "classic"},
+                                 {"challenge": challenge, "integrityToken": "eyJhbGciOiJBMjU2S1cifQ.classic", "deviceId": installation, "type": "classic"},
+                                 {"nonce": binding}))
+    v.append(attestation_request("development", "Development attestation (simulators, emulators, debug builds): no challenge.",
+                                 "development", {"developmentToken": "dt_" + "D" * 32, "deviceId": "sim-0001"},
+                                 {"developmentToken": "dt_" + "D" * 32, "deviceId": "sim-0001"}))
+
+    # 3. Attestation responses: the SDK keeps deviceToken, deviceId and the expiry (rule 4).
+    exp_s = 1764003600
+    good = {"deviceToken": jws({"app": "app_1", "dev": "d1", "m": "development", "iat": exp_s - 3600, "exp": exp_s, "jti": "j1"}),
+            "expiresAt": iso(exp_s * 1000), "expiresIn": 3600, "deviceId": "d1", "method": "development"}
+    v.append(behaviour("attestation-response", "ok", "A 200 with deviceToken, expiresAt, deviceId: the SDK keeps the token and its expiry.",
+                       {"status": 200, "body": json.dumps(good, separators=(",", ":")), "receivedAtMs": (exp_s - 3600) * 1000},
+                       {"deviceToken": good["deviceToken"], "deviceId": "d1", "expiresAtMs": exp_s * 1000}))
+    for name, body in [("no-token", {"expiresAt": good["expiresAt"], "deviceId": "d1"}), ("token-not-string", {**good, "deviceToken": 7})]:
+        v.append(behaviour("attestation-response", name, "A 200 without a usable deviceToken breaks the protocol: networkError, nothing cached.",
+                           {"status": 200, "body": json.dumps(body, separators=(",", ":")), "receivedAtMs": (exp_s - 3600) * 1000},
+                           {"error": "networkError"}))
+    v.append(behaviour("attestation-response", "not-json", "A 200 whose body is not JSON: networkError.",
+                       {"status": 200, "body": "<html>", "receivedAtMs": 0}, {"error": "networkError"}))
+
+    # 4. Which expiry wins: the earlier of expiresAt and the JWS exp; neither readable means do not cache (expiry = receipt).
+    t0 = 1764000000000
+    for name, expires_at, exp, want, description in [
+        ("both-equal", iso(t0 + 3_600_000), (t0 + 3_600_000) // 1000, t0 + 3_600_000, "expiresAt and exp agree."),
+        ("expires-at-earlier", iso(t0 + 1_800_000), (t0 + 3_600_000) // 1000, t0 + 1_800_000, "expiresAt is earlier than exp: expiresAt wins."),
+        ("exp-earlier", iso(t0 + 3_600_000), (t0 + 600_000) // 1000, t0 + 600_000, "exp is earlier than expiresAt: exp wins."),
+        ("only-exp", None, (t0 + 900_000) // 1000, t0 + 900_000, "No expiresAt: exp alone."),
+        ("only-expires-at", iso(t0 + 1_200_000), None, t0 + 1_200_000, "A token without a readable exp: expiresAt alone."),
+        ("neither", None, None, t0, "Neither: the token is used for this call only (expiry = the moment it was received)."),
+        ("unparseable-expires-at", "tomorrow", (t0 + 900_000) // 1000, t0 + 900_000, "An unparseable expiresAt is ignored."),
+    ]:
+        claims = {"app": "app_1", "dev": "d1"}
+        if exp is not None:
+            claims["exp"] = exp
+        v.append(behaviour("token-expiry", name, description,
+                           {"deviceToken": jws(claims), "expiresAt": expires_at, "receivedAtMs": t0}, {"expiresAtMs": want}))
+
+    # 5. One refresh margin for all: refresh when less than min(60 s, a fifth of the lifetime) remains.
+    for name, lifetime, now_offset, refresh in [
+        ("fresh", 3_600_000, 0, False), ("just-before-margin", 3_600_000, 3_540_000 - 1, False), ("at-margin", 3_600_000, 3_540_000, True),
+        ("expired", 3_600_000, 3_600_001, True), ("short-lifetime-fifth", 100_000, 79_999, False), ("short-lifetime-at-fifth", 100_000, 80_000, True),
+        ("zero-lifetime", 0, 0, True),
+    ]:
+        v.append(behaviour("refresh-due", name, "Refresh when nowMs >= expiresAtMs - min(60000, (expiresAtMs - receivedAtMs) / 5).",
+                           {"receivedAtMs": t0, "expiresAtMs": t0 + lifetime, "nowMs": t0 + now_offset}, {"refresh": refresh}))
+
+    # 6. Content-Type -> stream format (when the caller names none).
+    for content_type, fmt in [("text/event-stream", "sse"), ("text/event-stream; charset=utf-8", "sse"), ("TEXT/EVENT-STREAM", "sse"),
+                              ("application/x-ndjson", "ndjson"), ("application/ndjson", "ndjson"), ("application/jsonl", "ndjson"),
+                              ("application/x-jsonlines", "ndjson"), ("application/json", "json-array"), ("application/json; charset=utf-8", "json-array"),
+                              ("application/vnd.api+json", "json-array"), ("audio/mpeg", "raw"), ("application/octet-stream", "raw"),
+                              ("application/vnd.amazon.eventstream", "raw"), ("", "raw"), (None, "raw")]:
+        name = re.sub(r"[^a-z0-9]+", "-", content_type.lower()).strip("-") if content_type else ("missing" if content_type is None else "empty")
+        name += "-upper" if content_type and content_type != content_type.lower() else ""
+        v.append(behaviour("stream-format", name, "The stream format follows the response's Content-Type (media type compared case-insensitively, parameters ignored).",
+                           {"contentType": content_type}, {"format": fmt}))
+
+    # 7. Retry and back-off: only the gateway's rateLimited is retried, and only when retries are configured.
+    def retry(name, description, error_kind, retry_after, attempt, waited, decision, delay=None, options=RETRY_DEFAULTS):
+        inp = {"errorKind": error_kind, "retryAfterSeconds": retry_after, "retriesDone": attempt, "waitedSeconds": waited, "options": options}
+        v.append(behaviour("retry", name, description, inp, {"retry": decision, "delaySeconds": delay}))
+    retry("retry-after-honoured", "rateLimited with Retry-After: wait exactly that long.", "rateLimited", 3, 0, 0, True, 3)
+    retry("backoff-first", "rateLimited without Retry-After: 1 s, then 2, 4, 8 … at most 30.", "rateLimited", None, 0, 0, True, 1)
+    retry("backoff-third", "Third retry without Retry-After: 4 s.", "rateLimited", None, 2, 3, True, 4)
+    retry("backoff-capped", "The back-off never exceeds 30 s.", "rateLimited", None, 6, 0, True, 30, {"maxRetries": 10, "maxWaitSeconds": 300})
+    retry("budget-exceeded", "A wait that would pass maxWaitSeconds is not started: fail now with rateLimited.", "rateLimited", 20, 1, 15, False)
+    retry("budget-exact", "A wait that reaches maxWaitSeconds exactly is allowed.", "rateLimited", 15, 1, 15, True, 15)
+    retry("max-retries", "After maxRetries retries, fail.", "rateLimited", 1, 3, 3, False)
+    retry("off-by-default", "Without retry options (the default) nothing is retried.", "rateLimited", 1, 0, 0, False, None, None)
+    retry("provider-429-not-retried", "A provider's own 429 is providerError: never retried by the SDK.", "providerError", 1, 0, 0, False)
+    retry("network-error-not-retried", "networkError is not retried (the request may have reached the provider).", "networkError", None, 0, 0, False)
+
+    # 8. Before initialize, or without a gateway address: invalidRequest, nothing sent.
+    for name, state, reason in [("request-before-initialize", "not-initialized", "not_initialized"),
+                                ("stream-before-initialize", "not-initialized", "not_initialized"),
+                                ("missing-gateway-url", "no-gateway-url", "gateway_url_missing")]:
+        v.append(behaviour("not-initialized", name, "The SDK refuses the call before sending anything, with its invalidRequest error.",
+                           {"state": state, "call": "stream" if name.startswith("stream") else "request"}, {"kind": "invalidRequest", "reason": reason}))
+
+    # 9. Error reason -> SDK action on a proxied call (protocol.md, "Errors").
+    for reason, action, description in [
+        ("device_revoked", "stop", "Revoked: surface attestationFailed, attest no new key, refresh nothing until the app restarts."),
+        ("device_token_expired", "refresh", "Refresh the device token with the existing key (assertion / key signature), then retry once."),
+        ("device_token_invalid", "refresh", "Refresh with the existing key, then retry once."),
+        ("device_token_missing", "refresh", "Obtain a token (refresh with the existing key, else attest), then retry once."),
+        ("device_key_unknown", "attest", "The gateway no longer knows the key: attest a new key, then retry once."),
+        ("assertion_required", "assert", "Send Tollgate-Assertion on every request from now on, then retry once."),
+        ("request_time_skew", "none", "Any other reason: surface the error, change nothing."),
+        ("signature_invalid", "none", "Any other reason: surface the error, change nothing."),
+        (None, "refresh", "An older gateway sends no reason: refresh once, as before reasons existed."),
+    ]:
+        v.append(behaviour("reason-action", (reason or "no-reason").replace("_", "-"), description,
+                           {"status": 403, "errorType": "attestationFailed", "reason": reason}, {"action": action, "retryOnce": action in ("refresh", "attest", "assert"),
+                                                                                             "newKey": action == "attest"}))
+    for status, kind, reason in [(401, "unauthorized", "app_token_unknown"), (429, "rateLimited", "rate_limited_device"),
+                                 (400, "invalidRequest", "route_not_allowed")]:
+        v.append(behaviour("reason-action", f"{kind.lower()}-{reason.replace('_', '-')}", "Errors other than attestationFailed never touch the device token.",
+                           {"status": status, "errorType": kind, "reason": reason}, {"action": "none", "retryOnce": False, "newKey": False}))
+    v.append(behaviour("reason-action", "revoked-during-refresh", "A refresh answered device_revoked: stop (no new key, no more refreshes).",
+                       {"status": 403, "errorType": "attestationFailed", "reason": "device_revoked", "during": "refresh"}, {"action": "stop", "retryOnce": False, "newKey": False}))
+    v.append(behaviour("reason-action", "key-unknown-during-refresh", "A refresh answered device_key_unknown: attest a new key.",
+                       {"status": 403, "errorType": "attestationFailed", "reason": "device_key_unknown", "during": "refresh"}, {"action": "attest", "retryOnce": True, "newKey": True}))
+    return {"version": FORMAT_VERSION, "kind": "client-behaviour", "constants": {"refreshMarginMs": REFRESH_MARGIN_MS, "retryDefaults": RETRY_DEFAULTS},
+            "vectors": v}
+
+
 def render(document: dict) -> str:
     names = [vector["name"] for vector in document["vectors"]]
     duplicates = {name for name in names if names.count(name) > 1}
@@ -600,6 +813,7 @@ def main() -> int:
         "request-building.json": render(request_building()),
         "error-mapping.json": render(error_mapping()),
         "stream-parsing.json": render(stream_parsing()),
+        "client-behaviour.json": render(client_behaviour()),
     }
     check = "--check" in sys.argv[1:]
     stale = []

@@ -8,14 +8,17 @@ import { FakeUpstream, respondNever, respondReset } from '../support/fake-upstre
 import { TestGateway, type Provisioned } from '../support/gateway';
 import { rawRequest, type ErrorBody, type RawResponse } from '../support/http';
 
-function expectError(response: RawResponse, status: number, type: string): ErrorBody {
+function expectError(response: RawResponse, status: number, type: string, reason?: string): ErrorBody {
   expect(response.status, response.text()).to.equal(status);
   expect(response.headers['tollgate-error']).to.equal(type);
   expect(response.headers['content-type']).to.match(/^application\/json/);
   const body = response.json<ErrorBody>();
   expect(Object.keys(body)).to.deep.equal(['error']);
-  expect(Object.keys(body.error).sort()).to.deep.equal(['message', 'requestId', 'type']);
+  expect(Object.keys(body.error).sort()).to.deep.equal(['message', 'reason', 'requestId', 'type']);
   expect(body.error.type).to.equal(type);
+  // protocol.md: a stable snake_case reason in every gateway-made error (docs/reference/errors.md lists them).
+  expect(body.error.reason).to.match(/^[a-z][a-z0-9_]*$/);
+  if (reason !== undefined) expect(body.error.reason).to.equal(reason);
   expect(body.error.message).to.be.a('string').and.not.be.empty;
   expect(body.error.requestId).to.equal(response.headers['tollgate-request-id']);
   return body;
@@ -59,7 +62,7 @@ describe('protocol errors', () => {
 
   describe('unauthorized (401)', () => {
     it('when the app token is missing', async () => {
-      expectError(await post({ 'Tollgate-Device-Token': device.deviceToken }), 401, 'unauthorized');
+      expectError(await post({ 'Tollgate-Device-Token': device.deviceToken }), 401, 'unauthorized', 'app_token_missing');
       expect(upstream.requests).to.have.length(0);
     });
     it('when the app token is malformed', async () => {
@@ -86,14 +89,14 @@ describe('protocol errors', () => {
 
   describe('attestationFailed (403)', () => {
     it('when the device token is missing', async () => {
-      expectError(await post({ 'Tollgate-App-Token': device.appToken }), 403, 'attestationFailed');
+      expectError(await post({ 'Tollgate-App-Token': device.appToken }), 403, 'attestationFailed', 'device_token_missing');
       expect(upstream.requests).to.have.length(0);
     });
     it('when the device token is not one the gateway signed', async () => {
       const [header, payload] = device.deviceToken.split('.');
       const forged = `${header}.${payload}.${Buffer.alloc(64, 1).toString('base64url')}`;
-      expectError(await post({ ...device.headers, 'Tollgate-Device-Token': forged }), 403, 'attestationFailed');
-      expectError(await post({ ...device.headers, 'Tollgate-Device-Token': 'not-a-jws' }), 403, 'attestationFailed');
+      expectError(await post({ ...device.headers, 'Tollgate-Device-Token': forged }), 403, 'attestationFailed', 'device_token_invalid');
+      expectError(await post({ ...device.headers, 'Tollgate-Device-Token': 'not-a-jws' }), 403, 'attestationFailed', 'device_token_invalid');
     });
     it("when app A's device token is used with app B's app token", async () => {
       const other = await gateway.provision({ openai: 'sk-other-0123456789abcdef' });
@@ -104,18 +107,18 @@ describe('protocol errors', () => {
       const other = await gateway.provision({ openai: 'sk-expiring-0123456789abcdef' });
       expect((await post(other.headers)).status).to.equal(200);
       now += 3601 * 1000;
-      expectError(await post(other.headers), 403, 'attestationFailed');
+      expectError(await post(other.headers), 403, 'attestationFailed', 'device_token_expired');
     });
     it('when the device was revoked, even though its token is unexpired', async () => {
       const other = await gateway.provision({ openai: 'sk-revoked-0123456789abcdef' });
       expect((await post(other.headers)).status).to.equal(200);
       await gateway.gateway.management.revokeDevice(other.appId, other.deviceId);
-      expectError(await post(other.headers), 403, 'attestationFailed');
+      expectError(await post(other.headers), 403, 'attestationFailed', 'device_revoked');
     });
     it('when every device of the app was revoked', async () => {
       const other = await gateway.provision({ openai: 'sk-revoke-all-0123456789abcdef' });
       await gateway.gateway.management.revokeAllDevices(other.appId);
-      expectError(await post(other.headers), 403, 'attestationFailed');
+      expectError(await post(other.headers), 403, 'attestationFailed', 'device_revoked');
     });
     it('when development attestation uses an unknown token or an app that does not allow it', async () => {
       const attest = (appToken: string, developmentToken: string) =>
@@ -144,7 +147,7 @@ describe('protocol errors', () => {
       expect((await post(limited.headers)).status).to.equal(200);
       upstream.reset();
       const refused = await post(limited.headers);
-      expectError(refused, 429, 'rateLimited');
+      expectError(refused, 429, 'rateLimited', 'rate_limited_device');
       expect(Number(refused.headers['retry-after'])).to.be.within(1, 30);
       expect(refused.headers.ratelimit).to.match(/^"device";r=0;/);
       expect(upstream.requests).to.have.length(0);
@@ -161,14 +164,14 @@ describe('protocol errors', () => {
 
   describe('secretNotFound (424)', () => {
     it('when the app has no secret for the provider', async () => {
-      expectError(await post(device.headers, '/v1/proxy/gemini/v1beta/models/gemini-pro:generateContent'), 424, 'secretNotFound');
+      expectError(await post(device.headers, '/v1/proxy/gemini/v1beta/models/gemini-pro:generateContent'), 424, 'secretNotFound', 'secret_not_found');
       expect(upstream.requests).to.have.length(0);
     });
   });
 
   describe('providerNotFound (404)', () => {
     it('for an unknown slug and an unknown version', async () => {
-      expectError(await post(device.headers, '/v1/proxy/nosuchprovider/v1/chat'), 404, 'providerNotFound');
+      expectError(await post(device.headers, '/v1/proxy/nosuchprovider/v1/chat'), 404, 'providerNotFound', 'unknown_provider');
       expectError(await post(device.headers, '/v1/proxy/openai/v9/chat/completions'), 404, 'providerNotFound');
       expectError(await post(device.headers, '/v1/proxy/Open_AI/v1/chat'), 404, 'providerNotFound');
       expect(upstream.requests).to.have.length(0);
@@ -177,15 +180,15 @@ describe('protocol errors', () => {
 
   describe('invalidRequest (400, 405, 413)', () => {
     it('405 for a method the provider does not allow', async () => {
-      expectError(await rawRequest(gateway.url, { method: 'PUT', path: chat, headers: device.headers, body: '{}' }), 405, 'invalidRequest');
+      expectError(await rawRequest(gateway.url, { method: 'PUT', path: chat, headers: device.headers, body: '{}' }), 405, 'invalidRequest', 'method_not_allowed');
       expect(upstream.requests).to.have.length(0);
     });
     it('400 for a route outside the provider allow-list (account and key management)', async () => {
-      expectError(await rawRequest(gateway.url, { method: 'GET', path: '/v1/proxy/openai/v1/organization/admin_api_keys', headers: device.headers }), 400, 'invalidRequest');
+      expectError(await rawRequest(gateway.url, { method: 'GET', path: '/v1/proxy/openai/v1/organization/admin_api_keys', headers: device.headers }), 400, 'invalidRequest', 'route_not_allowed');
       expect(upstream.requests).to.have.length(0);
     });
     it('413 for a declared body over the limit, before reading it', async () => {
-      expectError(await post(device.headers, chat, 'x'.repeat(2048)), 413, 'invalidRequest');
+      expectError(await post(device.headers, chat, 'x'.repeat(2048)), 413, 'invalidRequest', 'body_too_large');
       expect(upstream.requests).to.have.length(0);
     });
     it('413 for a chunked body that grows over the limit while streaming', async () => {
@@ -218,7 +221,7 @@ describe('protocol errors', () => {
     });
     it('504 when the provider sends no response head in time, and the upstream request is abandoned', async () => {
       upstream.respond(respondNever());
-      expectError(await post(device.headers), 504, 'upstreamTimeout');
+      expectError(await post(device.headers), 504, 'upstreamTimeout', 'first_byte_timeout');
       await upstream.last().closed;
       expect(upstream.last().aborted).to.equal(true);
     });

@@ -49,5 +49,5 @@ export function rawRequest(
 
 /** The protocol's error body. */
 export interface ErrorBody {
-  error: { type: string; message: string; requestId: string };
+  error: { type: string; reason: string; message: string; requestId: string };
 }
