@@ -14,6 +14,8 @@ const CLI = path.join(ROOT, 'bin', 'tollgate.js');
 export interface BenchTargets {
   readonly upstreamPort: number;
   readonly barePort: number;
+  /** Process ids, for CPU accounting (bench/cpu.ts). */
+  readonly barePid: number;
   readonly tollgateUrl: string;
   readonly tollgatePid: number;
   /** The two Tollgate headers plus a client Authorization the gateway must strip. */
@@ -22,7 +24,7 @@ export interface BenchTargets {
 }
 
 function startChild(children: ChildProcess[], script: string, args: string[]): Promise<number> {
-  const child = spawn(process.execPath, [script, ...args], { env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [script, ...args], { env: { PATH: process.env.PATH ?? '', ...(process.env.BENCH_MAX_SOCKETS ? { BENCH_MAX_SOCKETS: process.env.BENCH_MAX_SOCKETS } : {}) }, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   return new Promise((resolve, reject) => {
     child.stdout!.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
@@ -79,6 +81,7 @@ export async function startBenchTargets(options: { extraEnv?: Record<string, str
     return {
       upstreamPort,
       barePort,
+      barePid: children[1]!.pid!,
       tollgateUrl,
       tollgatePid: tollgate.pid!,
       tollgateHeaders: { 'tollgate-app-token': app.appToken!, 'tollgate-device-token': deviceToken, authorization: 'Bearer client-key-is-stripped' },

@@ -1,46 +1,74 @@
 /**
  * `npm run bench`: Tollgate and a bare Node pipe proxy side by side, in one run, against the same fake upstream, for a
- * JSON and an SSE workload; the upstream called directly is the ceiling. Tollgate runs with its full pipeline on (app
- * token, device token, rate limits, key injection, header hygiene, access log at `info`).
+ * JSON and an SSE workload. Tollgate runs with its full pipeline on (app token, device token, per-device, per-app and
+ * open-stream limits, key injection, header hygiene, access log at `info`, usage events).
  *
- * Each target runs in its own process; autocannon drives the load from this one. Prints requests/s, p50 and p99 for
- * each, and the ratio of Tollgate to the bare proxy.
+ * The figure that decides is the CPU each proxy process spends per request, read from the operating system's
+ * accounting (bench/cpu.ts) over a fixed number of requests: on a machine whose cores are shared by the load generator,
+ * the upstream and the proxy, throughput moves with the neighbours while CPU per request does not. Rounds are
+ * interleaved (bare, Tollgate, bare, Tollgate …) and the ratio is the median of the rounds. Also printed: requests/s,
+ * p50/p99 latency, and the time to the first streamed byte added by Tollgate over the bare pipe.
  *
- * Environment: BENCH_DURATION (seconds per measurement, default 10), BENCH_CONNECTIONS (default 50).
+ * Environment: BENCH_REQUESTS (requests per measurement, default 40000), BENCH_CONNECTIONS (default 32),
+ * BENCH_ROUNDS (default 3), BENCH_TTFB_SAMPLES (default 400), BENCH_PROFILE=<dir> (V8 CPU profile of the gateway).
  */
 import autocannon from 'autocannon';
+import http from 'node:http';
 import os from 'node:os';
-import { startBenchTargets } from './harness';
+import { startBenchTargets, type BenchTargets } from './harness';
+import { median, processCpuMicros } from './cpu';
 import { ServiceUnavailable, startRedis } from '../test/support/services';
 
-const DURATION = Number(process.env.BENCH_DURATION ?? 10);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 40_000);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const TTFB_SAMPLES = Number(process.env.BENCH_TTFB_SAMPLES ?? 400);
+
+type Workload = 'json' | 'sse';
 
 interface Measurement {
   readonly target: string;
-  readonly workload: string;
+  readonly workload: Workload;
+  readonly round: number;
   readonly requestsPerSecond: number;
+  readonly cpuMicrosPerRequest: number;
   readonly p50: number;
   readonly p99: number;
   readonly errors: number;
   readonly non2xx: number;
 }
 
-async function measure(target: string, workload: string, url: string, headers: Record<string, string>): Promise<Measurement> {
+interface Target {
+  readonly name: string;
+  readonly pid: number;
+  url(workload: Workload): string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+function body(workload: Workload): string {
+  return JSON.stringify({ model: 'bench-model', messages: [{ role: 'user', content: 'Hello' }], stream: workload === 'sse' });
+}
+
+async function measure(target: Target, workload: Workload, round: number): Promise<Measurement> {
   const options = {
-    url,
+    url: target.url(workload),
     method: 'POST' as const,
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify({ model: 'bench-model', messages: [{ role: 'user', content: 'Hello' }], stream: workload === 'sse' }),
+    headers: { 'content-type': 'application/json', ...target.headers },
+    body: body(workload),
     connections: CONNECTIONS,
     pipelining: 1,
   };
-  await autocannon({ ...options, duration: 2 }); // warm-up: JIT, pools, caches
-  const result = await autocannon({ ...options, duration: DURATION });
+  await autocannon({ ...options, amount: Math.max(1000, Math.floor(REQUESTS / 10)) }); // warm-up: JIT, pools, caches
+  const cpuBefore = processCpuMicros(target.pid);
+  const result = await autocannon({ ...options, amount: REQUESTS });
+  const cpuMicros = processCpuMicros(target.pid) - cpuBefore;
+  const completed = Math.max(1, result.requests.total);
   return {
-    target,
+    target: target.name,
     workload,
+    round,
     requestsPerSecond: result.requests.average,
+    cpuMicrosPerRequest: cpuMicros / completed,
     p50: result.latency.p50,
     p99: result.latency.p99,
     errors: result.errors + result.timeouts,
@@ -48,50 +76,106 @@ async function measure(target: string, workload: string, url: string, headers: R
   };
 }
 
-async function main(): Promise<void> {
-  const targets = await startBenchTargets({ nodeArguments: process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [] });
-  try {
-    const { upstreamPort, barePort, tollgateUrl, tollgateHeaders } = targets;
-    const results: Measurement[] = [];
-    for (const workload of ['json', 'sse']) {
-      const suffix = workload === 'sse' ? '?stream=1' : '';
-      results.push(await measure('upstream (direct)', workload, `http://127.0.0.1:${upstreamPort}/v1/chat/completions${suffix}`, {}));
-      results.push(await measure('bare Node pipe proxy', workload, `http://127.0.0.1:${barePort}/v1/chat/completions${suffix}`, {}));
-      results.push(await measure('Tollgate (full pipeline)', workload, `${tollgateUrl}/v1/proxy/openai/v1/chat/completions${suffix}`, tollgateHeaders));
-    }
+/** Milliseconds from sending a streamed request to its first body byte, one request at a time. */
+async function firstByteMillis(target: Target, samples: number): Promise<number[]> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const payload = body('sse');
+  const once = () =>
+    new Promise<number>((resolve, reject) => {
+      const url = new URL(target.url('sse'));
+      const started = process.hrtime.bigint();
+      const request = http.request(
+        { host: url.hostname, port: url.port, path: `${url.pathname}${url.search}`, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...target.headers } },
+        (response) => {
+          let first = true;
+          response.on('data', () => {
+            if (first) {
+              first = false;
+              resolve(Number(process.hrtime.bigint() - started) / 1e6);
+            }
+          });
+          response.on('end', () => (first ? reject(new Error(`${target.name}: empty stream (${response.statusCode})`)) : undefined));
+        },
+      );
+      request.on('error', reject);
+      request.end(payload);
+    });
+  for (let warm = 0; warm < 50; warm += 1) await once();
+  const values: number[] = [];
+  for (let sample = 0; sample < samples; sample += 1) values.push(await once());
+  agent.destroy();
+  return values;
+}
 
-    // The shared Redis store's cost next to the in-process store (issue "Limits and quotas that hold across nodes").
+function targetsOf(bench: BenchTargets): { bare: Target; tollgate: Target } {
+  const suffix = (workload: Workload) => (workload === 'sse' ? '?stream=1' : '');
+  return {
+    bare: { name: 'bare Node pipe (node:http)', pid: bench.barePid, url: (w) => `http://127.0.0.1:${bench.barePort}/v1/chat/completions${suffix(w)}`, headers: {} },
+    tollgate: { name: 'Tollgate (full pipeline)', pid: bench.tollgatePid, url: (w) => `${bench.tollgateUrl}/v1/proxy/openai/v1/chat/completions${suffix(w)}`, headers: bench.tollgateHeaders },
+  };
+}
+
+const percentile = (values: readonly number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
+
+async function main(): Promise<void> {
+  const bench = await startBenchTargets({ nodeArguments: process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [] });
+  const lines: string[] = [];
+  const results: Measurement[] = [];
+  try {
+    const { bare, tollgate } = targetsOf(bench);
+    for (let round = 1; round <= ROUNDS; round += 1) {
+      for (const workload of ['json', 'sse'] as const) {
+        results.push(await measure(bare, workload, round));
+        results.push(await measure(tollgate, workload, round));
+      }
+    }
+    const bareFirstByte = await firstByteMillis(bare, TTFB_SAMPLES);
+    const tollgateFirstByte = await firstByteMillis(tollgate, TTFB_SAMPLES);
+
+    let redis: Measurement | undefined;
     try {
-      const redis = await startRedis();
-      const withRedis = await startBenchTargets({ extraEnv: { TOLLGATE_REDIS_URL: redis.url } });
+      const server = await startRedis();
+      const withRedis = await startBenchTargets({ extraEnv: { TOLLGATE_REDIS_URL: server.url } });
       try {
-        results.push(await measure('Tollgate + Redis store', 'json', `${withRedis.tollgateUrl}/v1/proxy/openai/v1/chat/completions`, withRedis.tollgateHeaders));
+        redis = await measure({ ...targetsOf(withRedis).tollgate, name: 'Tollgate + Redis store' }, 'json', 1);
+        results.push(redis);
       } finally {
         withRedis.stop();
-        redis.stop();
+        server.stop();
       }
     } catch (error) {
       if (!(error instanceof ServiceUnavailable)) throw error;
       process.stderr.write(`bench: ${error.message}; the Redis store is not measured\n`);
     }
 
-    const lines = [
-      `Tollgate benchmark: ${DURATION} s per run, ${CONNECTIONS} connections, Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${os.platform()} ${os.release()}`,
+    lines.push(
+      `Tollgate benchmark: ${REQUESTS} requests per measurement, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds, Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${os.platform()} ${os.release()}`,
       '',
-      '| workload | target | requests/s | p50 ms | p99 ms | errors | non-2xx |',
-      '|---|---|---:|---:|---:|---:|---:|',
-      ...results.map((r) => `| ${r.workload} | ${r.target} | ${r.requestsPerSecond.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} |`),
+      '| round | workload | proxy | CPU µs/request | requests/s | p50 ms | p99 ms | errors | non-2xx |',
+      '|---:|---|---|---:|---:|---:|---:|---:|---:|',
+      ...results.map((r) => `| ${r.round} | ${r.workload} | ${r.target} | ${r.cpuMicrosPerRequest.toFixed(1)} | ${r.requestsPerSecond.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} |`),
       '',
-    ];
-    for (const workload of ['json', 'sse']) {
-      const bare = results.find((r) => r.workload === workload && r.target.startsWith('bare'))!;
-      const tollgate = results.find((r) => r.workload === workload && r.target === 'Tollgate (full pipeline)')!;
-      lines.push(`ratio Tollgate / bare proxy (${workload}): ${(tollgate.requestsPerSecond / bare.requestsPerSecond).toFixed(2)}`);
+    );
+    for (const workload of ['json', 'sse'] as const) {
+      const ratios: number[] = [];
+      const throughput: number[] = [];
+      for (let round = 1; round <= ROUNDS; round += 1) {
+        const b = results.find((r) => r.workload === workload && r.round === round && r.target === bare.name)!;
+        const t = results.find((r) => r.workload === workload && r.round === round && r.target === tollgate.name)!;
+        ratios.push(t.cpuMicrosPerRequest / b.cpuMicrosPerRequest);
+        throughput.push(t.requestsPerSecond / b.requestsPerSecond);
+      }
+      lines.push(
+        `CPU per request, Tollgate / bare pipe (${workload}): ${median(ratios).toFixed(2)} (median of rounds ${ratios.map((r) => r.toFixed(2)).join(', ')})` +
+          `; throughput ratio ${median(throughput).toFixed(2)}`,
+      );
     }
-    const redisRun = results.find((r) => r.target === 'Tollgate + Redis store');
-    if (redisRun) {
-      const inProcess = results.find((r) => r.workload === 'json' && r.target === 'Tollgate (full pipeline)')!;
-      lines.push(`Redis store / in-process store (json): ${(redisRun.requestsPerSecond / inProcess.requestsPerSecond).toFixed(2)}`);
+    lines.push(
+      `time to first streamed byte, p50: bare ${percentile(bareFirstByte, 50).toFixed(2)} ms, Tollgate ${percentile(tollgateFirstByte, 50).toFixed(2)} ms, added ${(percentile(tollgateFirstByte, 50) - percentile(bareFirstByte, 50)).toFixed(2)} ms (p99 added ${(percentile(tollgateFirstByte, 99) - percentile(bareFirstByte, 99)).toFixed(2)} ms; ${TTFB_SAMPLES} sequential requests each)`,
+    );
+    if (redis) {
+      const inProcess = median(results.filter((r) => r.workload === 'json' && r.target === tollgate.name).map((r) => r.cpuMicrosPerRequest));
+      lines.push(`Redis store: ${redis.cpuMicrosPerRequest.toFixed(1)} CPU µs/request in the gateway (in-process store ${inProcess.toFixed(1)})`);
     }
     process.stdout.write(`${lines.join('\n')}\n`);
     if (results.some((r) => r.errors > 0 || r.non2xx > 0)) {
@@ -99,7 +183,7 @@ async function main(): Promise<void> {
       process.exitCode = 1;
     }
   } finally {
-    targets.stop();
+    bench.stop();
   }
 }
 

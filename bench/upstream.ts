@@ -1,6 +1,7 @@
 /**
  * A fake OpenAI-shaped provider: a JSON chat completion, or an SSE stream of ten chunks when the URL contains `stream`
- * or the body asks for `"stream":true`, answered at once so that a benchmark measures the proxies, not the provider.
+ * or the body asks for `"stream":true`, answered at once so that a benchmark measures the proxies, not the provider;
+ * with `hold` in the URL, a stream that sends a frame a second until the client leaves (`npm run bench:streams`).
  * Also the README walkthrough's stand-in for OpenAI. Usage: node dist/bench/upstream.js [port]; prints its port.
  */
 import http from 'node:http';
@@ -24,6 +25,14 @@ const server = http.createServer((request, response) => {
     if (body.length < 4096) body += chunk;
   });
   request.on('end', () => {
+    if (request.url?.includes('hold')) {
+      // A long stream (npm run bench:streams): one frame at once, then one a second until the client goes away.
+      response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      response.write(frames[0]);
+      const timer = setInterval(() => response.write(frames[1]), 1000);
+      response.on('close', () => clearInterval(timer));
+      return;
+    }
     if (request.url?.includes('stream') || /"stream"\s*:\s*true/.test(body)) {
       response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       for (const frame of frames) response.write(frame);
