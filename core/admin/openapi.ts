@@ -19,12 +19,13 @@ const RESPONSE_SCHEMAS: Record<string, Schema> = {
   Error: object({
     error: object(
       {
-        type: { type: 'string', enum: ['unauthorized', 'forbidden', 'invalidRequest', 'notFound', 'conflict', 'rateLimited', 'internalError'] },
+        type: { type: 'string', enum: ['unauthorized', 'forbidden', 'invalidRequest', 'notFound', 'conflict', 'rateLimited', 'serviceUnavailable', 'internalError'] },
+        reason: { type: 'string', pattern: '^[a-z][a-z0-9_]*$', description: 'a stable snake_case reason (docs/reference/errors.md)' },
         message: string,
         requestId: string,
         fields: { type: 'object', additionalProperties: { type: 'array', items: string }, description: 'each failing field and why (validation errors)' },
       },
-      ['type', 'message', 'requestId'],
+      ['type', 'reason', 'message', 'requestId'],
     ),
   }),
   AppSettings: { type: 'object', description: 'the app settings; see AppSettingsInput for each field', additionalProperties: true },
