@@ -1,8 +1,9 @@
 import Foundation
 
-/// Unix milliseconds from the system clock.
-enum SystemClock {
-    static func nowMs() -> Int64 {
+/// Unix milliseconds from the system clock. Public because public initializers default their `clock` parameter to
+/// `{ SystemClock.nowMs() }`, and a public default argument may only reference public declarations.
+public enum SystemClock {
+    public static func nowMs() -> Int64 {
         Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
     }
 }
