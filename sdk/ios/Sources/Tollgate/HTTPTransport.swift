@@ -79,6 +79,28 @@ public protocol HTTPTransport: Sendable {
     func bytes(for call: HTTPCall) async throws -> (HTTPResponseHead, HTTPBodyStream)
 }
 
+/// The transport the SDK uses when none is given: ``URLSessionTransport`` on Apple platforms. Elsewhere (Linux, where
+/// `URLSession` cannot stream) there is no default: pass a transport (tests pass a scripted one).
+func defaultTransport() -> HTTPTransport {
+    #if canImport(Darwin)
+    return URLSessionTransport()
+    #else
+    return UnavailableTransport()
+    #endif
+}
+
+/// Fails every call: the platform has no default transport.
+struct UnavailableTransport: HTTPTransport {
+    func data(for call: HTTPCall) async throws -> (HTTPResponseHead, Data) {
+        throw TollgateError.network("No HTTP transport on this platform: pass one to the SDK.", reason: "no_transport")
+    }
+
+    func bytes(for call: HTTPCall) async throws -> (HTTPResponseHead, HTTPBodyStream) {
+        throw TollgateError.network("No HTTP transport on this platform: pass one to the SDK.", reason: "no_transport")
+    }
+}
+
+#if canImport(Darwin)
 /// ``HTTPTransport`` over `URLSession` (`data(for:)` for whole responses, `bytes(for:)` for streams).
 ///
 /// Redirects are refused (a task delegate answers `nil` to `willPerformHTTPRedirection`), so a 3xx reaches the error
@@ -119,7 +141,7 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
 
     private func urlRequest(_ call: HTTPCall) throws -> URLRequest {
         guard let url = URL(string: call.url) else {
-            throw TollgateError.invalidRequest("The request URL is not valid: \"\(call.url)\".")
+            throw TollgateError.invalid("The request URL is not valid: \"\(call.url)\".")
         }
         var request = URLRequest(url: url)
         request.httpMethod = call.method
@@ -161,6 +183,8 @@ private final class AsyncBytesReader: @unchecked Sendable {
         try await iterator.next()
     }
 }
+
+#endif
 
 /// A cursor over bytes already in memory.
 final class ByteArrayCursor: @unchecked Sendable {
