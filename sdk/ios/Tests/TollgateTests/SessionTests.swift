@@ -281,6 +281,49 @@ final class SessionTests: XCTestCase {
         XCTAssertNil(signature, "a development token has no key to sign with")
     }
 
+    func testNativeBridgeOperations() async throws {
+        let now = ClientTests.TestClock(Self.t0)
+        let transport = Transport([Self.challenge("c1"), Self.token("t1", deviceId: "key-1", expMs: Self.t0 + 3_600_000)])
+        let attestor = ScriptedKeyAttestor()
+        let store = InMemoryStore()
+        let bridge = TollgateNativeBridge(makeSession: { gatewayURL, appToken, developmentToken in
+            try TollgateDeviceSession(gatewayURL: gatewayURL, appToken: appToken, developmentToken: developmentToken, transport: transport,
+                                      store: store, attestor: attestor, clock: { now.value })
+        })
+        do {
+            _ = try await bridge.deviceToken(forceRefresh: false)
+            XCTFail("expected not_initialized")
+        } catch let error as TollgateError {
+            XCTAssertEqual(error.kind, .invalidRequest)
+            XCTAssertEqual(error.reason, "not_initialized")
+        }
+        XCTAssertThrowsError(try bridge.configure(appToken: "at_bridge", gatewayURL: nil, developmentToken: nil)) { error in
+            XCTAssertEqual((error as? TollgateError)?.reason, "gateway_url_missing", "no address and no Info.plist key")
+        }
+        try bridge.configure(appToken: "at_bridge", gatewayURL: Self.base, developmentToken: nil)
+        let token = try await bridge.deviceToken(forceRefresh: false)
+        XCTAssertEqual(token.deviceId, "key-1")
+        XCTAssertEqual(token.expiresAtMs, Self.t0 + 3_600_000)
+        let digest = Digest.sha256(Data("request".utf8)).base64EncodedString()
+        let none = try await bridge.assertion(digestBase64: digest)
+        XCTAssertNil(none, "no assertion before assertion_required")
+        let action = try await bridge.reportError(deviceToken: token.token, reason: "assertion_required")
+        XCTAssertEqual(action.rawValue, "assert")
+        let assertion = try await bridge.assertion(digestBase64: digest)
+        XCTAssertEqual(assertion, Base64URL.encode(Data("assertion-by-key-1".utf8)))
+        do {
+            _ = try await bridge.assertion(digestBase64: "AAAA")
+            XCTFail("expected invalidRequest")
+        } catch let error as TollgateError {
+            XCTAssertEqual(error.reason, "digest_invalid")
+        }
+        let stop = try await bridge.reportError(deviceToken: token.token, reason: "device_revoked")
+        XCTAssertEqual(stop.rawValue, "stop")
+        await expectRevoked({ _ = try await bridge.deviceToken(forceRefresh: false) }, "bridge after stop")
+        await bridge.clear()
+        XCTAssertEqual(transport.calls.count, 2)
+    }
+
     func testMissingGatewayURLIsRefusedAtOnce() {
         XCTAssertThrowsError(try TollgateDeviceSession(gatewayURL: "  ", appToken: "at_x", store: InMemoryStore())) { error in
             XCTAssertEqual((error as? TollgateError)?.kind, .invalidRequest)
