@@ -161,7 +161,7 @@ public actor DeviceTokenCache: DeviceTokenSource {
 func jwsExpiryMs(_ token: String) -> Int64? {
     let parts = token.split(separator: ".", omittingEmptySubsequences: false)
     guard parts.count == 3, let payload = Base64URL.decode(String(parts[1])),
-          case .number(let exp)? = (try? JSONValue.parse(payload))?["exp"], exp.isFinite
+          case .number(let exp)? = (try? JSONValue.parse(payload))?["exp"], exp.isFinite, abs(exp) < 9e12
     else { return nil }
     return Int64(exp * 1000)
 }
