@@ -134,7 +134,7 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
 
     public func bytes(for call: HTTPCall) async throws -> (HTTPResponseHead, HTTPBodyStream) {
         let (bytes, response) = try await session.bytes(for: try urlRequest(call), delegate: delegate)
-        let task = bytes.task
+        let task = TaskCanceller(bytes.task)
         let reader = AsyncBytesReader(bytes.makeAsyncIterator())
         return (try head(response), HTTPBodyStream(next: { try await reader.next() }, cancel: { task.cancel() }))
     }
@@ -162,12 +162,25 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
 
 /// Refuses every redirect: the 3xx response itself is delivered.
 final class RedirectRefusingDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
-    // Exposed by selector, so that the URL loading system finds it whatever the SDK's Sendable annotations on the
-    // completion handler are.
+    // The completion handler is @Sendable as in the current SDKs (NS_SWIFT_SENDABLE); the explicit selector makes the
+    // URL loading system find the method whatever an older SDK's annotation is.
     @objc(URLSession:task:willPerformHTTPRedirection:newRequest:completionHandler:)
     func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
         completionHandler(nil)
+    }
+}
+
+/// Cancels a `URLSessionTask` from a `@Sendable` closure, whatever the SDK's Sendable annotation of the task class.
+private final class TaskCanceller: @unchecked Sendable {
+    private let task: URLSessionTask
+
+    init(_ task: URLSessionTask) {
+        self.task = task
+    }
+
+    func cancel() {
+        task.cancel()
     }
 }
 
