@@ -1,7 +1,9 @@
-// swift-tools-version:5.9
+// swift-tools-version:6.0
 //
 // Tollgate for iOS and macOS: call AI providers through a Tollgate gateway without shipping a provider key.
-// `swift test` runs the shared conformance vectors in ../conformance (sdk/conformance/README.md).
+// `swift test` runs the shared conformance vectors in ../conformance (sdk/conformance/README.md), on macOS and on Linux:
+// the platform-independent core builds everywhere; App Attest (DeviceCheck), the Keychain (Security), CryptoKit and the
+// URLSession transport are compiled only where they exist (#if canImport(...)).
 import PackageDescription
 
 let package = Package(
@@ -9,6 +11,9 @@ let package = Package(
     platforms: [
         .iOS(.v15),
         .macOS(.v12),
+        .tvOS(.v15),
+        .watchOS(.v9),
+        .visionOS(.v1),
     ],
     products: [
         .library(name: "Tollgate", targets: ["Tollgate"]),
@@ -17,15 +22,14 @@ let package = Package(
         .target(
             name: "Tollgate",
             path: "Sources/Tollgate",
-            linkerSettings: [
-                .linkedFramework("DeviceCheck"),
-                .linkedFramework("Security"),
-            ]
+            // Apple's privacy manifest: the required-reason APIs the SDK uses (UserDefaults), no tracking.
+            resources: [.copy("PrivacyInfo.xcprivacy")]
         ),
         .testTarget(
             name: "TollgateTests",
             dependencies: ["Tollgate"],
             path: "Tests/TollgateTests"
         ),
-    ]
+    ],
+    swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,7 @@
 // A minimal SwiftUI app using Tollgate: configure at launch, one request, one stream, every error handled.
 // Add it to an iOS 15+ app target that depends on the Tollgate package (File ▸ Add Package Dependencies… ▸ Add Local…,
-// pick sdk/ios), replace the app token and gateway URL, and run. No provider key appears anywhere: the gateway adds it.
+// pick sdk/ios), add the Info.plist key TollgateGatewayURL (your gateway, e.g. https://gateway.example.com), replace
+// the app token, and run. No provider key appears anywhere: the gateway adds it.
 import SwiftUI
 import Tollgate
 
@@ -14,11 +15,13 @@ struct TollgateExampleApp: App {
         #else
         let developmentToken: String? = nil
         #endif
-        Tollgate.configure(
-            appToken: "at_YOUR_APP_TOKEN",                         // identifies the app; not a provider key
-            baseURL: URL(string: "https://gateway.example.com")!,
-            developmentToken: developmentToken
-        )
+        do {
+            // The app token identifies the app; it is not a provider key. The gateway address comes from Info.plist.
+            try Tollgate.configure(appToken: "at_YOUR_APP_TOKEN", developmentToken: developmentToken)
+        } catch {
+            // invalidRequest, reason gateway_url_missing: Info.plist has no valid TollgateGatewayURL.
+            print("Tollgate is not configured: \(error)")
+        }
     }
 
     var body: some Scene {
@@ -79,6 +82,8 @@ struct ContentView: View {
     private func describe(_ error: Error) -> String {
         guard let error = error as? TollgateError else { return "\(error)" } // e.g. CancellationError
         switch error {
+        case .attestationFailed(let details) where details.reason == "device_revoked":
+            return "This device was blocked by the app's operator."
         case .attestationFailed(let details):
             return "This device could not prove it runs the genuine app: \(details.message)"
         case .unauthorized:
@@ -89,8 +94,8 @@ struct ContentView: View {
             return "The gateway has no key for this provider yet: add it in the dashboard."
         case .networkError(let details):
             return "Offline or the provider is unreachable: \(details.message)"
-        case .invalidRequest(let message):
-            return "Bug in the request: \(message)"
+        case .invalidRequest(let details):
+            return "Bug in the request (\(details.reason ?? "invalid_request")): \(details.message)"
         case .providerError(let status, let body):
             return "The provider answered \(status): \(body)"
         }

@@ -1,8 +1,9 @@
 import Foundation
 
-/// Unix milliseconds from the system clock.
-enum SystemClock {
-    static func nowMs() -> Int64 {
+/// Unix milliseconds from the system clock. Public because public initializers default their `clock` parameter to
+/// `{ SystemClock.nowMs() }`, and a public default argument may only reference public declarations.
+public enum SystemClock {
+    public static func nowMs() -> Int64 {
         Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
     }
 }
@@ -16,24 +17,62 @@ public struct DeviceToken: Sendable, Codable, Equatable, CustomStringConvertible
     public let receivedAtMs: Int64
     /// The attestation method that earned it (`apple-app-attest`, `development`).
     public let method: String
+    /// The gateway's id for this device (`deviceId` of the attestation answer), when it said.
+    public let deviceId: String?
 
-    public init(token: String, expiresAtMs: Int64, receivedAtMs: Int64, method: String) {
+    public init(token: String, expiresAtMs: Int64, receivedAtMs: Int64, method: String, deviceId: String? = nil) {
         self.token = token
         self.expiresAtMs = expiresAtMs
         self.receivedAtMs = receivedAtMs
         self.method = method
+        self.deviceId = deviceId
+    }
+
+    /// True when this token should be replaced at `nowMs` (``TokenTiming/refreshDue(receivedAtMs:expiresAtMs:nowMs:marginMs:)``).
+    public func needsRefresh(nowMs: Int64, marginMs: Int64 = TokenTiming.refreshMarginMs) -> Bool {
+        TokenTiming.refreshDue(receivedAtMs: receivedAtMs, expiresAtMs: expiresAtMs, nowMs: nowMs, marginMs: marginMs)
     }
 
     /// Never prints the token itself.
     public var description: String { "DeviceToken(method: \(method), expiresAtMs: \(expiresAtMs))" }
 }
 
+/// The timing rules every Tollgate SDK shares (sdk/conformance/client-behaviour.json, `token-expiry`, `refresh-due`).
+public enum TokenTiming {
+    /// One refresh margin for all SDKs: 60 s (or a fifth of the lifetime, if shorter).
+    public static let refreshMarginMs: Int64 = 60_000
+
+    /// `nowMs >= expiresAtMs - min(marginMs, (expiresAtMs - receivedAtMs) / 5)`.
+    public static func refreshDue(receivedAtMs: Int64, expiresAtMs: Int64, nowMs: Int64, marginMs: Int64 = refreshMarginMs) -> Bool {
+        let lifetime = max(0, expiresAtMs - receivedAtMs)
+        return nowMs >= expiresAtMs - min(marginMs, lifetime / 5)
+    }
+
+    /// The expiry of a device token: the earlier of `expiresAt` (ISO 8601) and the JWS `exp` claim, whichever are
+    /// readable; neither → `receivedAtMs` (the token serves this call only and is never reused).
+    public static func expiresAtMs(deviceToken: String, expiresAt: String?, receivedAtMs: Int64) -> Int64 {
+        let candidates = [expiresAt.flatMap(parseInstant), jwsExpiryMs(deviceToken)].compactMap { $0 }
+        return candidates.min() ?? receivedAtMs
+    }
+}
+
 /// Where the client gets its `Tollgate-Device-Token`.
 public protocol DeviceTokenSource: Sendable {
     /// A token valid for at least the refresh margin; attests when needed. Throws ``TollgateError``.
     func deviceToken() async throws -> String
-    /// The gateway refused `token` (attestationFailed): forget it so that the next call attests again.
+    /// The gateway refused `token` (attestationFailed): forget it so that the next call gets a new one.
     func invalidate(_ token: String) async
+    /// The gateway refused a request made with `token` with `reason` (attestationFailed): apply the reason → action
+    /// rule (``ReasonAction``) and say what was done. The default invalidates the token for `refresh` and `attest`.
+    func report(deviceToken token: String, reason: String?) async -> ReasonAction
+}
+
+extension DeviceTokenSource {
+    public func report(deviceToken token: String, reason: String?) async -> ReasonAction {
+        let action = ReasonAction.forAttestationFailure(reason: reason)
+        if action == .refresh || action == .attest { await invalidate(token) }
+        return action
+    }
 }
 
 /// A fixed token (tests, tools).
@@ -44,14 +83,14 @@ public struct StaticDeviceToken: DeviceTokenSource {
     public func invalidate(_ token: String) async {}
 }
 
-/// Keeps a device token across launches (iOS: the Keychain, see ``KeychainDeviceTokenStore``).
+/// Keeps a device token across launches (by default the Keychain, see ``SecureDeviceTokenStore``).
 public protocol DeviceTokenStore: Sendable {
     func load() -> DeviceToken?
     func save(_ token: DeviceToken?)
 }
 
 /// Caches the device token and attests again shortly before it expires: when less than `refreshMarginMs` (default
-/// 5 minutes), or a fifth of the token's lifetime if that is shorter, remains. Concurrent callers share one
+/// 60 s, ``TokenTiming/refreshMarginMs``), or a fifth of the token's lifetime if that is shorter, remains. Concurrent callers share one
 /// attestation (single flight); a failed attestation is not cached, so the next call tries again.
 public actor DeviceTokenCache: DeviceTokenSource {
     private let clock: @Sendable () -> Int64
@@ -64,7 +103,7 @@ public actor DeviceTokenCache: DeviceTokenSource {
     /// How many attestations were started (diagnostics and tests).
     public private(set) var attestationCount = 0
 
-    public init(clock: @escaping @Sendable () -> Int64 = { SystemClock.nowMs() }, refreshMarginMs: Int64 = 5 * 60_000,
+    public init(clock: @escaping @Sendable () -> Int64 = { SystemClock.nowMs() }, refreshMarginMs: Int64 = TokenTiming.refreshMarginMs,
                 store: DeviceTokenStore? = nil, attest: @escaping @Sendable () async throws -> DeviceToken) {
         self.clock = clock
         self.refreshMarginMs = refreshMarginMs
@@ -114,9 +153,7 @@ public actor DeviceTokenCache: DeviceTokenSource {
 
     /// True when `token` should be replaced at `nowMs`.
     public nonisolated func needsRefresh(_ token: DeviceToken, nowMs: Int64) -> Bool {
-        let lifetime = max(0, token.expiresAtMs - token.receivedAtMs)
-        let margin = min(refreshMarginMs, lifetime / 5)
-        return nowMs >= token.expiresAtMs - margin
+        token.needsRefresh(nowMs: nowMs, marginMs: refreshMarginMs)
     }
 }
 
@@ -124,32 +161,34 @@ public actor DeviceTokenCache: DeviceTokenSource {
 func jwsExpiryMs(_ token: String) -> Int64? {
     let parts = token.split(separator: ".", omittingEmptySubsequences: false)
     guard parts.count == 3, let payload = Base64URL.decode(String(parts[1])),
-          case .number(let exp)? = (try? JSONValue.parse(payload))?["exp"], exp.isFinite
+          case .number(let exp)? = (try? JSONValue.parse(payload))?["exp"], exp.isFinite, abs(exp) < 9e12
     else { return nil }
     return Int64(exp * 1000)
 }
 
-/// Keeps the device token in the Keychain (this device only, readable after the first unlock), one item per app token,
-/// so that a cold start does not attest again. A device token is short-lived (1 hour by default) and bound to the app.
-public struct KeychainDeviceTokenStore: DeviceTokenStore {
-    private let keychain = Keychain()
+/// Keeps the device token in a ``TollgateSecureStore`` (by default the Keychain: this device only, readable after the
+/// first unlock), one item per gateway and app token, so that a cold start does not attest again. A device token is
+/// short-lived (1 hour by default) and bound to the app.
+public struct SecureDeviceTokenStore: DeviceTokenStore {
+    private let store: TollgateSecureStore
     private let account: String
 
-    public init(appToken: String) {
-        // Keyed by a hash of the app token, so that switching apps or gateways never reuses another app's token.
-        account = "deviceToken." + String(Digest.sha256Hex(Data(appToken.utf8)).prefix(16))
+    public init(appToken: String, gatewayURL: String = "", store: TollgateSecureStore? = nil) {
+        self.store = store ?? defaultSecureStore()
+        // Keyed by a hash of the gateway and app token, so that switching apps or gateways never reuses another token.
+        account = "deviceToken." + String(Digest.sha256Hex(Data((gatewayURL + "\n" + appToken).utf8)).prefix(16))
     }
 
     public func load() -> DeviceToken? {
-        guard let data = keychain.data(account) else { return nil }
+        guard let data = store.data(account) else { return nil }
         return try? JSONDecoder().decode(DeviceToken.self, from: data)
     }
 
     public func save(_ token: DeviceToken?) {
         guard let token, let data = try? JSONEncoder().encode(token) else {
-            keychain.delete(account)
+            store.delete(account)
             return
         }
-        keychain.set(data, account)
+        store.set(data, account)
     }
 }

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// Response header pairs, names in any case, repeated names kept.
 public typealias HeaderPairs = [(name: String, value: String)]
@@ -18,7 +21,7 @@ public enum Headers {
     public static func of(_ response: HTTPURLResponse) -> HeaderPairs {
         var pairs: HeaderPairs = []
         for (key, value) in response.allHeaderFields {
-            pairs.append((name: (key.base as? String) ?? String(describing: key), value: (value as? String) ?? String(describing: value)))
+            pairs.append((name: (key as? String) ?? String(describing: key), value: (value as? String) ?? String(describing: value)))
         }
         return pairs
     }
@@ -38,6 +41,8 @@ public struct ErrorReport: Sendable, Equatable {
     public var message: String
     /// Body `error.requestId`, else the `Tollgate-Request-Id` header.
     public var requestId: String?
+    /// Body `error.reason` when it is a snake_case string (`^[a-z][a-z0-9_]*$`), else nil; nil for a provider's error.
+    public var reason: String?
     /// With `rateLimited`: `Retry-After` in whole seconds, nil when absent or unreadable.
     public var retryAfterSeconds: Int?
     /// With `providerError`: the status, and the body as received (UTF-8 text).
@@ -46,14 +51,14 @@ public struct ErrorReport: Sendable, Equatable {
 
     /// The error the SDK throws for this report.
     public var error: TollgateError {
-        let details = TollgateError.Details(message: message, errorType: errorType, requestId: requestId)
+        let details = TollgateError.Details(message: message, errorType: errorType, requestId: requestId, reason: reason)
         switch kind {
         case .attestationFailed: return .attestationFailed(details)
         case .unauthorized: return .unauthorized(details)
         case .rateLimited: return .rateLimited(retryAfter: retryAfterSeconds)
         case .secretNotFound: return .secretNotFound(details)
         case .networkError: return .networkError(details)
-        case .invalidRequest: return .invalidRequest(message)
+        case .invalidRequest: return .invalidRequest(details)
         case .providerError: return .providerError(status: status ?? 0, body: body ?? "")
         }
     }
@@ -88,15 +93,23 @@ public enum ErrorMapper {
         let headerRequestId = Headers.first(headers, "Tollgate-Request-Id")?.trimmingCharacters(in: .whitespaces)
         guard let type = Headers.first(headers, "Tollgate-Error")?.trimmingCharacters(in: .whitespaces) else {
             return ErrorReport(kind: .providerError, errorType: nil, message: "The provider answered HTTP \(status).",
-                               requestId: headerRequestId, retryAfterSeconds: nil, status: status, body: text)
+                               requestId: headerRequestId, reason: nil, retryAfterSeconds: nil, status: status, body: text)
         }
         let error = errorObject(text)
         let kind = kindOf(type: type, status: status)
         let retryAfter = kind == .rateLimited ? parseRetryAfter(Headers.first(headers, "Retry-After"), nowMs: nowMs) : nil
         let message = (error?["message"] as? String) ?? defaultMessage(kind: kind, type: type, status: status, retryAfter: retryAfter)
         let requestId = (error?["requestId"] as? String) ?? headerRequestId
-        return ErrorReport(kind: kind, errorType: type, message: message, requestId: requestId,
+        let reason = (error?["reason"] as? String).flatMap { isSnakeCase($0) ? $0 : nil }
+        return ErrorReport(kind: kind, errorType: type, message: message, requestId: requestId, reason: reason,
                            retryAfterSeconds: retryAfter, status: status, body: nil)
+    }
+
+    /// `^[a-z][a-z0-9_]*$`, the shape of every gateway reason (test/core/error-reasons.test.ts).
+    static func isSnakeCase(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard let first = bytes.first, first >= UInt8(ascii: "a"), first <= UInt8(ascii: "z") else { return false }
+        return bytes.allSatisfy { ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "_") }
     }
 
     /// The kind for a `Tollgate-Error` type (conformance README, error-mapping rule 3).
@@ -227,7 +240,7 @@ enum HTTPDate {
         return era * 146_097 + dayOfEra - 719_468
     }
 
-    private static func utcMs(year: Int, month: Int, day: Int, time: (Int, Int, Int)) -> Int64? {
+    static func utcMs(year: Int, month: Int, day: Int, time: (Int, Int, Int)) -> Int64? {
         let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
         let lengths = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
         guard (1...12).contains(month), day >= 1, day <= lengths[month - 1] else { return nil }

@@ -79,6 +79,28 @@ public protocol HTTPTransport: Sendable {
     func bytes(for call: HTTPCall) async throws -> (HTTPResponseHead, HTTPBodyStream)
 }
 
+/// The transport the SDK uses when none is given: ``URLSessionTransport`` on Apple platforms. Elsewhere (Linux, where
+/// `URLSession` cannot stream) there is no default: pass a transport (tests pass a scripted one).
+func defaultTransport() -> HTTPTransport {
+    #if canImport(Darwin)
+    return URLSessionTransport()
+    #else
+    return UnavailableTransport()
+    #endif
+}
+
+/// Fails every call: the platform has no default transport.
+struct UnavailableTransport: HTTPTransport {
+    func data(for call: HTTPCall) async throws -> (HTTPResponseHead, Data) {
+        throw TollgateError.network("No HTTP transport on this platform: pass one to the SDK.", reason: "no_transport")
+    }
+
+    func bytes(for call: HTTPCall) async throws -> (HTTPResponseHead, HTTPBodyStream) {
+        throw TollgateError.network("No HTTP transport on this platform: pass one to the SDK.", reason: "no_transport")
+    }
+}
+
+#if canImport(Darwin)
 /// ``HTTPTransport`` over `URLSession` (`data(for:)` for whole responses, `bytes(for:)` for streams).
 ///
 /// Redirects are refused (a task delegate answers `nil` to `willPerformHTTPRedirection`), so a 3xx reaches the error
@@ -112,14 +134,14 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
 
     public func bytes(for call: HTTPCall) async throws -> (HTTPResponseHead, HTTPBodyStream) {
         let (bytes, response) = try await session.bytes(for: try urlRequest(call), delegate: delegate)
-        let task = bytes.task
+        let task = TaskCanceller(bytes.task)
         let reader = AsyncBytesReader(bytes.makeAsyncIterator())
         return (try head(response), HTTPBodyStream(next: { try await reader.next() }, cancel: { task.cancel() }))
     }
 
     private func urlRequest(_ call: HTTPCall) throws -> URLRequest {
         guard let url = URL(string: call.url) else {
-            throw TollgateError.invalidRequest("The request URL is not valid: \"\(call.url)\".")
+            throw TollgateError.invalid("The request URL is not valid: \"\(call.url)\".")
         }
         var request = URLRequest(url: url)
         request.httpMethod = call.method
@@ -140,12 +162,25 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
 
 /// Refuses every redirect: the 3xx response itself is delivered.
 final class RedirectRefusingDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
-    // Exposed by selector, so that the URL loading system finds it whatever the SDK's Sendable annotations on the
-    // completion handler are.
+    // The completion handler is @Sendable as in the current SDKs (NS_SWIFT_SENDABLE); the explicit selector makes the
+    // URL loading system find the method whatever an older SDK's annotation is.
     @objc(URLSession:task:willPerformHTTPRedirection:newRequest:completionHandler:)
     func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
         completionHandler(nil)
+    }
+}
+
+/// Cancels a `URLSessionTask` from a `@Sendable` closure, whatever the SDK's Sendable annotation of the task class.
+private final class TaskCanceller: @unchecked Sendable {
+    private let task: URLSessionTask
+
+    init(_ task: URLSessionTask) {
+        self.task = task
+    }
+
+    func cancel() {
+        task.cancel()
     }
 }
 
@@ -161,6 +196,8 @@ private final class AsyncBytesReader: @unchecked Sendable {
         try await iterator.next()
     }
 }
+
+#endif
 
 /// A cursor over bytes already in memory.
 final class ByteArrayCursor: @unchecked Sendable {

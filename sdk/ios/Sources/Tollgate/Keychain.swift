@@ -1,13 +1,51 @@
 import Foundation
+#if canImport(Security)
 import Security
+#endif
 
+/// Small secrets the SDK keeps across launches: the device token and the id of the attested App Attest key.
+/// ``KeychainStore`` on Apple platforms, ``InMemoryStore`` elsewhere (Linux tests) or in tests.
+public protocol TollgateSecureStore: Sendable {
+    func data(_ account: String) -> Data?
+    func set(_ data: Data, _ account: String)
+    func delete(_ account: String)
+}
+
+/// Keeps values in memory only (tests; platforms without a Keychain). Nothing survives the process.
+public final class InMemoryStore: TollgateSecureStore, @unchecked Sendable {
+    private let lock = NSLock()
+    private var values: [String: Data] = [:]
+
+    public init() {}
+
+    public func data(_ account: String) -> Data? {
+        lock.lock()
+        defer { lock.unlock() }
+        return values[account]
+    }
+
+    public func set(_ data: Data, _ account: String) {
+        lock.lock()
+        values[account] = data
+        lock.unlock()
+    }
+
+    public func delete(_ account: String) {
+        lock.lock()
+        values[account] = nil
+        lock.unlock()
+    }
+}
+
+#if canImport(Security)
 /// Generic-password items of this app in the Keychain (service `dev.tollgate`), readable after the first unlock and
-/// never migrated to another device (`kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly`): an App Attest key lives in
-/// this device's Secure Enclave, so its id means nothing elsewhere.
-struct Keychain: Sendable {
-    let service: String
+/// never migrated to another device or restored from a backup onto another phone
+/// (`kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly`): an App Attest key lives in this device's Secure Enclave, so its
+/// id means nothing elsewhere, and a device token belongs to that key.
+public struct KeychainStore: TollgateSecureStore {
+    public let service: String
 
-    init(service: String = "dev.tollgate") {
+    public init(service: String = "dev.tollgate") {
         self.service = service
     }
 
@@ -19,7 +57,7 @@ struct Keychain: Sendable {
         ]
     }
 
-    func data(_ account: String) -> Data? {
+    public func data(_ account: String) -> Data? {
         var request = query(account)
         request[kSecReturnData as String] = true
         request[kSecMatchLimit as String] = kSecMatchLimitOne
@@ -29,11 +67,7 @@ struct Keychain: Sendable {
         return result as? Data
     }
 
-    func string(_ account: String) -> String? {
-        data(account).map { String(decoding: $0, as: UTF8.self) }
-    }
-
-    func set(_ data: Data, _ account: String) {
+    public func set(_ data: Data, _ account: String) {
         let attributes: [String: Any] = [kSecValueData as String: data]
         let status = SecItemUpdate(query(account) as CFDictionary, attributes as CFDictionary)
         if status == errSecItemNotFound {
@@ -44,11 +78,27 @@ struct Keychain: Sendable {
         }
     }
 
-    func set(_ string: String, _ account: String) {
-        set(Data(string.utf8), account)
-    }
-
-    func delete(_ account: String) {
+    public func delete(_ account: String) {
         _ = SecItemDelete(query(account) as CFDictionary)
     }
+}
+#endif
+
+extension TollgateSecureStore {
+    func string(_ account: String) -> String? {
+        data(account).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    func setString(_ value: String, _ account: String) {
+        set(Data(value.utf8), account)
+    }
+}
+
+/// The store the SDK uses by default: the Keychain where there is one, else memory.
+func defaultSecureStore() -> TollgateSecureStore {
+    #if canImport(Security)
+    return KeychainStore()
+    #else
+    return InMemoryStore()
+    #endif
 }

@@ -154,9 +154,10 @@ public struct RequestBuilder: Sendable {
         return "\(base)/v1/attest/\(method)"
     }
 
-    /// Headers of the attestation routes, which take the app token only.
+    /// Headers of the attestation routes, which take the app token only (client-behaviour.json,
+    /// `attestation-request`: exactly `Tollgate-App-Token`, plus `Content-Type: application/json` with a body).
     public var attestHeaders: [(name: String, value: String)] {
-        [(name: "Tollgate-App-Token", value: appToken), (name: "Tollgate-SDK", value: sdk)]
+        [(name: "Tollgate-App-Token", value: appToken)]
     }
 
     // MARK: - Endpoint
@@ -380,7 +381,7 @@ public struct RequestBuilder: Sendable {
 }
 
 private func invalid(_ message: String) -> TollgateError {
-    .invalidRequest(message)
+    .invalid(message)
 }
 
 /// Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above U+10FFFF.

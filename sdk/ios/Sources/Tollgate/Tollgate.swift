@@ -1,8 +1,13 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// The Tollgate SDK: call AI providers through your Tollgate gateway without shipping a provider key.
 ///
-/// Configure once at app start (the App initializer, or `application(_:didFinishLaunchingWithOptions:)`), then call
+/// Configure once at app start with the app token; the gateway address comes from the app's Info.plist key
+/// `TollgateGatewayURL` (``configure(appToken:developmentToken:retry:assertions:)``), or is given explicitly
+/// (``configure(appToken:gatewayURL:developmentToken:retry:assertions:transport:)``). Then call
 /// ``request(endpoint:method:body:query:headers:)`` and ``stream(endpoint:method:body:format:query:headers:)`` (or the
 /// same methods on ``shared``) from anywhere:
 ///
@@ -10,7 +15,7 @@ import Foundation
 /// @main
 /// struct MyApp: App {
 ///     init() {
-///         Tollgate.configure(appToken: "at_…", baseURL: URL(string: "https://gateway.example.com")!)
+///         try! Tollgate.configure(appToken: "at_…")   // Info.plist: TollgateGatewayURL = https://gateway.example.com
 ///     }
 ///     var body: some Scene { WindowGroup { ContentView() } }
 /// }
@@ -20,66 +25,106 @@ import Foundation
 ///                                        headers: ["anthropic-version": "2023-06-01"]) { … }
 /// ```
 ///
-/// A call before ``configure(appToken:baseURL:developmentToken:retry:assertions:session:)`` throws
-/// `TollgateError.invalidRequest("call Tollgate.configure(appToken:) at app start")`.
+/// A call before `configure` throws `TollgateError.invalidRequest` with reason `not_initialized`; a missing or invalid
+/// gateway address makes `configure` throw `invalidRequest` with reason `gateway_url_missing` (and later calls too).
 public enum Tollgate {
     /// The SDK version.
     public static let version = "1.2.0"
     /// The `Tollgate-SDK` header value.
     public static let sdkHeader = "ios/" + version
-    /// The message of the error thrown by calls made before ``configure(appToken:baseURL:developmentToken:retry:assertions:session:)``.
+    /// The Info.plist key holding the gateway address.
+    public static let gatewayURLInfoPlistKey = "TollgateGatewayURL"
+    /// The message of the error thrown by calls made before `configure`.
     public static let notConfiguredMessage = "call Tollgate.configure(appToken:) at app start"
 
     private static let state = ConfigurationState()
 
-    /// The app-wide client. Its calls throw `invalidRequest` until ``configure(appToken:baseURL:developmentToken:retry:assertions:session:)`` has run;
+    /// The app-wide client. Its calls throw `invalidRequest` (reason `not_initialized`) until `configure` has run;
     /// it follows later re-configurations.
     public static let shared = TollgateClient(resolve: { try Tollgate.state.engine() })
 
-    /// Sets the SDK up; call once at app start. Nothing goes on the network here: the first request attests the device
-    /// (or call ``prepare()`` to do it early). Calling it again replaces the configuration.
-    ///
-    /// An invalid `baseURL` or `appToken` does not crash the app: every later call throws `invalidRequest` naming it.
+    /// The gateway address from the app's Info.plist (`TollgateGatewayURL`), trimmed; nil when absent or empty.
+    public static var infoPlistGatewayURL: String? {
+        guard let value = Bundle.main.object(forInfoDictionaryKey: gatewayURLInfoPlistKey) as? String else { return nil }
+        let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
+        return trimmed.isEmpty ? nil : trimmed
+    }
+
+    /// Sets the SDK up with the gateway address from Info.plist (`TollgateGatewayURL`); call once at app start.
+    /// Nothing goes on the network here: the first request attests the device (or call ``prepare()``).
     ///
     /// - Parameters:
     ///   - appToken: the app token (`at_…`) from the dashboard. It identifies the app; it is not a provider key and no
     ///     provider key ever belongs in the app.
-    ///   - baseURL: the gateway, e.g. `https://gateway.example.com` (a path prefix is allowed).
     ///   - developmentToken: a development token (`dt_…`) for the **simulator**, used only when the SDK is built
     ///     `DEBUG` and runs in a simulator; ignored everywhere else, where App Attest is used. Pass it only from debug
     ///     code (`#if DEBUG`), so that it is not in your release binary.
     ///   - retry: automatic retries of `rateLimited`; off by default.
     ///   - assertions: when requests carry an App Attest assertion (`Tollgate-Assertion`).
-    ///   - session: a `URLSession` to use (its configuration, proxy and pinning apply). It must not follow redirects
-    ///     on its own: the SDK refuses them per task.
-    public static func configure(appToken: String, baseURL: URL, developmentToken: String? = nil,
+    /// - Throws: `TollgateError.invalidRequest` with reason `gateway_url_missing` when Info.plist has no valid
+    ///   `TollgateGatewayURL`, or the app token cannot be sent as a header.
+    public static func configure(appToken: String, developmentToken: String? = nil, retry: RetryPolicy = .none,
+                                 assertions: AssertionPolicy = .whenRequired) throws {
+        guard let gatewayURL = infoPlistGatewayURL else {
+            let error = TollgateError.invalid(
+                "No gateway address: add the key \(gatewayURLInfoPlistKey) (e.g. https://gateway.example.com) to the app's Info.plist, or call Tollgate.configure(appToken:gatewayURL:).",
+                reason: "gateway_url_missing")
+            state.set(.failure(error))
+            throw error
+        }
+        try configure(appToken: appToken, gatewayURL: gatewayURL, developmentToken: developmentToken, retry: retry, assertions: assertions)
+    }
+
+    /// Sets the SDK up with an explicit gateway address, e.g. `https://gateway.example.com` (a path prefix is allowed).
+    /// See ``configure(appToken:developmentToken:retry:assertions:)``; `transport` replaces `URLSession` (tests, proxies).
+    public static func configure(appToken: String, gatewayURL: String, developmentToken: String? = nil,
                                  retry: RetryPolicy = .none, assertions: AssertionPolicy = .whenRequired,
-                                 session: URLSession? = nil) {
+                                 transport: HTTPTransport? = nil) throws {
         do {
-            let transport = URLSessionTransport(session: session)
-            let base = baseURL.absoluteString
-            let api = try AttestationAPI(baseURL: base, appToken: appToken, sdk: sdkHeader, transport: transport)
-            let attestor = PlatformAttestor(api: api, developmentToken: developmentToken)
-            let tokens = DeviceTokenCache(store: KeychainDeviceTokenStore(appToken: appToken)) { try await attestor.attest() }
-            let signer: @Sendable (String) async throws -> String? = { digest in
-                // Development tokens have no device key: nothing to sign with.
-                if attestor.usesDevelopmentToken { return nil }
-                return try await AppAttestProvider.shared.assertion(digestHex: digest)
+            let http = transport ?? defaultTransport()
+            let session = try TollgateDeviceSession(gatewayURL: gatewayURL, appToken: appToken,
+                                                    developmentToken: usableDevelopmentToken(developmentToken), transport: http)
+            let signer: @Sendable (String) async throws -> String? = { digestHex in
+                guard let digest = Digest.bytes(fromHex: digestHex) else { return nil }
+                return try await session.sign(digest: digest)
             }
             let engine = ClientEngine(
-                builder: try RequestBuilder(baseURL: base, appToken: appToken, sdk: sdkHeader),
-                transport: transport, deviceTokens: tokens, clock: { SystemClock.nowMs() }, retry: retry,
+                builder: try RequestBuilder(baseURL: session.gatewayURL, appToken: appToken, sdk: sdkHeader),
+                transport: http, deviceTokens: session, clock: { SystemClock.nowMs() }, retry: retry,
                 assertionPolicy: assertions, signer: signer, rawChunkSize: 1024
             )
             state.set(.success(engine))
         } catch let error as TollgateError {
             state.set(.failure(error))
-        } catch {
-            state.set(.failure(.invalidRequest("Tollgate.configure failed: \(error)")))
+            throw error
         }
     }
 
-    /// True once ``configure(appToken:baseURL:developmentToken:retry:assertions:session:)`` has run with valid settings.
+    #if canImport(Darwin)
+    /// The 1.x call with a `URL` and an optional `URLSession`; prefer ``configure(appToken:developmentToken:retry:assertions:)``.
+    /// It does not throw: an invalid address makes every later call throw `invalidRequest` instead.
+    @available(*, deprecated, message: "Use configure(appToken:) with the Info.plist key TollgateGatewayURL, or configure(appToken:gatewayURL:).")
+    public static func configure(appToken: String, baseURL: URL, developmentToken: String? = nil,
+                                 retry: RetryPolicy = .none, assertions: AssertionPolicy = .whenRequired,
+                                 session: URLSession? = nil) {
+        try? configure(appToken: appToken, gatewayURL: baseURL.absoluteString, developmentToken: developmentToken,
+                       retry: retry, assertions: assertions, transport: URLSessionTransport(session: session))
+    }
+    #endif
+
+    /// The development token only in a DEBUG build running in the simulator (simulators cannot use App Attest); a
+    /// blank token counts as none. Everywhere else it is ignored, so a token left in the call cannot weaken a device
+    /// or release build (and a production gateway refuses development tokens anyway).
+    static func usableDevelopmentToken(_ token: String?) -> String? {
+        #if DEBUG && targetEnvironment(simulator)
+        guard let token, !token.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return nil }
+        return token
+        #else
+        return nil
+        #endif
+    }
+
+    /// True once ``configure(appToken:developmentToken:retry:assertions:)`` has run with valid settings.
     public static var isConfigured: Bool {
         (try? state.engine()) != nil
     }
@@ -150,66 +195,7 @@ private final class ConfigurationState: @unchecked Sendable {
         switch value {
         case .success(let engine)?: return engine
         case .failure(let error)?: throw error
-        case nil: throw TollgateError.invalidRequest(Tollgate.notConfiguredMessage)
+        case nil: throw TollgateError.invalid(Tollgate.notConfiguredMessage, reason: "not_initialized")
         }
-    }
-}
-
-/// Earns device tokens on this platform: App Attest on devices; in a DEBUG build running in the simulator, the
-/// development token when one is configured (`POST /v1/attest/development {developmentToken, deviceId}`).
-struct PlatformAttestor: Sendable {
-    let api: AttestationAPI
-    private let developmentToken: String?
-
-    init(api: AttestationAPI, developmentToken: String?) {
-        self.api = api
-        self.developmentToken = PlatformAttestor.usableDevelopmentToken(developmentToken)
-    }
-
-    /// True when this build attests with a development token.
-    var usesDevelopmentToken: Bool { developmentToken != nil }
-
-    func attest() async throws -> DeviceToken {
-        if let developmentToken = developmentToken {
-            return try await api.exchange(method: "development", body: .object([
-                "developmentToken": .string(developmentToken),
-                "deviceId": .string(PlatformAttestor.developmentDeviceId()),
-            ]))
-        }
-        // A key attested earlier refreshes with an assertion (the device keeps its id); if the gateway no longer knows
-        // the key, or there is none, a new key is attested.
-        let challenge = try await api.challenge()
-        if let refresh = try await AppAttestProvider.shared.refresh(challenge: challenge.value) {
-            do {
-                return try await api.exchange(method: refresh.method, body: refresh.body)
-            } catch TollgateError.attestationFailed {
-                AppAttestProvider.shared.forgetAttestedKey()
-            }
-        }
-        let fresh = try await api.challenge()
-        let artifact = try await AppAttestProvider.shared.attest(challenge: fresh.value)
-        return try await api.exchange(method: artifact.method, body: artifact.body)
-    }
-
-    /// The development token only in a DEBUG build running in the simulator (simulators cannot use App Attest); a
-    /// blank token counts as none. Everywhere else it is ignored, so a token left in the call cannot weaken a device
-    /// or release build (and a production gateway refuses development tokens anyway).
-    private static func usableDevelopmentToken(_ token: String?) -> String? {
-        #if DEBUG && targetEnvironment(simulator)
-        guard let token, !token.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return nil }
-        return token
-        #else
-        return nil
-        #endif
-    }
-
-    /// A random id for development attestation, stable per installation (`dev-<UUID>`; the gateway accepts 1–128 of
-    /// `A-Z a-z 0-9 . _ : -`).
-    static func developmentDeviceId() -> String {
-        let key = "dev.tollgate.developmentDeviceId"
-        if let id = UserDefaults.standard.string(forKey: key) { return id }
-        let id = "dev-" + UUID().uuidString
-        UserDefaults.standard.set(id, forKey: key)
-        return id
     }
 }

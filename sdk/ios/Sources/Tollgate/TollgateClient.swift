@@ -17,12 +17,23 @@ public struct RetryPolicy: Sendable, Equatable {
     public static let none = RetryPolicy(maxRetries: 0, maxWaitSeconds: 0)
     /// Up to 3 retries within 30 seconds, honoring `Retry-After` (1, 2, 4 s when the gateway gave none).
     public static let standard = RetryPolicy()
+
+    /// How long to wait before retrying, or nil for no retry (client-behaviour.json, `retry`): only the gateway's
+    /// `rateLimited`; `Retry-After` when given, else `min(30, 2^retriesDone)` seconds; never past ``maxRetries`` or
+    /// ``maxWaitSeconds`` (a wait that reaches it exactly is allowed).
+    public func delaySeconds(errorKind: TollgateError.Kind, retryAfterSeconds: Int?, retriesDone: Int, waitedSeconds: Double) -> Double? {
+        guard errorKind == .rateLimited, retriesDone < maxRetries else { return nil }
+        let backoff = retriesDone >= 5 ? 30 : min(30, 1 << max(0, retriesDone))
+        let delay = Double(max(0, retryAfterSeconds ?? backoff))
+        guard waitedSeconds + delay <= maxWaitSeconds else { return nil }
+        return delay
+    }
 }
 
 /// When requests carry a `Tollgate-Assertion` (an App Attest assertion over the request digest).
 public enum AssertionPolicy: Sendable, Equatable {
-    /// Not at first. When the gateway refuses a request without one (attestationFailed, as it does when the app's
-    /// policy requires assertions), the retry and every later request of the process carry one.
+    /// Not at first. When the gateway says so (`attestationFailed` with reason `assertion_required`), the retry and
+    /// every later request of the process carry one. No other refusal turns them on.
     case whenRequired
     /// On every request, once a key is attested.
     case always
@@ -114,19 +125,21 @@ final class ClientEngine: @unchecked Sendable {
 
     /// Sends `request` and returns the 2xx response, or throws the mapped error. Around the exchange:
     /// - everything the SDK can refuse is refused before attesting or sending;
-    /// - attestationFailed from the gateway: the device token is invalidated and the request sent once more with a
-    ///   fresh one (and, under ``AssertionPolicy/whenRequired``, with an assertion from then on);
-    /// - rateLimited: retried per ``RetryPolicy``, waiting `Retry-After` within the budget.
+    /// - attestationFailed from the gateway: the reason → action rule (``ReasonAction``, applied by the token source):
+    ///   `refresh` / `attest` → the request is sent once more with a new token; `assert` → once more with an assertion,
+    ///   and every later request carries one (under ``AssertionPolicy/whenRequired``); `stop` (`device_revoked`) and
+    ///   `none` → the error reaches the caller;
+    /// - rateLimited: retried per ``RetryPolicy`` (off by default), waiting `Retry-After` within the budget.
     func perform<Body>(_ request: TollgateRequest,
                     exchange: (HTTPCall) async throws -> (HTTPResponseHead, Body),
                     errorBody: (Body) async throws -> Data) async throws -> (HTTPResponseHead, Body) {
         _ = try builder.build(request, deviceToken: "placeholder", requestTimeMs: clock())
         if let body = request.body, !body.data.isEmpty, ["GET", "HEAD"].contains(request.method.uppercased()) {
-            throw TollgateError.invalidRequest("A \(request.method.uppercased()) request cannot have a body.")
+            throw TollgateError.invalid("A \(request.method.uppercased()) request cannot have a body.")
         }
         var retries = 0
         var waitedSeconds = 0.0
-        var refreshedToken = false
+        var retriedOnce = false
         while true {
             try Task.checkCancellation()
             do {
@@ -139,9 +152,9 @@ final class ClientEngine: @unchecked Sendable {
                     do {
                         assertion = try await signer(built.digest)
                     } catch let error as TollgateError {
-                        if error.kind == .attestationFailed, !refreshedToken {
-                            // e.g. the App Attest key is gone after a reinstall: attest again, once.
-                            refreshedToken = true
+                        if error.kind == .attestationFailed, error.reason != "device_revoked", !retriedOnce {
+                            // e.g. the App Attest key is gone after a reinstall: a new token (and key), once.
+                            retriedOnce = true
                             await deviceTokens.invalidate(token)
                             continue
                         }
@@ -177,23 +190,34 @@ final class ClientEngine: @unchecked Sendable {
                 }
                 let error = ErrorMapper.map(status: head.status, headers: head.headers, body: bytes, nowMs: clock())
                     ?? TollgateError.network("Unexpected HTTP \(head.status).")
-                if error.kind == .attestationFailed, !refreshedToken {
-                    // The token may have been revoked or expired early, or the app's policy wants assertions.
-                    refreshedToken = true
-                    if assertionPolicy == .whenRequired, signer != nil, !assertionSent { learnAssertionsRequired() }
-                    await deviceTokens.invalidate(token)
-                    continue
+                if error.kind == .attestationFailed {
+                    let action = await deviceTokens.report(deviceToken: token, reason: error.reason)
+                    switch action {
+                    case .refresh, .attest:
+                        if !retriedOnce {
+                            retriedOnce = true
+                            continue
+                        }
+                    case .assert:
+                        if assertionPolicy != .never, signer != nil {
+                            learnAssertionsRequired()
+                            if !assertionSent, !retriedOnce {
+                                retriedOnce = true
+                                continue
+                            }
+                        }
+                    case .stop, .noAction:
+                        break
+                    }
                 }
                 throw error
             } catch let error as TollgateError {
-                if case .rateLimited(let retryAfter) = error, retries < retry.maxRetries {
-                    let delay = Double(retryAfter ?? (1 << min(retries, 5)))
-                    if waitedSeconds + delay <= retry.maxWaitSeconds {
-                        retries += 1
-                        waitedSeconds += delay
-                        try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
-                        continue
-                    }
+                if let delay = retry.delaySeconds(errorKind: error.kind, retryAfterSeconds: error.retryAfter,
+                                                  retriesDone: retries, waitedSeconds: waitedSeconds) {
+                    retries += 1
+                    waitedSeconds += delay
+                    try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
+                    continue
                 }
                 throw error
             }
@@ -304,7 +328,7 @@ private final class ConnectionHandle: @unchecked Sendable {
 /// Calls providers through a Tollgate gateway: `{baseURL}/v1/proxy/{endpoint}` with the Tollgate headers
 /// (protocol.md). Every failure is a ``TollgateError`` (or `CancellationError` when the calling task is cancelled).
 ///
-/// Apps use ``Tollgate/shared`` (configured by ``Tollgate/configure(appToken:baseURL:developmentToken:retry:assertions:session:)``);
+/// Apps use ``Tollgate/shared`` (configured by ``Tollgate/configure(appToken:developmentToken:retry:assertions:)``);
 /// a client of its own suits tests and tools:
 ///
 /// ```swift
@@ -322,17 +346,19 @@ public final class TollgateClient: @unchecked Sendable {
     /// A client with its own configuration.
     ///
     /// - Parameters:
-    ///   - deviceTokens: where device tokens come from (a ``DeviceTokenCache`` around attestation, or a fixed token).
+    ///   - deviceTokens: where device tokens come from (a ``TollgateDeviceSession``, a ``DeviceTokenCache`` around your
+    ///     own attestation, or a fixed token).
+    ///   - transport: HTTP; nil: `URLSession` on Apple platforms (Linux has no default: pass one).
     ///   - assertionSigner: signs the request digest (hex) for `Tollgate-Assertion`; nil sends none.
     public convenience init(baseURL: URL, appToken: String, deviceTokens: DeviceTokenSource,
-                            transport: HTTPTransport = URLSessionTransport(), sdk: String = Tollgate.sdkHeader,
+                            transport: HTTPTransport? = nil, sdk: String = Tollgate.sdkHeader,
                             retry: RetryPolicy = .none, assertions: AssertionPolicy = .never,
                             assertionSigner: (@Sendable (String) async throws -> String?)? = nil,
                             rawChunkSize: Int = 1024,
                             clock: @escaping @Sendable () -> Int64 = { SystemClock.nowMs() }) throws {
         let engine = ClientEngine(
             builder: try RequestBuilder(baseURL: baseURL.absoluteString, appToken: appToken, sdk: sdk),
-            transport: transport, deviceTokens: deviceTokens, clock: clock, retry: retry,
+            transport: transport ?? defaultTransport(), deviceTokens: deviceTokens, clock: clock, retry: retry,
             assertionPolicy: assertions, signer: assertionSigner, rawChunkSize: rawChunkSize
         )
         self.init(resolve: { engine })

@@ -17,17 +17,21 @@ import Foundation
 ///     // no key for this provider on the gateway yet
 /// } catch TollgateError.networkError {
 ///     // offline, gateway or provider unreachable, cut stream
-/// } catch TollgateError.invalidRequest(let message) {
-///     // a bug in the request: log message
+/// } catch TollgateError.invalidRequest(let details) {
+///     // a bug in the request (or no configuration): log details.message; details.reason names it
 /// } catch TollgateError.providerError(let status, let body) {
 ///     // the provider's own error, passed through unchanged
 /// }
 /// ```
 ///
-/// The payload shapes of `rateLimited`, `invalidRequest` and `providerError` are fixed by the integration code the
-/// dashboard generates (core/integration/code-generator.ts), so those cases carry exactly those values; the other four
-/// carry ``Details`` (the gateway's message, raw error type and request id). Every case also answers ``kind``,
-/// ``message``, ``errorType`` and ``requestId``.
+/// The payload shapes of `rateLimited` and `providerError` are fixed by the integration code the dashboard generates
+/// (core/integration/code-generator.ts), so those cases carry exactly those values; the other five carry ``Details``
+/// (the gateway's message, raw error type, request id and machine-readable ``Details/reason``). Every case also answers
+/// ``kind``, ``message``, ``errorType``, ``requestId`` and ``reason``.
+///
+/// ``reason`` is the gateway's `error.reason` (protocol.md, "Errors"; docs/reference/errors.md), e.g. `device_revoked`,
+/// `device_token_expired`, `app_token_unknown`, `route_not_allowed`, or one of the SDK's own (`not_initialized`,
+/// `gateway_url_missing`, `app_attest_unsupported`, `stream_cut`, …); nil when nobody gave one.
 public enum TollgateError: Error, Sendable, Equatable {
     /// 403 from the gateway (device token refused, attestation or assertion rejected), or a failure of this device's
     /// own attestation step (App Attest unavailable, development token in a release build, …); see ``Details/reason``.
@@ -42,9 +46,9 @@ public enum TollgateError: Error, Sendable, Equatable {
     /// No usable response: offline, DNS, TLS, reset, a cut or malformed stream, or the gateway could not reach the
     /// provider (502/504, raw type `upstreamUnavailable` / `upstreamTimeout`).
     case networkError(Details)
-    /// The request was refused: by the SDK before anything was sent (unsafe endpoint, bad header, not configured), or
-    /// by the gateway (400/404/405/413).
-    case invalidRequest(String)
+    /// The request was refused: by the SDK before anything was sent (unsafe endpoint, bad header, not configured:
+    /// reason `not_initialized`, no gateway address: `gateway_url_missing`), or by the gateway (400/404/405/413).
+    case invalidRequest(Details)
     /// The provider answered non-2xx (without `Tollgate-Error`); its body passes through unchanged, as UTF-8 text.
     case providerError(status: Int, body: String)
 
@@ -56,7 +60,8 @@ public enum TollgateError: Error, Sendable, Equatable {
         public var errorType: String?
         /// The gateway's request id (body `error.requestId`, else the `Tollgate-Request-Id` header), to match its logs.
         public var requestId: String?
-        /// A short machine-readable reason when the SDK knows one (`app_attest_unsupported`, `stream_cut`, …).
+        /// The gateway's `error.reason` (snake_case), or the SDK's own (`app_attest_unsupported`, `stream_cut`,
+        /// `not_initialized`, …); nil when none is known.
         public var reason: String?
 
         public init(message: String, errorType: String? = nil, requestId: String? = nil, reason: String? = nil) {
@@ -90,23 +95,23 @@ public enum TollgateError: Error, Sendable, Equatable {
     /// A human sentence describing the error.
     public var message: String {
         switch self {
-        case .attestationFailed(let details), .unauthorized(let details), .secretNotFound(let details), .networkError(let details):
+        case .attestationFailed(let details), .unauthorized(let details), .secretNotFound(let details), .networkError(let details),
+             .invalidRequest(let details):
             return details.message
         case .rateLimited(let retryAfter):
             return retryAfter.map { "Rate limited by the gateway; retry after \($0) s." } ?? "Rate limited by the gateway."
-        case .invalidRequest(let message):
-            return message
         case .providerError(let status, _):
             return "The provider answered HTTP \(status)."
         }
     }
 
-    /// The ``Details`` of the four cases that carry them, else nil.
+    /// The ``Details`` of the five cases that carry them, else nil.
     public var details: Details? {
         switch self {
-        case .attestationFailed(let details), .unauthorized(let details), .secretNotFound(let details), .networkError(let details):
+        case .attestationFailed(let details), .unauthorized(let details), .secretNotFound(let details), .networkError(let details),
+             .invalidRequest(let details):
             return details
-        case .rateLimited, .invalidRequest, .providerError:
+        case .rateLimited, .providerError:
             return nil
         }
     }
@@ -116,6 +121,9 @@ public enum TollgateError: Error, Sendable, Equatable {
 
     /// The gateway's request id, when the case carries ``Details``.
     public var requestId: String? { details?.requestId }
+
+    /// The machine-readable reason (gateway `error.reason` or the SDK's own), when the case carries ``Details``.
+    public var reason: String? { details?.reason }
 
     /// `retryAfter` of ``rateLimited(retryAfter:)``, else nil.
     public var retryAfter: Int? {
@@ -131,6 +139,10 @@ public enum TollgateError: Error, Sendable, Equatable {
 
     static func attestation(_ message: String, reason: String? = nil, errorType: String? = nil, requestId: String? = nil) -> TollgateError {
         .attestationFailed(Details(message: message, errorType: errorType, requestId: requestId, reason: reason))
+    }
+
+    static func invalid(_ message: String, reason: String? = nil, errorType: String? = nil, requestId: String? = nil) -> TollgateError {
+        .invalidRequest(Details(message: message, errorType: errorType, requestId: requestId, reason: reason))
     }
 }
 

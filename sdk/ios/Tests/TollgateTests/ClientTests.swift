@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import XCTest
 @testable import Tollgate
 
@@ -16,16 +19,30 @@ final class ClientTests: XCTestCase {
 
         private let lock = NSLock()
         private var answers: [Answer]
-        private(set) var calls: [HTTPCall] = []
+        private var sent: [HTTPCall] = []
 
         init(_ answers: [Answer]) {
             self.answers = answers
         }
 
+        /// What was sent, in order.
+        var calls: [HTTPCall] {
+            lock.lock()
+            defer { lock.unlock() }
+            return sent
+        }
+
+        /// Adds answers for later calls.
+        func enqueue(_ more: [Answer]) {
+            lock.lock()
+            answers += more
+            lock.unlock()
+        }
+
         private func next(_ call: HTTPCall) -> Answer {
             lock.lock()
             defer { lock.unlock() }
-            calls.append(call)
+            sent.append(call)
             return answers.isEmpty ? Answer(status: 500, body: Data("no more answers".utf8)) : answers.removeFirst()
         }
 
@@ -95,8 +112,9 @@ final class ClientTests: XCTestCase {
         do {
             _ = try await Tollgate.request(endpoint: "openai/v1/chat/completions", method: "POST", body: Data("{}".utf8))
             XCTFail("expected invalidRequest")
-        } catch TollgateError.invalidRequest(let message) {
-            XCTAssertEqual(message, "call Tollgate.configure(appToken:) at app start")
+        } catch TollgateError.invalidRequest(let details) {
+            XCTAssertEqual(details.message, "call Tollgate.configure(appToken:) at app start")
+            XCTAssertEqual(details.reason, "not_initialized")
         } catch {
             XCTFail("unexpected \(error)")
         }
@@ -111,17 +129,28 @@ final class ClientTests: XCTestCase {
         XCTAssertTrue(failed)
     }
 
-    func testConfigureWithBadBaseURLReportsOnEachCall() async {
-        Tollgate.configure(appToken: "at_test", baseURL: URL(string: "ftp://gateway.example.com")!)
+    func testConfigureWithBadGatewayURLThrowsAndReportsOnEachCall() async {
         defer { Tollgate.reset() }
+        XCTAssertThrowsError(try Tollgate.configure(appToken: "at_test", gatewayURL: "ftp://gateway.example.com")) { error in
+            XCTAssertEqual((error as? TollgateError)?.kind, .invalidRequest)
+            XCTAssertEqual((error as? TollgateError)?.reason, "gateway_url_missing")
+        }
         XCTAssertFalse(Tollgate.isConfigured)
         do {
             _ = try await Tollgate.request(endpoint: "openai/v1/models", method: "GET")
             XCTFail("expected invalidRequest")
-        } catch TollgateError.invalidRequest {
+        } catch TollgateError.invalidRequest(let details) {
+            XCTAssertEqual(details.reason, "gateway_url_missing")
         } catch {
             XCTFail("unexpected \(error)")
         }
+    }
+
+    func testConfigureWithExplicitGatewayURL() async throws {
+        defer { Tollgate.reset() }
+        let transport = ScriptedTransport([])
+        try Tollgate.configure(appToken: "at_configured", gatewayURL: "https://gateway.example.com/", transport: transport)
+        XCTAssertTrue(Tollgate.isConfigured)
     }
 
     func testRequestSendsTheTollgateHeaders() async throws {
@@ -154,6 +183,61 @@ final class ClientTests: XCTestCase {
         XCTAssertTrue(transport.calls.isEmpty)
     }
 
+    func testUnrelatedRefusalNeitherRetriesNorTurnsAssertionsOn() async throws {
+        let refused = ScriptedTransport.Answer(status: 403, headers: [(name: "Tollgate-Error", value: "attestationFailed")],
+                                               body: Data(#"{"error":{"type":"attestationFailed","reason":"signature_invalid","message":"bad","requestId":"r"}}"#.utf8))
+        let transport = ScriptedTransport([refused, .init(status: 200, body: Data("{}".utf8))])
+        let tokens = CountingTokens()
+        let signed = SignCounter()
+        let client = try TollgateClient(baseURL: URL(string: "https://gateway.example.com")!, appToken: "at_test", deviceTokens: tokens,
+                                        transport: transport, assertions: .whenRequired,
+                                        assertionSigner: { _ in signed.increment(); return "sig" }, clock: { 1_764_000_000_000 })
+        do {
+            _ = try await client.request(endpoint: "openai/v1/models", method: "GET")
+            XCTFail("expected attestationFailed")
+        } catch TollgateError.attestationFailed(let details) {
+            XCTAssertEqual(details.reason, "signature_invalid")
+        }
+        XCTAssertEqual(transport.calls.count, 1, "no retry for an unrelated reason")
+        _ = try await client.request(endpoint: "openai/v1/models", method: "GET")
+        XCTAssertNil(Headers.first(transport.calls[1].headers, "Tollgate-Assertion"), "assertions stay off")
+        XCTAssertEqual(signed.value, 0)
+        let invalidated = await tokens.invalidated
+        XCTAssertEqual(invalidated, [])
+    }
+
+    func testAssertionRequiredTurnsAssertionsOnAndRetriesOnce() async throws {
+        let required = ScriptedTransport.Answer(status: 403, headers: [(name: "Tollgate-Error", value: "attestationFailed")],
+                                                body: Data(#"{"error":{"type":"attestationFailed","reason":"assertion_required","message":"m","requestId":"r"}}"#.utf8))
+        let transport = ScriptedTransport([required, .init(status: 200, body: Data("{}".utf8)), .init(status: 200, body: Data("{}".utf8))])
+        let client = try TollgateClient(baseURL: URL(string: "https://gateway.example.com")!, appToken: "at_test", deviceTokens: CountingTokens(),
+                                        transport: transport, assertions: .whenRequired,
+                                        assertionSigner: { digest in "sig-" + String(digest.prefix(8)) }, clock: { 1_764_000_000_000 })
+        _ = try await client.request(endpoint: "openai/v1/models", method: "GET")
+        _ = try await client.request(endpoint: "openai/v1/models", method: "GET")
+        XCTAssertEqual(transport.calls.count, 3)
+        XCTAssertNil(Headers.first(transport.calls[0].headers, "Tollgate-Assertion"))
+        XCTAssertNotNil(Headers.first(transport.calls[1].headers, "Tollgate-Assertion"))
+        XCTAssertNotNil(Headers.first(transport.calls[2].headers, "Tollgate-Assertion"), "every later request carries one")
+        // The same device token: assertion_required does not refresh it.
+        XCTAssertEqual(Headers.first(transport.calls[0].headers, "Tollgate-Device-Token"), Headers.first(transport.calls[1].headers, "Tollgate-Device-Token"))
+    }
+
+    final class SignCounter: @unchecked Sendable {
+        private let lock = NSLock()
+        private var count = 0
+        func increment() {
+            lock.lock()
+            count += 1
+            lock.unlock()
+        }
+        var value: Int {
+            lock.lock()
+            defer { lock.unlock() }
+            return count
+        }
+    }
+
     func testRefusedDeviceTokenIsReplacedOnce() async throws {
         let refused = ScriptedTransport.Answer(status: 403, headers: [(name: "Tollgate-Error", value: "attestationFailed")],
                                                body: Data(#"{"error":{"type":"attestationFailed","message":"expired","requestId":"r"}}"#.utf8))
@@ -182,6 +266,16 @@ final class ClientTests: XCTestCase {
         _ = try await client(transport, retry: .standard).request(endpoint: "openai/v1/models", method: "GET")
         XCTAssertEqual(transport.calls.count, 2)
 
+        // Off by default: the caller gets rateLimited at once.
+        let off = ScriptedTransport([limited, .init(status: 200, body: Data("{}".utf8))])
+        do {
+            _ = try await client(off).request(endpoint: "openai/v1/models", method: "GET")
+            XCTFail("expected rateLimited")
+        } catch TollgateError.rateLimited(let retryAfter) {
+            XCTAssertEqual(retryAfter, 0)
+        }
+        XCTAssertEqual(off.calls.count, 1)
+
         // Beyond the budget: the caller gets rateLimited(retryAfter:) at once.
         let long = ScriptedTransport.Answer(status: 429, headers: [(name: "Tollgate-Error", value: "rateLimited"), (name: "Retry-After", value: "60")])
         let slow = ScriptedTransport([long])
@@ -204,6 +298,16 @@ final class ClientTests: XCTestCase {
             XCTAssertEqual(body, #"{"error":"slow down"}"#)
         }
         XCTAssertEqual(transport.calls.count, 1, "a provider's 429 is not retried")
+    }
+
+    func testStreamFormatFollowsContentType() async throws {
+        let body = Data("{\"n\":1}\n{\"n\":2}\n".utf8)
+        let transport = ScriptedTransport([.init(status: 200, headers: [(name: "Content-Type", value: "application/x-ndjson")], body: body)])
+        var events: [StreamEvent] = []
+        for try await event in try client(transport).stream(endpoint: "ollama/v1/api/chat", method: "POST", body: Data("{}".utf8)) {
+            events.append(event)
+        }
+        XCTAssertEqual(events, [.json(.object(["n": .number(1)])), .json(.object(["n": .number(2)]))])
     }
 
     func testStreamParsesServerSentEvents() async throws {

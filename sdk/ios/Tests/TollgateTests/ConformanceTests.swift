@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import XCTest
 @testable import Tollgate
 
@@ -20,22 +23,22 @@ final class ConformanceTests: XCTestCase {
 
     // MARK: - Files
 
-    /// Every JSON file in the folder has format version 1 and a kind this runner knows; the three expected files exist.
+    /// Every JSON file in the folder has format version 1 and a kind this runner knows; the four expected files exist.
     func testEveryFileIsKnown() throws {
         let names = try FileManager.default.contentsOfDirectory(atPath: Self.directory.path).filter { $0.hasSuffix(".json") }.sorted()
-        for required in ["error-mapping.json", "request-building.json", "stream-parsing.json"] {
+        for required in ["error-mapping.json", "request-building.json", "stream-parsing.json", "client-behaviour.json"] {
             XCTAssertTrue(names.contains(required), "\(required) missing in \(Self.directory.path)")
         }
         for name in names {
             let document = try JSONValue.parse(Data(contentsOf: Self.directory.appendingPathComponent(name)))
             XCTAssertEqual(document["version"]?.intValue, 1, "\(name): unknown format version")
             let kind = document["kind"]?.stringValue ?? ""
-            XCTAssertTrue(["request-building", "error-mapping", "stream-parsing"].contains(kind), "\(name): unknown vector kind \"\(kind)\"")
+            XCTAssertTrue(["request-building", "error-mapping", "stream-parsing", "client-behaviour"].contains(kind), "\(name): unknown vector kind \"\(kind)\"")
             XCTAssertFalse((document["vectors"]?.arrayValue ?? []).isEmpty, "\(name) has no vectors")
         }
     }
 
-    private func vectors(_ file: String, kind: String) throws -> [JSONValue] {
+    func vectors(_ file: String, kind: String) throws -> [JSONValue] {
         let document = try JSONValue.parse(Data(contentsOf: Self.directory.appendingPathComponent(file)))
         guard document["version"]?.intValue == 1 else { throw MissingField(description: "\(file): unknown format version") }
         guard document["kind"]?.stringValue == kind else { throw MissingField(description: "\(file): kind is not \(kind)") }
@@ -181,6 +184,11 @@ final class ConformanceTests: XCTestCase {
             XCTAssertEqual(report?.message, message.stringValue, "\(name): message")
             XCTAssertEqual(error.message, message.stringValue, "\(name): error.message")
         }
+        if let reason = expected["reason"] {
+            let value = reason == .null ? nil : reason.stringValue
+            XCTAssertEqual(report?.reason, value, "\(name): reason")
+            XCTAssertEqual(error.reason, value, "\(name): error.reason")
+        }
         if let requestId = expected["requestId"] {
             XCTAssertEqual(report?.requestId, requestId.stringValue, "\(name): requestId")
             if error.details != nil { XCTAssertEqual(error.requestId, requestId.stringValue, "\(name): error.requestId") }
@@ -198,8 +206,8 @@ final class ConformanceTests: XCTestCase {
             guard case .providerError(_, let body) = error else { return XCTFail("\(name): not providerError") }
             XCTAssertEqual(body, expectedBody.stringValue, "\(name): body")
         }
-        if kind == "invalidRequest", case .invalidRequest(let message) = error {
-            XCTAssertEqual(message, report?.message, "\(name): invalidRequest(message)")
+        if kind == "invalidRequest", case .invalidRequest(let details) = error {
+            XCTAssertEqual(details.message, report?.message, "\(name): invalidRequest(details.message)")
         }
     }
 
@@ -286,28 +294,28 @@ final class ConformanceTests: XCTestCase {
 
     // MARK: - Field access that fails loudly on a missing field
 
-    private func field(_ object: JSONValue, _ name: String) throws -> JSONValue {
+    func field(_ object: JSONValue, _ name: String) throws -> JSONValue {
         guard let value = object[name] else { throw MissingField(description: "missing field \"\(name)\"") }
         return value
     }
 
-    private func string(_ object: JSONValue, _ name: String) throws -> String {
+    func string(_ object: JSONValue, _ name: String) throws -> String {
         guard let value = try field(object, name).stringValue else { throw MissingField(description: "field \"\(name)\" is not a string") }
         return value
     }
 
-    private func integer(_ object: JSONValue, _ name: String) throws -> Int {
+    func integer(_ object: JSONValue, _ name: String) throws -> Int {
         guard let value = try field(object, name).intValue else { throw MissingField(description: "field \"\(name)\" is not an integer") }
         return value
     }
 
-    private func object(_ object: JSONValue, _ name: String) throws -> [String: JSONValue] {
+    func object(_ object: JSONValue, _ name: String) throws -> [String: JSONValue] {
         guard let value = try field(object, name).objectValue else { throw MissingField(description: "field \"\(name)\" is not an object") }
         return value
     }
 
     /// `{"text": …}` (UTF-8) or `{"base64": …}`.
-    private func bytes(_ value: JSONValue) throws -> Data {
+    func bytes(_ value: JSONValue) throws -> Data {
         if let text = value["text"]?.stringValue { return Data(text.utf8) }
         if let base64 = value["base64"]?.stringValue, let data = Data(base64Encoded: base64) { return data }
         throw MissingField(description: "bytes need text or base64")
