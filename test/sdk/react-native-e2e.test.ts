@@ -151,7 +151,7 @@ describe('react-native SDK: end to end through a real gateway', () => {
     expect(upstream.requests).to.have.length(0);
   });
 
-  it('reports a revoked device as attestationFailed, after attesting once more', async () => {
+  it('reports a revoked device as attestationFailed device_revoked and attests nothing more (pure-JS development session)', async () => {
     const app = await createApp();
     const client = clientFor(app);
     await client.request({ endpoint: CHAT, body: CHAT_BODY });
@@ -161,7 +161,10 @@ describe('react-native SDK: end to end through a real gateway', () => {
     const error = await rejection(client.request({ endpoint: CHAT, body: CHAT_BODY }));
     expect(error.kind).to.equal('attestationFailed');
     expect(error.status).to.equal(403);
-    expect(client.deviceTokens.attestationCount, 'refreshed once on the 403').to.equal(2);
+    expect(error.reason).to.equal('device_revoked');
+    const again = await rejection(client.request({ endpoint: CHAT, body: CHAT_BODY }));
+    expect([again.kind, again.reason]).to.deep.equal(['attestationFailed', 'device_revoked']);
+    expect(client.deviceTokens.attestationCount, 'no attestation after the revocation').to.equal(1);
     expect(upstream.requests, 'only the call before the revocation reached the provider').to.have.length(1);
   });
 
