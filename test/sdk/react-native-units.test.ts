@@ -489,6 +489,35 @@ describe('react-native SDK: units', () => {
         { type: 'json', json: { a: 1 } },
         { type: 'json', json: { b: 2 } },
       ]);
+      // Without Symbol.asyncIterator (older Hermes): Babel's for-await helper finds '@@asyncIterator'; next() and forEach work.
+      const stream = client.stream({ endpoint: 'cohere/v2/chat', body: { stream: true } });
+      expect(stream['@@asyncIterator']()).to.equal(stream);
+      const first = await stream.next();
+      expect(first).to.deep.equal({ done: false, value: { type: 'json', json: { a: 1 } } });
+      const viaForEach: StreamEvent[] = [];
+      await client.stream({ endpoint: 'cohere/v2/chat', body: { stream: true } }).forEach((event) => void viaForEach.push(event));
+      expect(viaForEach).to.deep.equal(events);
+    });
+
+    it('asks react-native-fetch-api for text streaming on stream calls only', async () => {
+      const inits: Array<Record<string, unknown>> = [];
+      const client = createTollgateClient({
+        appToken: APP_TOKEN,
+        gatewayUrl: BASE,
+        development: { token: 'dt_x', deviceId: 'sim-1' },
+        isDevelopmentBuild: true,
+        nativeModule: null,
+        warmUp: false,
+        fetch: async (url: string, init: Record<string, unknown>) => {
+          if (url.includes('/v1/attest/')) return json(200, { deviceToken: jws({ exp: Math.floor(Date.now() / 1000) + 3600 }) });
+          inits.push(init);
+          return new Response('data: x\n\n', { headers: { 'content-type': 'text/event-stream' } });
+        },
+      });
+      await client.stream({ endpoint: 'openai/v1/chat/completions', body: {} }).forEach(() => undefined);
+      await client.send({ endpoint: 'openai/v1/chat/completions', body: {} });
+      expect(inits.map((init) => init.reactNative)).to.deep.equal([{ textStreaming: true }, undefined]);
+      expect(inits.map((init) => init.redirect)).to.deep.equal(['manual', 'manual']);
     });
 
     it('refuses bad options and GET bodies as invalidRequest', async () => {
