@@ -288,6 +288,15 @@ describe('react-native SDK: units', () => {
       for (const digest of digests) expect(Buffer.from(digest, 'base64')).to.have.length(32);
     });
 
+    it('clear() forgets the token in memory and in the native module; the next call asks for one again', async () => {
+      const { native, calls } = scriptedNative();
+      const client = createTollgateClient({ appToken: APP_TOKEN, gatewayUrl: BASE, nativeModule: native, warmUp: false, fetch: async () => json(200, {}) });
+      await client.request({ endpoint: 'openai/v1/models', method: 'GET' });
+      await client.clear();
+      await client.request({ endpoint: 'openai/v1/models', method: 'GET' });
+      expect(calls.map(([name]) => name)).to.deep.equal(['configure', 'deviceToken', 'clear', 'deviceToken']);
+    });
+
     it('passes no development token to the native module in a release build', async () => {
       const { native, calls } = scriptedNative();
       const client = createTollgateClient({ appToken: APP_TOKEN, gatewayUrl: BASE, nativeModule: native, development: { token: 'dt_dev' }, isDevelopmentBuild: false, warmUp: false, fetch: async () => json(200, {}) });

@@ -253,6 +253,19 @@ export class TollgateClient {
     if (this.session) await this.session.ready();
   }
 
+  /**
+   * Forgets the stored device token (the native module's Keychain / Keystore entry, and the memory cache), e.g. at
+   * sign-out; the next call gets a new one. A revocation stays in force until the app restarts.
+   */
+  async clear(): Promise<void> {
+    this.deviceTokens.clear();
+    try {
+      await this.session?.clear();
+    } catch (error) {
+      throw toTollgateError(error);
+    }
+  }
+
   private obtainToken(forceRefresh: boolean) {
     if (!this.session) return Promise.reject(this.unavailable!);
     return this.session.token(forceRefresh);

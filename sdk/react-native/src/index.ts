@@ -111,7 +111,12 @@ export class TollgateSingleton {
     return this.instance ? this.instance.warmUp() : Promise.reject(this.unavailable());
   }
 
-  /** Forgets the configuration (tests, sign-out); calls then reject until `initialize` again. */
+  /** See {@link TollgateClient.clear}: forgets the stored device token. */
+  clear(): Promise<void> {
+    return this.instance ? this.instance.clear() : Promise.reject(this.unavailable());
+  }
+
+  /** Forgets the configuration (tests); calls then reject until `initialize` again. */
   reset(): void {
     this.instance = null;
     this.failure = null;

@@ -39,6 +39,7 @@ class Tollgate {
       "Tollgate is not initialized: call `await Tollgate.initialize(appToken)` in main(), before runApp.";
 
   static TollgateClient? _client;
+  static TollgateNative? _native;
   static TollgateException? _configurationError;
 
   /// Sets the SDK up; call once in `main()` before `runApp` (after `WidgetsFlutterBinding.ensureInitialized()`, since
@@ -70,6 +71,7 @@ class Tollgate {
     TollgateNative native = const TollgateNative(),
   }) async {
     _client = null;
+    _native = null;
     _configurationError = null;
     try {
       var address = gatewayUrl ?? baseUrl;
@@ -94,6 +96,7 @@ class Tollgate {
         developmentToken: kDebugMode && development != null && development.isNotEmpty ? development : null,
       );
       _client = client;
+      _native = native;
     } on TollgateException catch (error) {
       _configurationError = error;
       if (kDebugMode) debugPrint('Tollgate.initialize: $error');
@@ -106,10 +109,20 @@ class Tollgate {
   /// The client behind this facade (throws [InvalidRequestException] before [initialize]).
   static TollgateClient get client => _client ?? (throw _notReady());
 
-  /// Forgets the configuration (tests, sign-out); calls then fail until [initialize] runs again.
+  /// Forgets the configuration (tests); calls then fail until [initialize] runs again.
   static void reset() {
     _client = null;
+    _native = null;
     _configurationError = null;
+  }
+
+  /// Forgets the stored device token (the native Keychain / Keystore entry and the memory cache), e.g. at sign-out;
+  /// the next call gets a new one. A revocation stays in force until the app restarts.
+  static Future<void> clear() async {
+    final client = _client ?? (throw _notReady());
+    final tokens = client.deviceTokens;
+    if (tokens is DeviceTokenCache) tokens.clear();
+    await _native?.clear();
   }
 
   static TollgateException _notReady() =>
