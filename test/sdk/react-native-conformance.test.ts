@@ -8,9 +8,21 @@ import { expect } from 'chai';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
+  buildAttestationRequest,
   createStreamParser,
   createTollgateClient,
+  DeviceTokenCache,
+  encodeAssertion,
+  formatForContentType,
   mapError,
+  parseAttestationResponse,
+  reasonAction,
+  refreshDue,
+  retryDecision,
+  Tollgate,
+  tokenExpiryMs,
+  type AttestationMethod,
+  type TollgateNativeModule,
   MalformedStreamError,
   prepareBody,
   RequestBuilder,
@@ -222,6 +234,7 @@ function errorMappingTest(vector: JsonObject, where: string): () => Promise<void
       if ('retryAfterSeconds' in expected) expect(actual.retryAfter ?? null).to.equal(expected.retryAfterSeconds);
       if ('status' in expected) expect(actual.status).to.equal(expected.status);
       if ('body' in expected) expect(actual.body).to.equal(expected.body);
+      if ('reason' in expected) expect(actual.reason ?? null, 'reason').to.equal(expected.reason);
       expect(actual.message, 'every error has a message').to.be.a('string').and.not.equal('');
     };
 
@@ -347,18 +360,257 @@ function streamParsingTest(vector: JsonObject, where: string): () => Promise<voi
 
 // ---------------------------------------------------------------------------------------------------------------------
 
+const hex = (bytes: Uint8Array | undefined) => (bytes === undefined ? undefined : Buffer.from(bytes).toString('hex'));
+const fromHexField = (value: string) => new Uint8Array(Buffer.from(value, 'hex'));
+
+/** A TollgateNative module that answers like the native SDKs would, from the shared rules (for the client checks). */
+function scriptedNative(gatewayUrl: string | null): { native: TollgateNativeModule; calls: Array<[string, unknown]> } {
+  const calls: Array<[string, unknown]> = [];
+  let tokens = 0;
+  const native: TollgateNativeModule = {
+    getConfiguration: async () => (calls.push(['getConfiguration', null]), { gatewayUrl }),
+    configure: async (options) => (calls.push(['configure', options]), null),
+    deviceToken: async (options) => {
+      calls.push(['deviceToken', options]);
+      tokens += 1;
+      return { deviceToken: `e30.eyJuIjo${tokens}fQ.c2ln`, expiresAtMs: Date.now() + 3_600_000, deviceId: 'native-1' };
+    },
+    reportError: async (options) => (calls.push(['reportError', options]), { action: reasonAction('attestationFailed', options.reason).action }),
+    assertion: async (options) => (calls.push(['assertion', options]), { assertion: 'c2ln' }),
+    clear: async () => (calls.push(['clear', null]), null),
+  };
+  return { native, calls };
+}
+
+/** client-behaviour.json: dispatch on `rule`; an unknown rule fails. */
+function clientBehaviourTest(vector: JsonObject, where: string): () => Promise<void> {
+  return async () => {
+    const rule = field<string>(vector, 'rule', where);
+    const input = field<JsonObject>(vector, 'input', where);
+    const expected = field<JsonObject>(vector, 'expected', where);
+    switch (rule) {
+      case 'assertion-encoding': {
+        const bytes = fromHexField(field<string>(input, 'bytesHex', where));
+        if ('error' in expected) {
+          expect(() => encodeAssertion(bytes)).to.throw(TollgateError).with.property('kind', field<string>(expected, 'error', where));
+        } else {
+          expect(encodeAssertion(bytes)).to.equal(field(expected, 'header', where));
+        }
+        return;
+      }
+      case 'attestation-request': {
+        const method = field<string>(input, 'method', where) as AttestationMethod;
+        const appToken = field<string>(input, 'appToken', where);
+        const fields = field<JsonObject>(input, 'fields', where);
+        const built = buildAttestationRequest(method, appToken, fields);
+        expect(built.method).to.equal(field(expected, 'method', where));
+        expect(built.path).to.equal(field(expected, 'path', where));
+        const lower = (pairs: ReadonlyArray<readonly [string, string]>) => Object.fromEntries(pairs.map(([name, value]) => [name.toLowerCase(), value]));
+        const expectedHeaders = lower(field<Array<[string, string]>>(expected, 'headers', where));
+        expect(lower(built.headers), 'exact headers').to.deep.equal(expectedHeaders);
+        expect(built.body).to.deep.equal(field(expected, 'body', where));
+        if ('clientDataHashHex' in expected) expect(hex(built.clientDataHash)).to.equal(expected.clientDataHashHex);
+        if ('attestationChallengeHex' in expected) expect(hex(built.attestationChallenge)).to.equal(expected.attestationChallengeHex);
+        if ('signedMessageHex' in expected) expect(hex(built.signedMessage)).to.equal(expected.signedMessageHex);
+        if ('requestHash' in expected) expect(built.requestHash).to.equal(expected.requestHash);
+        if ('nonce' in expected) expect(built.nonce).to.equal(expected.nonce);
+        if (method === 'development') {
+          // Through the client (pure-JS development session): exactly this request reaches fetch.
+          const sent: RecordedFetch[] = [];
+          const client = createTollgateClient({
+            appToken,
+            gatewayUrl: 'https://gateway.example.com',
+            development: { token: String(fields.developmentToken), deviceId: String(fields.deviceId) },
+            isDevelopmentBuild: true,
+            nativeModule: null,
+            warmUp: false,
+            fetch: async (url: string, init: { method: string; headers: Record<string, string>; body?: Uint8Array }) => {
+              sent.push({ url, method: init.method, headers: init.headers, body: init.body });
+              return new Response(JSON.stringify({ deviceToken: 'e30.e30.c2ln', expiresAt: new Date(Date.now() + 3_600_000).toISOString() }), { status: 200 });
+            },
+          });
+          await client.warmUp();
+          expect(sent).to.have.length(1);
+          expect(sent[0]!.url).to.equal(`https://gateway.example.com${String(expected.path)}`);
+          expect(sent[0]!.method).to.equal(expected.method);
+          expect(lower(Object.entries(sent[0]!.headers)), 'exact headers sent').to.deep.equal(expectedHeaders);
+          expect(JSON.parse(Buffer.from(sent[0]!.body as Uint8Array).toString('utf8'))).to.deep.equal(expected.body);
+        }
+        return;
+      }
+      case 'attestation-response': {
+        const status = field<number>(input, 'status', where);
+        const body = field<string>(input, 'body', where);
+        const receivedAtMs = field<number>(input, 'receivedAtMs', where);
+        expect(status).to.equal(200);
+        const outcome = (run: () => { token: string; deviceId?: string; expiresAtMs: number }) => {
+          try {
+            const issued = run();
+            return { deviceToken: issued.token, deviceId: issued.deviceId, expiresAtMs: issued.expiresAtMs };
+          } catch (error) {
+            expect(error).to.be.instanceOf(TollgateError);
+            return { error: (error as TollgateError).kind };
+          }
+        };
+        expect(outcome(() => parseAttestationResponse(body, receivedAtMs))).to.deep.equal(expected);
+        // Through the client: the development session caches exactly that, or nothing.
+        const client = createTollgateClient({
+          appToken: 'at_0123456789abcdefghijABCDEFGHIJkl',
+          gatewayUrl: 'https://gateway.example.com',
+          development: { token: 'dt_x', deviceId: 'sim-1' },
+          isDevelopmentBuild: true,
+          nativeModule: null,
+          warmUp: false,
+          clock: () => receivedAtMs,
+          fetch: async () => new Response(body, { status }),
+        });
+        if ('error' in expected) {
+          const error = (await rejection(client.warmUp())) as TollgateError;
+          expect(error.kind).to.equal(expected.error);
+          expect(client.deviceTokens.cached).to.equal(null);
+        } else {
+          // A token already due (or used once) is returned but not kept for reuse: compare what the session issued.
+          await client.warmUp();
+          const cached = client.deviceTokens.cached!;
+          expect({ deviceToken: cached.token, deviceId: cached.deviceId, expiresAtMs: cached.expiresAtMs }).to.deep.equal(expected);
+        }
+        return;
+      }
+      case 'token-expiry': {
+        const expiresAt = field<string | null>(input, 'expiresAt', where);
+        expect(tokenExpiryMs(field<string>(input, 'deviceToken', where), expiresAt, field<number>(input, 'receivedAtMs', where))).to.equal(
+          field(expected, 'expiresAtMs', where),
+        );
+        return;
+      }
+      case 'refresh-due': {
+        const receivedAtMs = field<number>(input, 'receivedAtMs', where);
+        const expiresAtMs = field<number>(input, 'expiresAtMs', where);
+        const nowMs = field<number>(input, 'nowMs', where);
+        const due = field<boolean>(expected, 'refresh', where);
+        expect(refreshDue(receivedAtMs, expiresAtMs, nowMs)).to.equal(due);
+        // Through the cache: a second token() asks the session again exactly when due.
+        let now = receivedAtMs;
+        let asked = 0;
+        const cache = new DeviceTokenCache(async () => ({ token: `t${++asked}`, receivedAtMs, expiresAtMs }), () => now);
+        await cache.token();
+        now = nowMs;
+        await cache.token();
+        expect(asked - 1, 'asked again').to.equal(due ? 1 : 0);
+        return;
+      }
+      case 'stream-format': {
+        expect(formatForContentType(field<string | null>(input, 'contentType', where))).to.equal(field(expected, 'format', where));
+        return;
+      }
+      case 'retry': {
+        const options = field<JsonObject | null>(input, 'options', where);
+        const decision = retryDecision(
+          field<string>(input, 'errorKind', where),
+          field<number | null>(input, 'retryAfterSeconds', where),
+          field<number>(input, 'retriesDone', where),
+          field<number>(input, 'waitedSeconds', where),
+          options === null ? null : { maxRetries: field<number>(options, 'maxRetries', where), maxWaitSeconds: field<number>(options, 'maxWaitSeconds', where) },
+        );
+        expect(decision).to.deep.equal({ retry: field(expected, 'retry', where), delaySeconds: field(expected, 'delaySeconds', where) });
+        return;
+      }
+      case 'not-initialized': {
+        const state = field<string>(input, 'state', where);
+        const callName = field<string>(input, 'call', where);
+        let sent = 0;
+        const fetch = async () => {
+          sent += 1;
+          throw new Error('nothing may be sent');
+        };
+        Tollgate.reset();
+        try {
+          if (state === 'no-gateway-url') {
+            const { native } = scriptedNative(null);
+            const failed = (await rejection(Tollgate.initialize({ appToken: 'at_0123456789abcdefghijABCDEFGHIJkl', nativeModule: native, fetch }))) as TollgateError;
+            expect([failed.kind, failed.reason], 'initialize').to.deep.equal([expected.kind, expected.reason]);
+          } else if (state !== 'not-initialized') {
+            throw new Error(`${where}: unknown state "${state}"`);
+          }
+          let error: unknown;
+          if (callName === 'request') {
+            error = await rejection(Tollgate.request({ endpoint: 'openai/v1/chat/completions', body: {} }));
+          } else if (callName === 'stream') {
+            error = await rejection(Tollgate.stream({ endpoint: 'openai/v1/chat/completions', body: {} }).forEach(() => undefined));
+          } else {
+            throw new Error(`${where}: unknown call "${callName}"`);
+          }
+          expect(error).to.be.instanceOf(TollgateError);
+          expect([(error as TollgateError).kind, (error as TollgateError).reason]).to.deep.equal([field(expected, 'kind', where), field(expected, 'reason', where)]);
+          expect(sent, 'requests sent').to.equal(0);
+        } finally {
+          Tollgate.reset();
+        }
+        return;
+      }
+      case 'reason-action': {
+        const status = field<number>(input, 'status', where);
+        const errorType = field<string>(input, 'errorType', where);
+        const reason = field<string | null>(input, 'reason', where);
+        const rule = reasonAction(errorType, reason);
+        expect(rule).to.deep.equal({ action: field(expected, 'action', where), retryOnce: field(expected, 'retryOnce', where), newKey: field(expected, 'newKey', where) });
+        if ('during' in input) return; // A refresh answered this: the native module handles it inside deviceToken.
+        // Through the client, with a native module answering reportError by the same rule: the client acts on it.
+        const { native, calls } = scriptedNative('https://gateway.example.com');
+        const proxy: RecordedFetch[] = [];
+        const client = createTollgateClient({
+          appToken: 'at_0123456789abcdefghijABCDEFGHIJkl',
+          gatewayUrl: 'https://gateway.example.com',
+          nativeModule: native,
+          warmUp: false,
+          fetch: async (url: string, init: { method: string; headers: Record<string, string> }) => {
+            proxy.push({ url, method: init.method, headers: init.headers, body: undefined });
+            if (proxy.length > 1) return new Response('{}', { status: 200, headers: { 'content-type': 'application/json' } });
+            const error = { error: { type: errorType, ...(reason === null ? {} : { reason }), message: 'refused', requestId: 'req_1' } };
+            return new Response(JSON.stringify(error), { status, headers: { 'tollgate-error': errorType, 'content-type': 'application/json' } });
+          },
+        });
+        const outcome = await client.request({ endpoint: 'openai/v1/chat/completions', body: {} }).then(
+          () => null,
+          (error: unknown) => error as TollgateError,
+        );
+        expect(proxy.length, 'proxy calls').to.equal(rule.retryOnce ? 2 : 1);
+        expect(outcome === null, 'the resend succeeded').to.equal(rule.retryOnce);
+        expect(calls.some(([name]) => name === 'reportError'), 'reportError called').to.equal(status === 403 && errorType === 'attestationFailed');
+        const forced = calls.filter(([name, options]) => name === 'deviceToken' && (options as { forceRefresh: boolean }).forceRefresh);
+        expect(forced.length, 'forced refreshes').to.equal(rule.action === 'refresh' || rule.action === 'attest' ? 1 : 0);
+        expect(client.sendsAssertions).to.equal(rule.action === 'assert');
+        if (rule.action === 'assert') expect(proxy[1]!.headers['Tollgate-Assertion']).to.equal('c2ln');
+        expect(client.deviceTokens.isStopped).to.equal(rule.action === 'stop');
+        if (rule.action === 'stop') {
+          const again = (await rejection(client.request({ endpoint: 'openai/v1/chat/completions', body: {} }))) as TollgateError;
+          expect([again.kind, again.reason]).to.deep.equal(['attestationFailed', 'device_revoked']);
+          expect(proxy.length, 'nothing sent after stop').to.equal(1);
+          expect(calls.filter(([name]) => name === 'deviceToken').length, 'no token asked after stop').to.equal(1);
+        }
+        return;
+      }
+      default:
+        throw new Error(`${where}: unknown rule "${rule}"`);
+    }
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+
 const RUNNERS: Record<string, (vector: JsonObject, where: string) => () => Promise<void>> = {
   'request-building': requestBuildingTest,
   'error-mapping': errorMappingTest,
   'stream-parsing': streamParsingTest,
+  'client-behaviour': clientBehaviourTest,
 };
 
 describe('react-native SDK: conformance vectors', () => {
   const directory = path.join(repositoryRoot(), 'sdk', 'conformance');
   const files = fs.readdirSync(directory).filter((name) => name.endsWith('.json')).sort();
 
-  it('finds the three vector files', () => {
-    expect(files).to.include.members(['error-mapping.json', 'request-building.json', 'stream-parsing.json']);
+  it('finds the four vector files', () => {
+    expect(files).to.include.members(['client-behaviour.json', 'error-mapping.json', 'request-building.json', 'stream-parsing.json']);
   });
 
   for (const file of files) {

@@ -2,6 +2,12 @@
  * The React Native SDK end to end: a real gateway in-process, a fake provider, and the SDK attesting with development
  * attestation as it does on a simulator. Each case checks what reached the provider (the gateway's injected key, no
  * Tollgate header) and the error kind the app sees.
+ *
+ * The "native module" cases run the SDK over a scripted TollgateNative module that behaves as the iOS and Android
+ * modules do (token kept in a Keychain that outlives the module, refreshed only when due, reportError by the shared
+ * reason-action rule, no new key after device_revoked), attesting with a development token against the real gateway.
+ * A counting front on loopback records every request that reaches the gateway, so attestation calls are counted where
+ * they arrive.
  */
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
@@ -9,7 +15,111 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { FakeUpstream, respondChunks, respondJson, sseEvents, type RecordedRequest } from '../support/fake-upstream';
 import { TestGateway } from '../support/gateway';
-import { createTollgateClient, Tollgate, TollgateError, type StreamEvent, type TollgateClient, type TollgateOptions } from '../../sdk/react-native/src';
+import {
+  createTollgateClient,
+  reasonAction,
+  refreshDue,
+  Tollgate,
+  TollgateError,
+  type StreamEvent,
+  type TollgateClient,
+  type TollgateNativeModule,
+  type TollgateOptions,
+} from '../../sdk/react-native/src';
+
+/** What survives a cold start on a phone: the Keychain / Keystore entries of the native module. */
+interface Keychain {
+  stored: { deviceToken: string; expiresAtMs: number; receivedAtMs: number; deviceId: string } | null;
+  /** Device keys created (App Attest generateKey / KeyPairGenerator): a new device at the gateway each time. */
+  keysCreated: number;
+}
+
+/** A TollgateNative module as the native sides implement it, one instance per app launch. */
+function scriptedNative(keychain: Keychain, launch: { gatewayUrl: string; deviceId: string }) {
+  const calls: Array<[string, unknown]> = [];
+  let settings: { appToken: string; gatewayUrl: string; developmentToken: string | null } | null = null;
+  let revoked = false;
+  const fail = (code: string, reason: string, message: string) => Object.assign(new Error(message), { code, userInfo: { reason } });
+  async function attest(): Promise<void> {
+    if (!settings?.developmentToken) throw fail('attestationFailed', 'no_attestation', 'no development token');
+    // Without a stored token (first launch, or after clear()) the module creates and attests a new key.
+    if (keychain.stored === null) keychain.keysCreated += 1;
+    const received = Date.now();
+    const response = await fetch(`${settings.gatewayUrl}/v1/attest/development`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'Tollgate-App-Token': settings.appToken },
+      body: JSON.stringify({ developmentToken: settings.developmentToken, deviceId: launch.deviceId }),
+    });
+    const body = (await response.json()) as { deviceToken?: string; expiresAt?: string; deviceId?: string; error?: { reason?: string } };
+    if (response.status !== 200) {
+      if (body.error?.reason === 'device_revoked') revoked = true;
+      throw fail('attestationFailed', body.error?.reason ?? 'attestation_failed', 'refused');
+    }
+    keychain.stored = { deviceToken: body.deviceToken!, expiresAtMs: Date.parse(body.expiresAt!), receivedAtMs: received, deviceId: body.deviceId! };
+  }
+  const native: TollgateNativeModule = {
+    async getConfiguration() {
+      calls.push(['getConfiguration', null]);
+      return { gatewayUrl: launch.gatewayUrl };
+    },
+    async configure(options) {
+      calls.push(['configure', options]);
+      settings = options;
+      return null;
+    },
+    async deviceToken(options) {
+      calls.push(['deviceToken', options]);
+      if (revoked) throw fail('attestationFailed', 'device_revoked', 'This device has been revoked.');
+      const stored = keychain.stored;
+      if (options.forceRefresh || !stored || refreshDue(stored.receivedAtMs, stored.expiresAtMs, Date.now())) await attest();
+      const { deviceToken, expiresAtMs, deviceId } = keychain.stored!;
+      return { deviceToken, expiresAtMs, deviceId };
+    },
+    async reportError(options) {
+      calls.push(['reportError', options]);
+      const { action } = reasonAction('attestationFailed', options.reason);
+      if (action === 'stop') revoked = true;
+      return { action };
+    },
+    async assertion(options) {
+      calls.push(['assertion', options]);
+      return { assertion: null };
+    },
+    async clear() {
+      calls.push(['clear', null]);
+      keychain.stored = null;
+      return null;
+    },
+  };
+  return { native, calls };
+}
+
+/** A loopback front that forwards to the gateway (streaming, unbuffered) and records `METHOD /path` of each request. */
+async function countingFront(target: string): Promise<{ url: string; seen: string[]; close(): Promise<void> }> {
+  const seen: string[] = [];
+  const { hostname, port } = new URL(target);
+  const server = http.createServer((request, response) => {
+    seen.push(`${request.method} ${request.url}`);
+    const forward = http.request({ host: hostname, port, path: request.url, method: request.method, headers: request.headers }, (answer) => {
+      response.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(response);
+    });
+    forward.on('error', () => response.destroy());
+    response.on('close', () => forward.destroy());
+    request.pipe(forward);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    seen,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
 
 const SECRET = 'sk-rn-e2e-0123456789abcdef';
 const CHAT = 'openai/v1/chat/completions';
@@ -151,7 +261,7 @@ describe('react-native SDK: end to end through a real gateway', () => {
     expect(upstream.requests).to.have.length(0);
   });
 
-  it('reports a revoked device as attestationFailed, after attesting once more', async () => {
+  it('reports a revoked device as attestationFailed device_revoked and attests nothing more (pure-JS development session)', async () => {
     const app = await createApp();
     const client = clientFor(app);
     await client.request({ endpoint: CHAT, body: CHAT_BODY });
@@ -161,7 +271,10 @@ describe('react-native SDK: end to end through a real gateway', () => {
     const error = await rejection(client.request({ endpoint: CHAT, body: CHAT_BODY }));
     expect(error.kind).to.equal('attestationFailed');
     expect(error.status).to.equal(403);
-    expect(client.deviceTokens.attestationCount, 'refreshed once on the 403').to.equal(2);
+    expect(error.reason).to.equal('device_revoked');
+    const again = await rejection(client.request({ endpoint: CHAT, body: CHAT_BODY }));
+    expect([again.kind, again.reason]).to.deep.equal(['attestationFailed', 'device_revoked']);
+    expect(client.deviceTokens.attestationCount, 'no attestation after the revocation').to.equal(1);
     expect(upstream.requests, 'only the call before the revocation reached the provider').to.have.length(1);
   });
 
@@ -308,5 +421,135 @@ describe('react-native SDK: end to end through a real gateway', () => {
     expect(error.kind).to.equal('invalidRequest');
     expect(client.deviceTokens.attestationCount, 'not even an attestation').to.equal(0);
     expect(upstream.requests).to.have.length(0);
+  });
+});
+
+describe('react-native SDK: native module, persistent tokens and real streaming, through a real gateway', () => {
+  let upstream: FakeUpstream;
+  let gateway: TestGateway;
+  let front: Awaited<ReturnType<typeof countingFront>>;
+  const attestCalls = () => front.seen.filter((line) => line.startsWith('POST /v1/attest/'));
+
+  before(async () => {
+    upstream = await FakeUpstream.start();
+    gateway = await TestGateway.start({ upstreams: { openai: upstream.url } });
+    front = await countingFront(gateway.url);
+  });
+  beforeEach(() => {
+    upstream.reset();
+    front.seen.length = 0;
+    Tollgate.reset();
+  });
+  after(async () => {
+    Tollgate.reset();
+    await front?.close();
+    await gateway?.close();
+    await upstream?.close();
+  });
+
+  async function createApp(): Promise<{ appId: string; appToken: string; developmentToken: string; deviceId: string }> {
+    const { appId, appToken } = await gateway.createApp();
+    await gateway.setSecret(appId, 'openai', SECRET);
+    const { developmentToken } = await gateway.gateway.management.createDevelopmentToken(appId);
+    return { appId, appToken, developmentToken, deviceId: `phone-${randomBytes(4).toString('hex')}` };
+  }
+
+  /** One app launch: a fresh native module over the same Keychain, then `await Tollgate.initialize({ appToken })`. */
+  async function launch(app: { appToken: string; developmentToken: string; deviceId: string }, keychain: Keychain) {
+    const scripted = scriptedNative(keychain, { gatewayUrl: front.url, deviceId: app.deviceId });
+    await Tollgate.initialize({ appToken: app.appToken, nativeModule: scripted.native, development: { token: app.developmentToken }, isDevelopmentBuild: true, warmUp: false });
+    return scripted;
+  }
+
+  it('initializes with the app token only (address from the native configuration) and makes no attestation call on a cold start with a stored token', async () => {
+    const app = await createApp();
+    const keychain: Keychain = { stored: null, keysCreated: 0 };
+    const first = await launch(app, keychain);
+    expect(first.calls[0]).to.deep.equal(['getConfiguration', null]);
+    expect(first.calls[1]).to.deep.equal(['configure', { appToken: app.appToken, gatewayUrl: front.url, developmentToken: app.developmentToken }]);
+    expect(await Tollgate.request({ endpoint: CHAT, body: CHAT_BODY })).to.deep.include({ ok: true });
+    expect(attestCalls(), 'the first launch attests once').to.deep.equal(['POST /v1/attest/development']);
+    expect(keychain.stored).to.not.equal(null);
+
+    // Cold start: the JS state and the module are gone, the Keychain is not.
+    Tollgate.reset();
+    front.seen.length = 0;
+    const second = await launch(app, keychain);
+    expect(await Tollgate.request({ endpoint: CHAT, body: CHAT_BODY })).to.deep.include({ ok: true });
+    expect(await Tollgate.request({ endpoint: CHAT, body: CHAT_BODY })).to.deep.include({ ok: true });
+    expect(attestCalls(), 'no attestation call after the cold start').to.deep.equal([]);
+    expect(front.seen, 'only proxy calls reached the gateway').to.deep.equal(Array(2).fill('POST /v1/proxy/openai/v1/chat/completions'));
+    expect(second.calls.filter(([name]) => name === 'deviceToken')).to.deep.equal([['deviceToken', { forceRefresh: false }]]);
+    expect(keychain.keysCreated).to.equal(1);
+    expect(upstream.requests).to.have.length(3);
+    expectCleanUpstreamRequest(upstream.last());
+  });
+
+  it('after the operator revokes the device: device_revoked, reportError, and no new key or attestation afterwards', async () => {
+    const app = await createApp();
+    const keychain: Keychain = { stored: null, keysCreated: 0 };
+    const scripted = await launch(app, keychain);
+    await Tollgate.request({ endpoint: CHAT, body: CHAT_BODY });
+    expect(attestCalls()).to.have.length(1);
+    await gateway.gateway.management.revokeDevice(app.appId, app.deviceId);
+
+    const error = await rejection(Tollgate.request({ endpoint: CHAT, body: CHAT_BODY }));
+    expect([error.kind, error.status, error.reason]).to.deep.equal(['attestationFailed', 403, 'device_revoked']);
+    const reports = scripted.calls.filter(([name]) => name === 'reportError');
+    expect(reports).to.deep.equal([['reportError', { deviceToken: keychain.stored!.deviceToken, reason: 'device_revoked' }]]);
+
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      const again = await rejection(Tollgate.request({ endpoint: CHAT, body: CHAT_BODY }));
+      expect([again.kind, again.reason]).to.deep.equal(['attestationFailed', 'device_revoked']);
+    }
+    await rejection(Tollgate.warmUp());
+    expect(attestCalls(), 'no attestation after the revocation').to.have.length(1);
+    expect(keychain.keysCreated, 'no new key').to.equal(1);
+    expect(scripted.calls.filter(([name, options]) => name === 'deviceToken' && (options as { forceRefresh: boolean }).forceRefresh), 'no forced refresh').to.deep.equal([]);
+    expect(front.seen.filter((line) => line.startsWith('POST /v1/proxy/')), 'nothing sent after the refusal').to.have.length(2);
+    expect(upstream.requests).to.have.length(1);
+  });
+
+  it('yields the first event of a streaming fetch before the upstream finishes (body read with getReader only)', async () => {
+    const app = await createApp();
+    let releaseUpstream: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => (releaseUpstream = resolve));
+    let upstreamFinished = false;
+    upstream.on(/chat\/completions/, async (_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write('data: {"n":1}\n\n');
+      await released;
+      response.write('data: {"n":2}\n\ndata: [DONE]\n\n');
+      upstreamFinished = true;
+      response.end();
+    });
+    // A streaming fetch as expo/fetch is one: Response.body.getReader(), and no Symbol.asyncIterator on the body.
+    const streamingFetch = async (url: string, init: RequestInit) => {
+      const real = await fetch(url, init);
+      const body = real.body;
+      return {
+        status: real.status,
+        url: real.url,
+        redirected: real.redirected,
+        headers: real.headers,
+        body: body ? { getReader: () => body.getReader() } : null,
+        arrayBuffer: () => real.arrayBuffer(),
+        text: () => real.text(),
+      };
+    };
+    await Tollgate.initialize({
+      appToken: app.appToken,
+      gatewayUrl: front.url,
+      nativeModule: null,
+      development: { token: app.developmentToken, deviceId: app.deviceId },
+      isDevelopmentBuild: true,
+      fetch: streamingFetch,
+    });
+    const order: string[] = [];
+    await Tollgate.stream({ endpoint: CHAT, body: { ...CHAT_BODY, stream: true } }).forEach((event) => {
+      order.push(`${event.type === 'sse' ? event.data : '?'} (upstream ${upstreamFinished ? 'finished' : 'open'})`);
+      if (order.length === 1) releaseUpstream();
+    });
+    expect(order).to.deep.equal(['{"n":1} (upstream open)', '{"n":2} (upstream finished)', '[DONE] (upstream finished)']);
   });
 });

@@ -3,7 +3,10 @@
  * token cache, native attestation and assertions, response decoding, and fetch implementations without streaming.
  */
 import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import {
   createTollgateClient,
   DeviceTokenCache,
@@ -13,8 +16,8 @@ import {
   sha256Hex,
   TollgateError,
   type IssuedDeviceToken,
-  type NativeAttestation,
   type StreamEvent,
+  type TollgateNativeModule,
 } from '../../sdk/react-native/src';
 import { decodeBase64, encodeBase64 } from '../../sdk/react-native/src/base64';
 import { decodeUtf8, encodeUtf8 } from '../../sdk/react-native/src/utf8';
@@ -132,7 +135,6 @@ describe('react-native SDK: units', () => {
       token,
       receivedAtMs: now,
       expiresAtMs: now + lifetimeMs,
-      method: 'development',
     });
 
     it('reads exp from the JWS payload without verifying it', () => {
@@ -206,69 +208,215 @@ describe('react-native SDK: units', () => {
       body?: Uint8Array;
     }
 
-    it('attests with the native module: challenge, attest, exchange; signs the digest as Tollgate-Assertion', async () => {
-      const sent: Sent[] = [];
-      const challenges: string[] = [];
-      const digests: string[] = [];
-      const native: NativeAttestation = {
-        platform: 'android',
-        async attest(challenge) {
-          challenges.push(challenge);
-          return { method: 'android-key-attestation', body: { challenge, chain: ['leaf', 'root'] } };
+    /** A scripted TollgateNative module: records every call, answers as told. */
+    function scriptedNative(script: {
+      reportAction?: (reason: string | null) => string;
+      assertion?: (digest: string) => string | null;
+      deviceToken?: (forceRefresh: boolean, count: number) => Promise<{ deviceToken: string; expiresAtMs: number; deviceId: string }>;
+    } = {}): { native: TollgateNativeModule; calls: Array<[string, unknown]> } {
+      const calls: Array<[string, unknown]> = [];
+      let tokens = 0;
+      const native: TollgateNativeModule = {
+        async getConfiguration() {
+          calls.push(['getConfiguration', null]);
+          return { gatewayUrl: BASE };
         },
-        async assert(digest) {
-          digests.push(digest);
-          return `sig-${digest.slice(0, 8)}`;
+        async configure(options) {
+          calls.push(['configure', options]);
+          return null;
+        },
+        async deviceToken(options) {
+          calls.push(['deviceToken', options]);
+          tokens += 1;
+          if (script.deviceToken) return script.deviceToken(options.forceRefresh, tokens);
+          return { deviceToken: jws({ exp: Math.floor(Date.now() / 1000) + 3600, n: tokens }), expiresAtMs: Date.now() + 3_600_000, deviceId: 'native-device' };
+        },
+        async reportError(options) {
+          calls.push(['reportError', options]);
+          return { action: script.reportAction ? script.reportAction(options.reason) : 'none' };
+        },
+        async assertion(options) {
+          calls.push(['assertion', options]);
+          return { assertion: script.assertion ? script.assertion(options.digest) : null };
+        },
+        async clear() {
+          calls.push(['clear', null]);
+          return null;
         },
       };
-      const token = jws({ exp: Math.floor(Date.now() / 1000) + 3600 });
+      return { native, calls };
+    }
+
+    const refusal = (reason: string) =>
+      json(403, { error: { type: 'attestationFailed', reason, message: reason, requestId: 'r1' } }, { 'tollgate-error': 'attestationFailed' });
+
+    it('gets device tokens from the native module (configure once, no attestation in JS); assertion_required switches Tollgate-Assertion on', async () => {
+      const sent: Sent[] = [];
+      const { native, calls } = scriptedNative({ reportAction: (reason) => (reason === 'assertion_required' ? 'assert' : 'none'), assertion: (digest) => `sig-${digest.slice(0, 8)}` });
+      let proxyCalls = 0;
       const client = createTollgateClient({
         appToken: APP_TOKEN,
-        baseUrl: BASE,
-        attestation: native,
+        gatewayUrl: BASE,
+        nativeModule: native,
+        development: { token: 'dt_dev' },
+        isDevelopmentBuild: true,
         warmUp: false,
         fetch: async (url: string, init: Sent) => {
           sent.push({ ...init, url });
-          if (url.endsWith('/v1/attest/challenge')) return json(200, { challenge: 'Y2hhbGxlbmdl', expiresAt: new Date().toISOString() });
-          if (url.endsWith('/v1/attest/android-key-attestation')) return json(200, { deviceToken: token, expiresIn: 3600 });
-          return json(200, { ok: true });
+          proxyCalls += 1;
+          return proxyCalls === 1 ? refusal('assertion_required') : json(200, { ok: true });
         },
       });
       expect(client.attestationKind).to.equal('native');
       expect(await client.request({ endpoint: 'openai/v1/chat/completions', body: { a: 1 } })).to.deep.equal({ ok: true });
-      expect(sent.map((call) => call.url)).to.deep.equal([
-        `${BASE}/v1/attest/challenge`,
-        `${BASE}/v1/attest/android-key-attestation`,
-        `${BASE}/v1/proxy/openai/v1/chat/completions`,
-      ]);
-      expect(sent[0]!.headers).to.deep.equal({ 'Tollgate-App-Token': APP_TOKEN, 'Tollgate-SDK': 'react-native/1.2.0' });
-      expect(JSON.parse(Buffer.from(sent[1]!.body!).toString())).to.deep.equal({ challenge: 'Y2hhbGxlbmdl', chain: ['leaf', 'root'] });
-      expect(challenges).to.deep.equal(['Y2hhbGxlbmdl']);
-      const proxy = sent[2]!;
-      expect(proxy.headers['Tollgate-Device-Token']).to.equal(token);
-      const time = proxy.headers['Tollgate-Request-Time']!;
-      const bodyHash = createHash('sha256').update('{"a":1}').digest('hex');
-      const digest = createHash('sha256').update(`POST\n/v1/proxy/openai/v1/chat/completions\n${time}\n${bodyHash}`).digest('hex');
-      expect(digests).to.deep.equal([digest]);
-      expect(proxy.headers['Tollgate-Assertion']).to.equal(`sig-${digest.slice(0, 8)}`);
+      expect(await client.request({ endpoint: 'openai/v1/chat/completions', body: { a: 1 } })).to.deep.equal({ ok: true });
+      expect(sent.map((call) => call.url), 'nothing but proxy calls from JS').to.deep.equal(Array(3).fill(`${BASE}/v1/proxy/openai/v1/chat/completions`));
+      expect(calls[0]).to.deep.equal(['configure', { appToken: APP_TOKEN, gatewayUrl: BASE, developmentToken: 'dt_dev' }]);
+      expect(calls.filter(([name]) => name === 'configure')).to.have.length(1);
+      expect(calls.filter(([name]) => name === 'deviceToken'), 'the token is cached in JS').to.have.length(1);
+      expect(calls.find(([name]) => name === 'reportError')![1]).to.deep.equal({ deviceToken: sent[0]!.headers['Tollgate-Device-Token'], reason: 'assertion_required' });
+      expect(sent[0]!.headers['Tollgate-Assertion'], 'no assertion before the gateway asks').to.equal(undefined);
+      expect(client.sendsAssertions).to.equal(true);
+      for (const proxy of sent.slice(1)) {
+        const time = proxy.headers['Tollgate-Request-Time']!;
+        const bodyHash = createHash('sha256').update('{"a":1}').digest('hex');
+        const digest = createHash('sha256').update(`POST\n/v1/proxy/openai/v1/chat/completions\n${time}\n${bodyHash}`).digest();
+        expect(proxy.headers['Tollgate-Assertion']).to.equal(`sig-${digest.toString('base64').slice(0, 8)}`);
+      }
+      const digests = calls.filter(([name]) => name === 'assertion').map(([, options]) => (options as { digest: string }).digest);
+      expect(digests).to.have.length(2);
+      for (const digest of digests) expect(Buffer.from(digest, 'base64')).to.have.length(32);
     });
 
-    it('reports a failing native attestation as attestationFailed with the native error code', async () => {
-      const client = createTollgateClient({
-        appToken: APP_TOKEN,
-        baseUrl: BASE,
-        warmUp: false,
-        attestation: {
-          platform: 'ios',
-          attest: async () => {
-            throw Object.assign(new Error('App Attest is not supported on this device'), { code: 'app_attest_unsupported' });
-          },
+    it('clear() forgets the token in memory and in the native module; the next call asks for one again', async () => {
+      const { native, calls } = scriptedNative();
+      const client = createTollgateClient({ appToken: APP_TOKEN, gatewayUrl: BASE, nativeModule: native, warmUp: false, fetch: async () => json(200, {}) });
+      await client.request({ endpoint: 'openai/v1/models', method: 'GET' });
+      await client.clear();
+      await client.request({ endpoint: 'openai/v1/models', method: 'GET' });
+      expect(calls.map(([name]) => name)).to.deep.equal(['configure', 'deviceToken', 'clear', 'deviceToken']);
+    });
+
+    it('passes no development token to the native module in a release build', async () => {
+      const { native, calls } = scriptedNative();
+      const client = createTollgateClient({ appToken: APP_TOKEN, gatewayUrl: BASE, nativeModule: native, development: { token: 'dt_dev' }, isDevelopmentBuild: false, warmUp: false, fetch: async () => json(200, {}) });
+      await client.ready();
+      expect(calls).to.deep.equal([['configure', { appToken: APP_TOKEN, gatewayUrl: BASE, developmentToken: null }]]);
+    });
+
+    it('reports a native rejection with its code as the kind and userInfo.reason as the reason', async () => {
+      const { native } = scriptedNative({
+        deviceToken: async () => {
+          throw Object.assign(new Error('App Attest is not supported on this device'), { code: 'attestationFailed', userInfo: { reason: 'app_attest_unsupported' } });
         },
-        fetch: async () => json(200, { challenge: 'Y2g' }),
       });
+      const client = createTollgateClient({ appToken: APP_TOKEN, gatewayUrl: BASE, nativeModule: native, warmUp: false, fetch: async () => json(200, {}) });
       const error = await rejection(client.request({ endpoint: 'openai/v1/models', method: 'GET' }));
       expect(error.kind).to.equal('attestationFailed');
       expect(error.reason).to.equal('app_attest_unsupported');
+      const offline = scriptedNative({
+        deviceToken: async () => {
+          throw Object.assign(new Error('offline'), { code: 'networkError', userInfo: { reason: 'unreachable' } });
+        },
+      });
+      const second = createTollgateClient({ appToken: APP_TOKEN, gatewayUrl: BASE, nativeModule: offline.native, warmUp: false, fetch: async () => json(200, {}) });
+      const error2 = await rejection(second.request({ endpoint: 'openai/v1/models', method: 'GET' }));
+      expect([error2.kind, error2.reason]).to.deep.equal(['networkError', 'unreachable']);
+    });
+
+    for (const [reason, action] of [['device_token_expired', 'refresh'], ['device_key_unknown', 'attest']] as const) {
+      it(`on ${reason} the native module answers ${action}: a forced refresh and one resend`, async () => {
+        const { native, calls } = scriptedNative({ reportAction: () => action });
+        let proxyCalls = 0;
+        const client = createTollgateClient({
+          appToken: APP_TOKEN,
+          gatewayUrl: BASE,
+          nativeModule: native,
+          warmUp: false,
+          fetch: async (_url: string, init: Sent) => {
+            proxyCalls += 1;
+            return proxyCalls === 1 ? refusal(reason) : json(200, { token: init.headers['Tollgate-Device-Token'] });
+          },
+        });
+        const answer = (await client.request({ endpoint: 'openai/v1/models', method: 'GET' })) as { token: string };
+        expect(calls.filter(([name]) => name === 'deviceToken').map(([, options]) => options)).to.deep.equal([{ forceRefresh: false }, { forceRefresh: true }]);
+        expect(JSON.parse(Buffer.from(answer.token.split('.')[1]!, 'base64url').toString()).n).to.equal(2);
+        expect(proxyCalls).to.equal(2);
+      });
+    }
+
+    it('on stop (device_revoked) surfaces attestationFailed and never asks the native module for a token again', async () => {
+      const { native, calls } = scriptedNative({ reportAction: (reason) => (reason === 'device_revoked' ? 'stop' : 'none') });
+      let proxyCalls = 0;
+      const client = createTollgateClient({
+        appToken: APP_TOKEN,
+        gatewayUrl: BASE,
+        nativeModule: native,
+        warmUp: false,
+        fetch: async () => {
+          proxyCalls += 1;
+          return refusal('device_revoked');
+        },
+      });
+      const error = await rejection(client.request({ endpoint: 'openai/v1/models', method: 'GET' }));
+      expect([error.kind, error.reason]).to.deep.equal(['attestationFailed', 'device_revoked']);
+      const again = await rejection(client.request({ endpoint: 'openai/v1/models', method: 'GET' }));
+      expect([again.kind, again.reason]).to.deep.equal(['attestationFailed', 'device_revoked']);
+      expect(proxyCalls, 'nothing sent after the revocation').to.equal(1);
+      expect(calls.filter(([name]) => name === 'deviceToken')).to.have.length(1);
+      expect(client.deviceTokens.isStopped).to.equal(true);
+    });
+
+    it('surfaces an unrelated 403 (request_time_skew) without refreshing or resending', async () => {
+      const { native, calls } = scriptedNative({ reportAction: () => 'none' });
+      let proxyCalls = 0;
+      const client = createTollgateClient({ appToken: APP_TOKEN, gatewayUrl: BASE, nativeModule: native, warmUp: false, fetch: async () => (proxyCalls++, refusal('request_time_skew')) });
+      const error = await rejection(client.request({ endpoint: 'openai/v1/models', method: 'GET' }));
+      expect(error.reason).to.equal('request_time_skew');
+      expect(proxyCalls).to.equal(1);
+      expect(calls.filter(([name]) => name === 'deviceToken')).to.have.length(1);
+      expect(client.sendsAssertions).to.equal(false);
+    });
+
+    it('refuses a redirect the fetch followed by itself (React Native ignores redirect: manual), reading nothing', async () => {
+      const client = createTollgateClient({
+        appToken: APP_TOKEN,
+        gatewayUrl: BASE,
+        development: { token: 'dt_x', deviceId: 'sim-1' },
+        isDevelopmentBuild: true,
+        nativeModule: null,
+        warmUp: false,
+        fetch: async (url: string) => {
+          if (url.includes('/v1/attest/')) return json(200, { deviceToken: jws({ exp: Math.floor(Date.now() / 1000) + 3600 }) });
+          const response = json(200, { stolen: true });
+          Object.defineProperty(response, 'url', { value: 'https://elsewhere.example.net/v1/proxy/openai/v1/models' });
+          return response;
+        },
+      });
+      const error = await rejection(client.request({ endpoint: 'openai/v1/models', method: 'GET' }));
+      expect([error.kind, error.reason]).to.deep.equal(['invalidRequest', 'redirect_refused']);
+      const flagged = createTollgateClient({
+        appToken: APP_TOKEN,
+        gatewayUrl: BASE,
+        development: { token: 'dt_x', deviceId: 'sim-1' },
+        isDevelopmentBuild: true,
+        nativeModule: null,
+        warmUp: false,
+        fetch: async () => {
+          const response = json(200, { deviceToken: 'x.y.z' });
+          Object.defineProperty(response, 'redirected', { value: true });
+          return response;
+        },
+      });
+      const attestError = await rejection(flagged.request({ endpoint: 'openai/v1/models', method: 'GET' }));
+      expect([attestError.kind, attestError.reason]).to.deep.equal(['invalidRequest', 'redirect_refused']);
+    });
+
+    it('fails with native_module_missing when neither the native module nor development attestation is there', async () => {
+      const client = createTollgateClient({ appToken: APP_TOKEN, gatewayUrl: BASE, nativeModule: null, warmUp: false, fetch: async () => json(200, {}) });
+      expect(client.attestationKind).to.equal('none');
+      const error = await rejection(client.request({ endpoint: 'openai/v1/models', method: 'GET' }));
+      expect([error.kind, error.reason]).to.deep.equal(['attestationFailed', 'native_module_missing']);
     });
 
     it('attests again once when the gateway refuses the device token, then resends', async () => {
@@ -350,6 +498,35 @@ describe('react-native SDK: units', () => {
         { type: 'json', json: { a: 1 } },
         { type: 'json', json: { b: 2 } },
       ]);
+      // Without Symbol.asyncIterator (older Hermes): Babel's for-await helper finds '@@asyncIterator'; next() and forEach work.
+      const stream = client.stream({ endpoint: 'cohere/v2/chat', body: { stream: true } });
+      expect(stream['@@asyncIterator']()).to.equal(stream);
+      const first = await stream.next();
+      expect(first).to.deep.equal({ done: false, value: { type: 'json', json: { a: 1 } } });
+      const viaForEach: StreamEvent[] = [];
+      await client.stream({ endpoint: 'cohere/v2/chat', body: { stream: true } }).forEach((event) => void viaForEach.push(event));
+      expect(viaForEach).to.deep.equal(events);
+    });
+
+    it('asks react-native-fetch-api for text streaming on stream calls only', async () => {
+      const inits: Array<Record<string, unknown>> = [];
+      const client = createTollgateClient({
+        appToken: APP_TOKEN,
+        gatewayUrl: BASE,
+        development: { token: 'dt_x', deviceId: 'sim-1' },
+        isDevelopmentBuild: true,
+        nativeModule: null,
+        warmUp: false,
+        fetch: async (url: string, init: Record<string, unknown>) => {
+          if (url.includes('/v1/attest/')) return json(200, { deviceToken: jws({ exp: Math.floor(Date.now() / 1000) + 3600 }) });
+          inits.push(init);
+          return new Response('data: x\n\n', { headers: { 'content-type': 'text/event-stream' } });
+        },
+      });
+      await client.stream({ endpoint: 'openai/v1/chat/completions', body: {} }).forEach(() => undefined);
+      await client.send({ endpoint: 'openai/v1/chat/completions', body: {} });
+      expect(inits.map((init) => init.reactNative)).to.deep.equal([{ textStreaming: true }, undefined]);
+      expect(inits.map((init) => init.redirect)).to.deep.equal(['manual', 'manual']);
     });
 
     it('refuses bad options and GET bodies as invalidRequest', async () => {
@@ -383,6 +560,33 @@ describe('react-native SDK: units', () => {
       expect(error.kind).to.equal('rateLimited');
       expect(error.retryAfter).to.equal(undefined);
       expect(calls).to.equal(1);
+    });
+  });
+
+  describe('package', () => {
+    const PACKAGE = path.resolve(__dirname, '..', '..', '..', 'sdk', 'react-native');
+
+    it('type-checks on its own (its tsconfig, no react-native installed), TurboModule spec included', function () {
+      this.timeout(120_000);
+      const tsc = path.resolve(PACKAGE, '..', '..', 'node_modules', 'typescript', 'bin', 'tsc');
+      const result = spawnSync(process.execPath, [tsc, '-p', path.join(PACKAGE, 'tsconfig.json'), '--noEmit'], { encoding: 'utf8' });
+      expect(result.status, `${result.stdout}${result.stderr}`).to.equal(0);
+    });
+
+    it('declares the TurboModule spec and codegen as React Native expects, with the methods the core calls', () => {
+      const manifest = JSON.parse(readFileSync(path.join(PACKAGE, 'package.json'), 'utf8')) as {
+        codegenConfig?: { name?: string; type?: string; jsSrcsDir?: string };
+        files?: string[];
+      };
+      expect(manifest.codegenConfig).to.deep.include({ name: 'TollgateNativeSpec', type: 'modules', jsSrcsDir: 'src' });
+      expect(manifest.files).to.include.members(['ios', 'android', '*.podspec', 'src', 'lib']);
+      const spec = readFileSync(path.join(PACKAGE, 'src', 'NativeTollgate.ts'), 'utf8');
+      expect(spec).to.match(/export interface Spec extends TurboModule \{/);
+      expect(spec).to.contain("TurboModuleRegistry.get<Spec>('TollgateNative')");
+      const declared = [...spec.matchAll(/^  (\w+)\(/gm)].map((match) => match[1]).sort();
+      expect(declared).to.deep.equal(['assertion', 'clear', 'configure', 'deviceToken', 'getConfiguration', 'reportError']);
+      const caller = readFileSync(path.join(PACKAGE, 'src', 'native.ts'), 'utf8');
+      for (const name of declared) expect(caller, name).to.match(new RegExp(`\\b${name}\\(`));
     });
   });
 });

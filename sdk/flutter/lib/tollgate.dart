@@ -5,19 +5,31 @@
 ///
 /// Future<void> main() async {
 ///   WidgetsFlutterBinding.ensureInitialized();
-///   await Tollgate.initialize('at_...', baseUrl: 'https://gateway.example.com');
+///   await Tollgate.initialize('at_...');
 ///   runApp(const MyApp());
 /// }
 /// ```
 library tollgate;
 
-export 'src/attestation_api.dart' show AttestationApi, AttestationArtifact, Challenge;
-export 'src/client.dart'
-    show AssertionPolicy, RetryPolicy, TollgateClient, TollgateResponse, tollgateSdkHeader, tollgateVersion;
-export 'src/device_tokens.dart' show DeviceToken, DeviceTokenCache, DeviceTokenSource, StaticDeviceToken, jwsExpiryMs;
+export 'src/behaviour.dart'
+    show
+        AttestationRequest,
+        ReasonAction,
+        base64UrlNoPad,
+        buildAttestationRequest,
+        encodeAssertion,
+        parseAttestationResponse,
+        reasonAction,
+        refreshDue,
+        refreshMarginMs,
+        retryDelaySeconds,
+        tokenExpiryMs;
+export 'src/client.dart' show RetryPolicy, TollgateClient, TollgateResponse, tollgateSdkHeader, tollgateVersion;
+export 'src/device_tokens.dart'
+    show DeviceSession, DeviceToken, DeviceTokenCache, DeviceTokenSource, StaticDeviceToken, jwsExpiryMs;
 export 'src/error_mapper.dart' show mapError, noResponse, parseHttpDate, parseRetryAfter;
 export 'src/exceptions.dart';
-export 'src/native_attestation.dart' show NativeAttestation;
+export 'src/native_device.dart' show TollgateNative, nativeException;
 export 'src/request_builder.dart' show BuiltRequest, RequestBody, RequestBuilder, TollgateRequest, requestDigest, sha256Hex;
 export 'src/stream_parsers.dart';
 export 'src/tollgate.dart' show Tollgate;

@@ -6,6 +6,7 @@ import 'dart:io';
 import 'dart:typed_data';
 
 import 'package:test/test.dart';
+import 'package:tollgate/src/behaviour.dart';
 import 'package:tollgate/src/client.dart';
 import 'package:tollgate/src/device_tokens.dart';
 import 'package:tollgate/src/exceptions.dart';
@@ -47,20 +48,40 @@ class _ScriptedTransport implements HttpTransport {
   }
 }
 
-class _CountingTokens implements DeviceTokenSource {
-  int issued = 0;
-  final invalidated = <String>[];
-  String? _current;
+/// A device session as the plugin's native side behaves: tokens numbered, reportError by the shared rule.
+class _ScriptedSession implements DeviceSession {
+  final tokenCalls = <bool>[];
+  final reports = <(String, String?)>[];
+  final digests = <String>[];
+  var revoked = false;
 
   @override
-  Future<String> deviceToken() async => _current ??= 'dt-${++issued}';
+  Future<DeviceToken> token({required bool forceRefresh}) async {
+    tokenCalls.add(forceRefresh);
+    if (revoked) throw const AttestationFailedException('revoked', reason: 'device_revoked');
+    return DeviceToken('dt-${tokenCalls.length}', expiresAtMs: 1764000000000 + 3600000, receivedAtMs: 1764000000000);
+  }
 
   @override
-  void invalidate(String token) {
-    invalidated.add(token);
-    if (_current == token) _current = null;
+  Future<ReasonAction> reportError(String deviceToken, String? reason) async {
+    reports.add((deviceToken, reason));
+    final action = reasonAction('attestationFailed', reason);
+    if (action == ReasonAction.stop) revoked = true;
+    return action;
+  }
+
+  @override
+  Future<String?> assertion(String digestHex) async {
+    digests.add(digestHex);
+    return 'sig-${digestHex.substring(0, 8)}';
   }
 }
+
+_Answer _refused(String? reason) => _Answer(403,
+    headers: [('Tollgate-Error', 'attestationFailed')],
+    body: jsonEncode({
+      'error': {'type': 'attestationFailed', if (reason != null) 'reason': reason, 'message': 'refused', 'requestId': 'r'},
+    }));
 
 String? _header(HttpCall call, String name) {
   for (final (key, value) in call.headers) {
@@ -82,7 +103,8 @@ TollgateClient _client(_ScriptedTransport transport, {DeviceTokenSource? tokens,
 void main() {
   test('calls before initialize fail with InvalidRequestException', () async {
     Tollgate.reset();
-    await expectLater(Tollgate.request(endpoint: 'openai/v1/models', method: 'GET'), throwsA(isA<InvalidRequestException>()));
+    await expectLater(Tollgate.request(endpoint: 'openai/v1/models', method: 'GET'),
+        throwsA(isA<InvalidRequestException>().having((error) => error.reason, 'reason', 'not_initialized')));
     await expectLater(Tollgate.stream(endpoint: 'openai/v1/models').toList(), throwsA(isA<InvalidRequestException>()));
   });
 
@@ -109,21 +131,62 @@ void main() {
     expect(transport.calls, isEmpty);
   });
 
-  test('a refused device token is replaced once', () async {
-    _Answer refused() => _Answer(403,
-        headers: [('Tollgate-Error', 'attestationFailed')],
-        body: '{"error":{"type":"attestationFailed","message":"expired","requestId":"r"}}');
-    final transport = _ScriptedTransport([refused(), _Answer(200, body: '{}')]);
-    final tokens = _CountingTokens();
-    await _client(transport, tokens: tokens).request(endpoint: 'openai/v1/models', method: 'GET');
-    expect(tokens.invalidated, ['dt-1']);
+  test('a refused device token is refreshed once (device_token_expired), then the error surfaces', () async {
+    final transport = _ScriptedTransport([_refused('device_token_expired'), _Answer(200, body: '{}')]);
+    final session = _ScriptedSession();
+    await _client(transport, tokens: DeviceTokenCache(session, clock: () => 1764000000000))
+        .request(endpoint: 'openai/v1/models', method: 'GET');
+    expect(session.reports, [('dt-1', 'device_token_expired')]);
+    expect(session.tokenCalls, [false, true]);
     expect(_header(transport.calls[1], 'Tollgate-Device-Token'), 'dt-2');
 
-    final twice = _ScriptedTransport([refused(), refused()]);
+    final twice = _ScriptedTransport([_refused(null), _refused(null)]);
     await expectLater(
-      _client(twice, tokens: _CountingTokens()).request(endpoint: 'openai/v1/models', method: 'GET'),
+      _client(twice, tokens: DeviceTokenCache(_ScriptedSession(), clock: () => 1764000000000))
+          .request(endpoint: 'openai/v1/models', method: 'GET'),
       throwsA(isA<AttestationFailedException>().having((error) => error.requestId, 'requestId', 'r')),
     );
+    expect(twice.calls, hasLength(2));
+  });
+
+  test('device_revoked: reportError, the error surfaces, and no token is asked for again', () async {
+    final transport = _ScriptedTransport([_refused('device_revoked')]);
+    final session = _ScriptedSession();
+    final tokens = DeviceTokenCache(session, clock: () => 1764000000000);
+    final client = _client(transport, tokens: tokens);
+    await expectLater(client.request(endpoint: 'openai/v1/models', method: 'GET'),
+        throwsA(isA<AttestationFailedException>().having((error) => error.reason, 'reason', 'device_revoked')));
+    await expectLater(client.request(endpoint: 'openai/v1/models', method: 'GET'),
+        throwsA(isA<AttestationFailedException>().having((error) => error.reason, 'reason', 'device_revoked')));
+    expect(session.reports, [('dt-1', 'device_revoked')]);
+    expect(session.tokenCalls, [false]);
+    expect(transport.calls, hasLength(1));
+    expect(tokens.isStopped, isTrue);
+  });
+
+  test('assertion_required: the resend and every later request carry Tollgate-Assertion', () async {
+    final transport = _ScriptedTransport([_refused('assertion_required'), _Answer(200, body: '{}'), _Answer(200, body: '{}')]);
+    final session = _ScriptedSession();
+    final client = _client(transport, tokens: DeviceTokenCache(session, clock: () => 1764000000000));
+    await client.request(endpoint: 'openai/v1/models', method: 'GET');
+    await client.request(endpoint: 'openai/v1/models', method: 'GET');
+    expect(_header(transport.calls[0], 'Tollgate-Assertion'), isNull);
+    expect(session.digests, hasLength(2));
+    expect(_header(transport.calls[1], 'Tollgate-Assertion'), 'sig-${session.digests[0].substring(0, 8)}');
+    expect(_header(transport.calls[2], 'Tollgate-Assertion'), 'sig-${session.digests[1].substring(0, 8)}');
+    expect(session.tokenCalls, [false], reason: 'no refresh for assertion_required');
+    expect(client.sendsAssertions, isTrue);
+  });
+
+  test('an unrelated 403 (request_time_skew) surfaces without a refresh or a resend', () async {
+    final transport = _ScriptedTransport([_refused('request_time_skew')]);
+    final session = _ScriptedSession();
+    await expectLater(
+        _client(transport, tokens: DeviceTokenCache(session, clock: () => 1764000000000))
+            .request(endpoint: 'openai/v1/models', method: 'GET'),
+        throwsA(isA<AttestationFailedException>().having((error) => error.reason, 'reason', 'request_time_skew')));
+    expect(session.tokenCalls, [false]);
+    expect(transport.calls, hasLength(1));
   });
 
   test('rateLimited is retried within the budget, and not beyond it', () async {
@@ -172,17 +235,33 @@ void main() {
     expect(failure, isA<NetworkException>().having((error) => error.reason, 'reason', 'stream_cut'));
   });
 
-  test('the device-token cache refreshes before expiry', () async {
+  test('the device-token cache asks again only when the refresh margin (60 s) is reached', () async {
     var now = 1000000;
-    final cache = DeviceTokenCache(
-      () async => DeviceToken('t$now', expiresAtMs: now + 3600000, receivedAtMs: now, method: 'development'),
-      clock: () => now,
-    );
+    final session = _ClockSession(() => now);
+    final cache = DeviceTokenCache(session, clock: () => now);
     final first = await cache.deviceToken();
-    now += 3000000; // 10 minutes left: kept
+    now += 3600000 - 60001; // 60.001 s left: kept
     expect(await cache.deviceToken(), first);
-    now += 400000; // under 5 minutes left: refreshed
+    now += 2; // under 60 s left: asked again
     expect(await cache.deviceToken(), isNot(first));
-    expect(cache.attestationCount, 2);
+    expect(cache.requestCount, 2);
   });
+}
+
+class _ClockSession implements DeviceSession {
+  _ClockSession(this.clock);
+
+  final int Function() clock;
+
+  @override
+  Future<DeviceToken> token({required bool forceRefresh}) async {
+    final now = clock();
+    return DeviceToken('t$now', expiresAtMs: now + 3600000, receivedAtMs: now);
+  }
+
+  @override
+  Future<ReasonAction> reportError(String deviceToken, String? reason) async => ReasonAction.none;
+
+  @override
+  Future<String?> assertion(String digestHex) async => null;
 }

@@ -8,10 +8,14 @@ import 'dart:io';
 import 'dart:typed_data';
 
 import 'package:test/test.dart';
+import 'package:tollgate/src/behaviour.dart';
+import 'package:tollgate/src/device_tokens.dart';
 import 'package:tollgate/src/error_mapper.dart';
+import 'package:tollgate/src/native_device.dart';
 import 'package:tollgate/src/exceptions.dart';
 import 'package:tollgate/src/request_builder.dart';
 import 'package:tollgate/src/stream_parsers.dart';
+import 'package:tollgate/src/tollgate.dart';
 
 Directory _conformanceDirectory() {
   final override = Platform.environment['TOLLGATE_CONFORMANCE_DIR'];
@@ -62,7 +66,7 @@ void main() {
 
   test('the vector files are there', () {
     final names = files.map((file) => file.uri.pathSegments.last).toSet();
-    expect(names, containsAll(['error-mapping.json', 'request-building.json', 'stream-parsing.json']),
+    expect(names, containsAll(['client-behaviour.json', 'error-mapping.json', 'request-building.json', 'stream-parsing.json']),
         reason: 'no conformance vectors in ${directory.absolute.path}');
   });
 
@@ -72,14 +76,14 @@ void main() {
     group(name, () {
       test('format version and kind', () {
         expect(document['version'], 1, reason: '$name: unknown format version');
-        expect(['request-building', 'error-mapping', 'stream-parsing'], contains(document['kind']),
+        expect(['request-building', 'error-mapping', 'stream-parsing', 'client-behaviour'], contains(document['kind']),
             reason: '$name: unknown vector kind');
         expect(document['vectors'], isNotEmpty);
       });
       final kind = document['kind'];
       final vectors = (document['vectors'] as List).cast<Map<String, dynamic>>();
       for (final vector in vectors) {
-        test(vector['name'] as String, () {
+        test(vector['name'] as String, () async {
           switch (kind) {
             case 'request-building':
               _requestBuilding(vector);
@@ -87,6 +91,8 @@ void main() {
               _errorMapping(vector);
             case 'stream-parsing':
               _streamParsing(vector);
+            case 'client-behaviour':
+              await _clientBehaviour(vector);
             default:
               fail('unknown vector kind "$kind" in $name');
           }
@@ -198,6 +204,185 @@ void _errorMapping(Map<String, dynamic> vector) {
   }
   if (fields.containsKey('status')) expect((error as ProviderErrorException).status, fields['status'], reason: 'status');
   if (fields.containsKey('body')) expect((error as ProviderErrorException).body, fields['body'], reason: 'body');
+  if (fields.containsKey('reason')) expect(error.reason, fields['reason'], reason: 'reason');
+}
+
+// ---- client-behaviour.json ----
+
+/// A session handing out a fixed token (for the refresh-due check through the cache).
+class _FixedSession implements DeviceSession {
+  _FixedSession(this.receivedAtMs, this.expiresAtMs);
+
+  final int receivedAtMs;
+  final int expiresAtMs;
+  int asked = 0;
+
+  @override
+  Future<DeviceToken> token({required bool forceRefresh}) async {
+    asked += 1;
+    return DeviceToken('t$asked', expiresAtMs: expiresAtMs, receivedAtMs: receivedAtMs);
+  }
+
+  @override
+  Future<ReasonAction> reportError(String deviceToken, String? reason) async => ReasonAction.none;
+
+  @override
+  Future<String?> assertion(String digestHex) async => null;
+}
+
+/// A native side whose configuration holds no gateway address; it records what it was asked.
+class _NoAddressNative extends TollgateNative {
+  _NoAddressNative();
+
+  final calls = <String>[];
+
+  @override
+  Future<String?> gatewayUrl() async {
+    calls.add('getConfiguration');
+    return null;
+  }
+
+  @override
+  Future<void> configure({required String appToken, required String gatewayUrl, String? developmentToken}) async {
+    calls.add('configure');
+  }
+
+  @override
+  Future<DeviceToken> token({required bool forceRefresh}) async {
+    calls.add('deviceToken');
+    throw StateError('no token expected');
+  }
+}
+
+/// Dispatches on `rule`; an unknown rule fails.
+Future<void> _clientBehaviour(Map<String, dynamic> vector) async {
+  final rule = _string(vector, 'rule');
+  final input = _object(vector, 'input');
+  final expected = _object(vector, 'expected');
+  switch (rule) {
+    case 'assertion-encoding': {
+      final bytes = hexBytes(_string(input, 'bytesHex'));
+      if (expected.containsKey('error')) {
+        expect(() => encodeAssertion(bytes),
+            throwsA(isA<TollgateException>().having((error) => error.kind, 'kind', _string(expected, 'error'))));
+      } else {
+        expect(encodeAssertion(bytes), _string(expected, 'header'));
+      }
+    }
+    case 'attestation-request': {
+      final built = buildAttestationRequest(
+          _string(input, 'method'), _string(input, 'appToken'), _object(input, 'fields').cast<String, Object?>());
+      expect(built.method, _string(expected, 'method'));
+      expect(built.path, _string(expected, 'path'));
+      Map<String, String> lower(Iterable<(String, String)> pairs) => {for (final (name, value) in pairs) name.toLowerCase(): value};
+      final expectedHeaders = [for (final pair in _list(expected, 'headers')) ((pair as List)[0] as String, pair[1] as String)];
+      expect(lower(built.headers), lower(expectedHeaders), reason: 'exact headers');
+      expect(built.body, _field(expected, 'body'));
+      if (expected.containsKey('clientDataHashHex')) expect(hexOf(built.clientDataHash!), expected['clientDataHashHex']);
+      if (expected.containsKey('attestationChallengeHex')) {
+        expect(hexOf(built.attestationChallenge!), expected['attestationChallengeHex']);
+      }
+      if (expected.containsKey('signedMessageHex')) expect(hexOf(built.signedMessage!), expected['signedMessageHex']);
+      if (expected.containsKey('requestHash')) expect(built.requestHash, expected['requestHash']);
+      if (expected.containsKey('nonce')) expect(built.nonce, expected['nonce']);
+    }
+    case 'attestation-response': {
+      expect(_field(input, 'status'), 200);
+      final body = _string(input, 'body');
+      final receivedAtMs = _field(input, 'receivedAtMs') as int;
+      if (expected.containsKey('error')) {
+        expect(() => parseAttestationResponse(body, receivedAtMs),
+            throwsA(isA<TollgateException>().having((error) => error.kind, 'kind', _string(expected, 'error'))));
+      } else {
+        final parsed = parseAttestationResponse(body, receivedAtMs);
+        expect(parsed.deviceToken, _string(expected, 'deviceToken'));
+        expect(parsed.deviceId, _field(expected, 'deviceId'));
+        expect(parsed.expiresAtMs, _field(expected, 'expiresAtMs'));
+      }
+    }
+    case 'token-expiry': {
+      expect(
+        tokenExpiryMs(_string(input, 'deviceToken'), _field(input, 'expiresAt') as String?, _field(input, 'receivedAtMs') as int),
+        _field(expected, 'expiresAtMs'),
+      );
+    }
+    case 'refresh-due': {
+      final receivedAtMs = _field(input, 'receivedAtMs') as int;
+      final expiresAtMs = _field(input, 'expiresAtMs') as int;
+      final nowMs = _field(input, 'nowMs') as int;
+      final due = _field(expected, 'refresh') as bool;
+      expect(refreshDue(receivedAtMs, expiresAtMs, nowMs), due);
+      // Through the cache: a second deviceToken() asks the session again exactly when due.
+      var now = receivedAtMs;
+      final session = _FixedSession(receivedAtMs, expiresAtMs);
+      final cache = DeviceTokenCache(session, clock: () => now);
+      await cache.deviceToken();
+      now = nowMs;
+      await cache.deviceToken();
+      expect(session.asked - 1, due ? 1 : 0, reason: 'asked again');
+    }
+    case 'stream-format': {
+      expect(StreamFormat.forContentType(_field(input, 'contentType') as String?).wireName, _string(expected, 'format'));
+    }
+    case 'retry': {
+      final options = _field(input, 'options') as Map<String, dynamic>?;
+      final delay = retryDelaySeconds(
+        _string(input, 'errorKind'),
+        _field(input, 'retryAfterSeconds') as int?,
+        _field(input, 'retriesDone') as int,
+        _field(input, 'waitedSeconds') as int,
+        maxRetries: options == null ? null : _field(options, 'maxRetries') as int,
+        maxWaitSeconds: options == null ? 0 : _field(options, 'maxWaitSeconds') as int,
+      );
+      expect(delay != null, _field(expected, 'retry'));
+      expect(delay, _field(expected, 'delaySeconds'));
+    }
+    case 'not-initialized': {
+      final state = _string(input, 'state');
+      final call = _string(input, 'call');
+      if (!['request', 'stream'].contains(call)) fail('unknown call "$call"');
+      switch (state) {
+        case 'not-initialized': {
+          Tollgate.reset();
+          final Future<Object?> attempt = call == 'request'
+              ? Tollgate.request(endpoint: 'openai/v1/chat/completions', body: '{}')
+              : Tollgate.stream(endpoint: 'openai/v1/chat/completions', body: '{}').toList();
+          await expectLater(
+              attempt,
+              throwsA(isA<InvalidRequestException>()
+                  .having((error) => error.kind, 'kind', _string(expected, 'kind'))
+                  .having((error) => error.reason, 'reason', _string(expected, 'reason'))));
+        }
+        case 'no-gateway-url': {
+          // The native configuration has no address and none is passed: initialize records the error, calls fail
+          // with it before anything is sent (no configure, no token).
+          final native = _NoAddressNative();
+          await Tollgate.initialize('at_0123456789abcdefghijABCDEFGHIJkl', native: native);
+          expect(Tollgate.isInitialized, isFalse);
+          final Future<Object?> attempt = call == 'request'
+              ? Tollgate.request(endpoint: 'openai/v1/chat/completions', body: '{}')
+              : Tollgate.stream(endpoint: 'openai/v1/chat/completions', body: '{}').toList();
+          await expectLater(
+              attempt,
+              throwsA(isA<InvalidRequestException>()
+                  .having((error) => error.kind, 'kind', _string(expected, 'kind'))
+                  .having((error) => error.reason, 'reason', _string(expected, 'reason'))));
+          expect(native.calls, ['getConfiguration']);
+          Tollgate.reset();
+        }
+        default:
+          fail('unknown state "$state"');
+      }
+    }
+    case 'reason-action': {
+      final action = reasonAction(_string(input, 'errorType'), _field(input, 'reason') as String?);
+      expect(action.wireName, _string(expected, 'action'));
+      expect(action.retriesOnce, _field(expected, 'retryOnce'));
+      expect(action.newKey, _field(expected, 'newKey'));
+    }
+    default:
+      fail('unknown rule "$rule"');
+  }
 }
 
 // ---- stream-parsing.json ----

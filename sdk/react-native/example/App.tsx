@@ -13,7 +13,9 @@ function describe(error: unknown): string {
   if (!(error instanceof TollgateError)) return String(error);
   switch (error.kind) {
     case 'attestationFailed':
-      return `This device could not be verified (${error.reason ?? 'attestation failed'}).`;
+      return error.reason === 'device_revoked'
+        ? 'This device has been blocked by the operator.'
+        : `This device could not be verified (${error.reason ?? 'attestation failed'}).`;
     case 'unauthorized':
       return 'The app token was refused: check it in the dashboard.';
     case 'rateLimited':

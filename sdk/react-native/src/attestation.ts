@@ -1,58 +1,44 @@
 /**
- * Getting a device token (protocol.md, "Device tokens"; docs/guides/attestation.md):
+ * Getting a device token (protocol.md, "Device tokens"; docs/guides/attestation.md) goes through a {@link DeviceSession}:
  *
- * - on a real device, the native module attests: App Attest on iOS, Play Integrity or Keystore key attestation on
- *   Android. The SDK asks the gateway for a one-time challenge (`POST /v1/attest/challenge`), hands it to the native
- *   module, and trades what the module returns for a device token (`POST /v1/attest/{method}`);
- * - on a simulator or emulator, in a development build only, a development token (`dt_…`, made in the dashboard or
- *   with `tollgate dev-token`) and a device id are traded at `POST /v1/attest/development`.
+ * - on a device, {@link NativeDeviceSession} (native.ts): the `TollgateNative` module of this package wraps the iOS and
+ *   Android SDKs (App Attest; Keystore key attestation, Play Integrity), keeps the token in the Keychain / Keystore,
+ *   refreshes it with the attested key and attests a new key only when the gateway no longer knows the old one;
+ * - without the native module (Node tests, Expo Go) and in a development build only, {@link DevelopmentSession}: a
+ *   development token (`dt_…`) and a device id traded at `POST /v1/attest/development`, in memory.
  */
-import { jwsExpiryMs } from './device-token-cache';
+import { parseAttestationResponse, reasonAction, type IssuedDeviceToken, type ReasonAction } from './behaviour';
 import { mapError, networkError, TollgateError } from './errors';
 import type { RequestBuilder } from './request-builder';
-import { describe, readAllBytes, responseHeaders, type CallController, type FetchFunction, type ResponseLike } from './transport';
+import { describe, readAllBytes, refuseRedirect, responseHeaders, type CallController, type FetchFunction, type ResponseLike } from './transport';
 import { encodeUtf8, utf8ToString } from './utf8';
 
-export type NativeAttestationMethod = 'apple-app-attest' | 'android-play-integrity' | 'android-key-attestation';
-
-/**
- * The native half of attestation, implemented by a native module (Swift: DCAppAttestService; Kotlin: Play Integrity
- * or Android Keystore). The SDK never sees a key: it moves challenges and artifacts between the module and the gateway.
- */
-export interface NativeAttestation {
-  readonly platform: 'ios' | 'android';
-  /**
-   * Attests this app instance over `challenge` (base64url of 32 bytes, from the gateway) and returns the attestation
-   * method and the JSON body for `POST /v1/attest/{method}` (e.g. for `android-key-attestation`
-   * `{ challenge, chain: [leaf, …, root] }`). Reject when the platform cannot attest; the SDK reports attestationFailed
-   * with the error's `code` (or `native_attestation_failed`) as reason.
-   */
-  attest(challenge: string): Promise<{ method: NativeAttestationMethod; body: Record<string, unknown> }>;
-  /**
-   * Optional: signs a request digest (lowercase hex SHA-256, see protocol.md) with the attested key and returns the
-   * assertion (base64url), sent as `Tollgate-Assertion`. An empty string sends none.
-   */
-  assert?(digestHex: string): Promise<string>;
-}
+export type { IssuedDeviceToken } from './behaviour';
 
 /** Development attestation for simulators and emulators (development builds only). */
 export interface DevelopmentAttestation {
   /** A development token, `dt_…`, from the dashboard (App → Devices) or `tollgate dev-token`. */
   readonly token: string;
-  /** A stable id for this simulator or emulator: 1–128 letters, digits, `.`, `_`, `:` or `-`. */
-  readonly deviceId: string;
+  /**
+   * A stable id for this simulator or emulator: 1–128 letters, digits, `.`, `_`, `:` or `-`. Used by the pure-JS
+   * session only; the native module uses its own installation id.
+   */
+  readonly deviceId?: string;
 }
 
-/** A device token from the gateway. */
-export interface IssuedDeviceToken {
-  readonly token: string;
-  /** Unix ms after which the gateway refuses it (the JWS `exp`, else the answer's `expiresAt`/`expiresIn`). */
-  readonly expiresAtMs: number;
-  /** Unix ms when it was received. */
-  readonly receivedAtMs: number;
-  /** The attestation method that produced it. */
-  readonly method: string;
-  readonly deviceId?: string;
+/** Where device tokens come from. */
+export interface DeviceSession {
+  readonly kind: 'native' | 'development';
+  /** Prepares the session (the native module's `configure`); rejects with a TollgateError. */
+  ready(): Promise<void>;
+  /** A device token; `forceRefresh` asks for a new one even if the stored one is still valid. */
+  token(forceRefresh: boolean): Promise<IssuedDeviceToken>;
+  /** The gateway refused `token` with `reason` (attestationFailed): what the client does next (rule `reason-action`). */
+  reportError(token: string, reason: string | null): Promise<ReasonAction>;
+  /** The `Tollgate-Assertion` value for a request digest (lowercase hex), or null when this session sends none. */
+  assertion(digestHex: string): Promise<string | null>;
+  /** Forgets the stored token. */
+  clear(): Promise<void>;
 }
 
 export const DEVICE_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -65,118 +51,72 @@ export class AttestationApi {
     private readonly clock: () => number,
   ) {}
 
-  /** `POST /v1/attest/challenge`: a one-time challenge (base64url). */
-  async challenge(call?: CallController): Promise<string> {
-    const answer = await this.post('challenge', null, call);
-    if (typeof answer.challenge !== 'string') throw malformed('challenge');
-    return answer.challenge;
-  }
-
   /** `POST /v1/attest/{method}` with `body`: trades an attestation for a device token. */
   async exchange(method: string, body: Record<string, unknown>, call?: CallController): Promise<IssuedDeviceToken> {
     const received = this.clock();
-    const answer = await this.post(method, body, call);
-    const token = answer.deviceToken;
-    if (typeof token !== 'string' || token === '') throw malformed('deviceToken');
-    let expiresAtMs = jwsExpiryMs(token);
-    if (expiresAtMs === null && typeof answer.expiresAt === 'string') {
-      const parsed = Date.parse(answer.expiresAt);
-      if (Number.isFinite(parsed)) expiresAtMs = parsed;
-    }
-    if (expiresAtMs === null && typeof answer.expiresIn === 'number') expiresAtMs = received + answer.expiresIn * 1000;
-    if (expiresAtMs === null) throw malformed('expiresAt');
-    return {
-      token,
-      expiresAtMs,
-      receivedAtMs: received,
-      method,
-      ...(typeof answer.deviceId === 'string' ? { deviceId: answer.deviceId } : {}),
-    };
-  }
-
-  private async post(method: string, body: Record<string, unknown> | null, call?: CallController): Promise<Record<string, unknown>> {
-    const headers: Record<string, string> = {};
+    const url = this.builder.attestUrl(method);
+    const headers: Record<string, string> = { 'Content-Type': 'application/json' };
     for (const [name, value] of this.builder.attestHeaders()) headers[name] = value;
-    const payload = body ? encodeUtf8(JSON.stringify(body)) : undefined;
-    if (payload) headers['Content-Type'] = 'application/json';
     let response: ResponseLike;
     try {
-      response = (await this.fetch(this.builder.attestUrl(method), {
+      response = (await this.fetch(url, {
         method: 'POST',
         headers,
-        ...(payload ? { body: payload } : {}),
+        body: encodeUtf8(JSON.stringify(body)),
         ...(call?.signal ? { signal: call.signal } : {}),
         redirect: 'manual',
       })) as ResponseLike;
     } catch (error) {
       throw networkError(`Could not reach the gateway for attestation: ${describe(error)}`, 'unreachable', error);
     }
+    refuseRedirect(response, url);
     const bytes = await readAllBytes(response, call);
     const error = mapError(response.status, responseHeaders(response), bytes, this.clock());
     if (error) throw error;
-    try {
-      const parsed: unknown = JSON.parse(utf8ToString(bytes));
-      if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
-    } catch {
-      // Reported below.
-    }
-    throw networkError("The gateway's attestation answer is not a JSON object.", 'malformed_response');
+    return parseAttestationResponse(utf8ToString(bytes), received);
   }
 }
-
-function malformed(field: string): TollgateError {
-  return networkError(`The gateway's attestation answer has no "${field}".`, 'malformed_response');
-}
-
-/** Where the device token comes from, as chosen at initialization. */
-export type AttestationSource =
-  | { readonly kind: 'native'; readonly native: NativeAttestation }
-  | { readonly kind: 'development'; readonly development: DevelopmentAttestation }
-  | { readonly kind: 'none'; readonly reason: string };
 
 /**
- * Picks the attestation: development when the app passes `development` AND this is a development build
- * (`isDevelopmentBuild`, default React Native's `__DEV__`); otherwise the native module; otherwise none (every call then
- * fails with attestationFailed, reason `no_attestation`).
+ * Development attestation in JavaScript, for Node tests and Expo Go (no native module). The token lives in memory.
+ * After `device_revoked` it attests nothing more: every call fails with attestationFailed until the app restarts.
  */
-export function chooseAttestation(options: {
-  readonly attestation?: NativeAttestation | undefined;
-  readonly development?: DevelopmentAttestation | undefined;
-  readonly isDevelopmentBuild: boolean;
-}): AttestationSource {
-  const development = options.development;
-  const hasDevelopment = development !== undefined && development !== null && typeof development.token === 'string' && development.token.trim() !== '';
-  if (hasDevelopment && options.isDevelopmentBuild) return { kind: 'development', development: development! };
-  if (options.attestation) return { kind: 'native', native: options.attestation };
-  if (hasDevelopment) {
-    return { kind: 'none', reason: 'Development attestation is refused in a release build (isDevelopmentBuild is false) and no native attestation module is configured.' };
+export class DevelopmentSession implements DeviceSession {
+  readonly kind = 'development' as const;
+  private stopped: TollgateError | null = null;
+
+  constructor(
+    private readonly api: AttestationApi,
+    private readonly development: { readonly token: string; readonly deviceId: string },
+  ) {}
+
+  async ready(): Promise<void> {}
+
+  async token(): Promise<IssuedDeviceToken> {
+    if (this.stopped) throw this.stopped;
+    try {
+      return await this.api.exchange('development', { developmentToken: this.development.token, deviceId: this.development.deviceId });
+    } catch (error) {
+      if (error instanceof TollgateError && reasonAction(error.errorType ?? error.kind, error.reason).action === 'stop') this.stopped = error;
+      throw error;
+    }
   }
-  return { kind: 'none', reason: 'No attestation is configured: pass `attestation` (the native module) or, in a development build, `development: { token, deviceId }`.' };
+
+  async reportError(_token: string, reason: string | null): Promise<ReasonAction> {
+    const { action } = reasonAction('attestationFailed', reason);
+    if (action === 'stop') this.stopped = revokedError();
+    // A development token cannot sign requests: asking for assertions would only fail the same way again.
+    return action === 'assert' ? 'none' : action;
+  }
+
+  async assertion(): Promise<string | null> {
+    return null;
+  }
+
+  async clear(): Promise<void> {}
 }
 
-/** One attestation: gets a fresh device token from `source`. */
-export async function attest(api: AttestationApi, source: AttestationSource, call?: CallController): Promise<IssuedDeviceToken> {
-  switch (source.kind) {
-    case 'development':
-      return api.exchange('development', { developmentToken: source.development.token, deviceId: source.development.deviceId }, call);
-    case 'native': {
-      const challenge = await api.challenge(call);
-      let artifact: { method: NativeAttestationMethod; body: Record<string, unknown> };
-      try {
-        artifact = await source.native.attest(challenge);
-      } catch (error) {
-        const code = (error as { code?: unknown } | null)?.code;
-        throw new TollgateError('attestationFailed', `The device could not attest: ${describe(error)}`, {
-          reason: typeof code === 'string' && code ? code : 'native_attestation_failed',
-          cause: error,
-        });
-      }
-      if (!artifact || typeof artifact.method !== 'string' || artifact.body === null || typeof artifact.body !== 'object') {
-        throw new TollgateError('attestationFailed', 'The native attestation module returned no method and body.', { reason: 'native_attestation_failed' });
-      }
-      return api.exchange(artifact.method, artifact.body, call);
-    }
-    case 'none':
-      throw new TollgateError('attestationFailed', source.reason, { reason: 'no_attestation' });
-  }
+/** The error every call gets after the gateway said `device_revoked`. */
+export function revokedError(): TollgateError {
+  return new TollgateError('attestationFailed', 'This device has been revoked by the operator; Tollgate stops until the app restarts.', { reason: 'device_revoked' });
 }

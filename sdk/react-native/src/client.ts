@@ -3,17 +3,11 @@
  * gateway errors mapped to {@link TollgateError}, optional retries of `rateLimited`, cancellation by AbortSignal, and
  * streamed responses parsed per the provider's format.
  */
-import {
-  attest,
-  AttestationApi,
-  chooseAttestation,
-  DEVICE_ID_PATTERN,
-  type AttestationSource,
-  type DevelopmentAttestation,
-  type NativeAttestation,
-} from './attestation';
+import { AttestationApi, DEVICE_ID_PATTERN, DevelopmentSession, type DeviceSession, type DevelopmentAttestation } from './attestation';
+import { retryDecision } from './behaviour';
 import { DeviceTokenCache } from './device-token-cache';
 import { abortedError, invalidRequest, mapError, networkError, TollgateError } from './errors';
+import { findNativeModule, NativeDeviceSession, type TollgateNativeModule } from './native';
 import { checkHeaderValue, prepareBody, RequestBuilder, SDK_HEADER, type QueryInput } from './request-builder';
 import { createStreamParser, formatForContentType, MalformedStreamError, STREAM_FORMATS, type StreamEvent, type StreamFormat, type StreamParser } from './streams';
 import {
@@ -22,6 +16,7 @@ import {
   globalFetch,
   isDevGlobal,
   readAllBytes,
+  refuseRedirect,
   responseHeaders,
   toBytes,
   sleep,
@@ -48,15 +43,31 @@ export interface RetryOptions {
 export interface TollgateOptions {
   /** The app token from the dashboard (`at_…`). It identifies the app; it is not a secret and no provider key is ever in the app. */
   readonly appToken: string;
-  /** The gateway, e.g. `https://gateway.example.com` (a path prefix is allowed). */
-  readonly baseUrl: string;
-  /** The native attestation module (App Attest on iOS, Play Integrity or key attestation on Android). */
-  readonly attestation?: NativeAttestation;
-  /** Development attestation for simulators and emulators; used only when `isDevelopmentBuild` is true. */
+  /**
+   * The gateway, e.g. `https://gateway.example.com` (a path prefix is allowed). `Tollgate.initialize` reads it from
+   * the app's native configuration when omitted (Info.plist `TollgateGatewayURL`, AndroidManifest meta-data
+   * `dev.tollgate.GATEWAY_URL`); `createTollgateClient` needs it here.
+   */
+  readonly gatewayUrl?: string;
+  /** @deprecated the former name of `gatewayUrl`. */
+  readonly baseUrl?: string;
+  /**
+   * Development attestation for simulators and emulators, used only when `isDevelopmentBuild` is true: the native
+   * module trades `token` itself; without the native module (Expo Go, tests) the SDK trades `token` and `deviceId`.
+   */
   readonly development?: DevelopmentAttestation;
   /** Whether this is a development build; default React Native's `__DEV__`. Development attestation is refused otherwise. */
   readonly isDevelopmentBuild?: boolean;
-  /** A fetch implementation; default the global fetch. Pass a streaming one (e.g. `fetch` from `expo/fetch`) for incremental streams. */
+  /**
+   * The native module; default the linked `TollgateNative` (TurboModule, else `NativeModules.TollgateNative`). `null`
+   * uses none. For tests and for apps that bring their own native code.
+   */
+  readonly nativeModule?: TollgateNativeModule | null;
+  /**
+   * A fetch implementation; default the global fetch. React Native's built-in fetch does not stream (a stream then
+   * arrives whole, at the end): pass `fetch` from `expo/fetch` (or any fetch whose `Response.body.getReader()` works)
+   * for streams that stream.
+   */
   readonly fetch?: FetchFunction;
   /** Automatic retries of `rateLimited`; off by default. */
   readonly retry?: RetryOptions;
@@ -126,11 +137,6 @@ function resolveRetry(retry: RetryOptions | undefined): ResolvedRetry {
   return { maxRetries: Math.floor(maxRetries), maxWaitSeconds, ...(retry.onRetry ? { onRetry: retry.onRetry } : {}) };
 }
 
-/** Seconds to wait before retry number `retry` (0-based) when the gateway gave no Retry-After: 1, 2, 4, 8 … at most 30. */
-function backoffSeconds(retry: number): number {
-  return Math.min(30, 2 ** retry);
-}
-
 /** Any failure as a TollgateError (an unexpected one becomes networkError, reason `unexpected`). */
 function toTollgateError(error: unknown, call?: CallController): TollgateError {
   if (error instanceof TollgateError) return error;
@@ -167,51 +173,105 @@ function decodeResponse(response: TollgateResponse, format: RequestOptions['form
   }
 }
 
+/** The gateway address the options give, or invalidRequest `gateway_url_missing`. */
+export function optionsGatewayUrl(options: TollgateOptions): string {
+  const url = options.gatewayUrl ?? options.baseUrl;
+  if (typeof url !== 'string' || url.trim() === '') {
+    throw invalidRequest(
+      'No gateway address: set TollgateGatewayURL in Info.plist and dev.tollgate.GATEWAY_URL in AndroidManifest.xml, or pass gatewayUrl.',
+      'gateway_url_missing',
+    );
+  }
+  return url.trim();
+}
+
 export class TollgateClient {
   private readonly builder: RequestBuilder;
   private readonly fetch: FetchFunction;
   private readonly clock: () => number;
   private readonly retry: ResolvedRetry;
-  private readonly source: AttestationSource;
-  private readonly api: AttestationApi;
+  private readonly session: DeviceSession | null;
+  private readonly unavailable: TollgateError | null;
+  /** Set when the gateway answered `assertion_required`: every request from then on carries `Tollgate-Assertion`. */
+  private assertions = false;
   /** The device token cache (exposed for diagnostics and tests). */
   readonly deviceTokens: DeviceTokenCache;
 
   constructor(options: TollgateOptions) {
-    if (!options || typeof options !== 'object') throw invalidRequest('Tollgate needs options: { appToken, baseUrl }.', 'bad_options');
+    if (!options || typeof options !== 'object') throw invalidRequest('Tollgate needs options: { appToken }.', 'bad_options');
     if (typeof options.appToken !== 'string' || options.appToken.trim() === '') {
       throw invalidRequest('appToken is required: the app token from the Tollgate dashboard (at_…).', 'bad_options');
     }
-    this.builder = new RequestBuilder(options.baseUrl, options.appToken, SDK_HEADER);
+    const gatewayUrl = optionsGatewayUrl(options);
+    this.builder = new RequestBuilder(gatewayUrl, options.appToken, SDK_HEADER);
     const fetchImpl = options.fetch ?? globalFetch();
     if (!fetchImpl) throw invalidRequest('No fetch implementation is available: pass `fetch` in the options.', 'bad_options');
     this.fetch = fetchImpl;
     const clock = options.clock ?? (() => Date.now());
     this.clock = () => Math.floor(clock());
     this.retry = resolveRetry(options.retry);
-    this.source = chooseAttestation({
-      attestation: options.attestation,
-      development: options.development,
-      isDevelopmentBuild: options.isDevelopmentBuild ?? isDevGlobal(),
-    });
-    if (this.source.kind === 'development') {
-      const { deviceId } = this.source.development;
+    const developmentBuild = options.isDevelopmentBuild ?? isDevGlobal();
+    const development = options.development;
+    const developmentToken = development && typeof development.token === 'string' && development.token.trim() !== '' ? development.token.trim() : null;
+    if (developmentToken !== null) checkHeaderValue('developmentToken', developmentToken);
+    const native = options.nativeModule === undefined ? findNativeModule() : options.nativeModule;
+    this.session = null;
+    this.unavailable = null;
+    if (native) {
+      this.session = new NativeDeviceSession(native, { appToken: options.appToken, gatewayUrl: this.builder.baseUrl, developmentToken: developmentBuild ? developmentToken : null }, this.clock);
+    } else if (developmentToken !== null && developmentBuild) {
+      const deviceId = development!.deviceId;
       if (typeof deviceId !== 'string' || !DEVICE_ID_PATTERN.test(deviceId)) {
-        throw invalidRequest('development.deviceId must be 1–128 letters, digits, ".", "_", ":" or "-".', 'bad_options');
+        throw invalidRequest('Without the native module, development.deviceId must be 1–128 letters, digits, ".", "_", ":" or "-".', 'bad_options');
       }
-      checkHeaderValue('developmentToken', this.source.development.token);
+      this.session = new DevelopmentSession(new AttestationApi(this.builder, this.fetch, this.clock), { token: developmentToken, deviceId });
+    } else if (developmentToken !== null) {
+      this.unavailable = new TollgateError('attestationFailed', 'Development attestation is refused in a release build, and the TollgateNative module is not linked.', { reason: 'no_attestation' });
+    } else {
+      this.unavailable = new TollgateError(
+        'attestationFailed',
+        'The TollgateNative module is not linked into this app (run `pod install` and rebuild; Expo Go has no native modules: pass `development` in a development build).',
+        { reason: 'native_module_missing' },
+      );
     }
-    this.api = new AttestationApi(this.builder, this.fetch, this.clock);
-    this.deviceTokens = new DeviceTokenCache(() => attest(this.api, this.source), this.clock);
+    this.deviceTokens = new DeviceTokenCache((force) => this.obtainToken(force), this.clock);
     if (options.warmUp ?? true) this.warmUp().catch(() => undefined);
   }
 
-  /** How this client attests: `native`, `development` or `none`. */
-  get attestationKind(): AttestationSource['kind'] {
-    return this.source.kind;
+  /** How this client gets device tokens: `native` (the TollgateNative module), `development` (pure JS) or `none`. */
+  get attestationKind(): 'native' | 'development' | 'none' {
+    return this.session?.kind ?? 'none';
   }
 
-  /** Attests now unless a valid device token is cached; rejects with the attestation's TollgateError. */
+  /** True once the gateway asked for per-request assertions (`assertion_required`). */
+  get sendsAssertions(): boolean {
+    return this.assertions;
+  }
+
+  /** Configures the native module (once); rejects with its TollgateError. `Tollgate.initialize` waits for it. */
+  async ready(): Promise<void> {
+    if (this.session) await this.session.ready();
+  }
+
+  /**
+   * Forgets the stored device token (the native module's Keychain / Keystore entry, and the memory cache), e.g. at
+   * sign-out; the next call gets a new one. A revocation stays in force until the app restarts.
+   */
+  async clear(): Promise<void> {
+    this.deviceTokens.clear();
+    try {
+      await this.session?.clear();
+    } catch (error) {
+      throw toTollgateError(error);
+    }
+  }
+
+  private obtainToken(forceRefresh: boolean) {
+    if (!this.session) return Promise.reject(this.unavailable!);
+    return this.session.token(forceRefresh);
+  }
+
+  /** Gets a device token now unless a valid one is cached; rejects with the TollgateError. */
   async warmUp(): Promise<void> {
     try {
       await this.deviceTokens.token();
@@ -252,12 +312,12 @@ export class TollgateClient {
    * iteration starts. Leaving the loop early (break, return, throw) closes the connection, which makes the gateway
    * abort the provider request. A cut or malformed stream fails with networkError after the events already complete.
    */
-  stream(options: StreamOptions): AsyncIterable<StreamEvent> {
-    return { [Symbol.asyncIterator]: () => new EventIterator(this, options) };
+  stream(options: StreamOptions): TollgateStream {
+    return new TollgateStream(() => new EventIterator(this, options));
   }
 
   /** @internal Opens a call and returns the 2xx response head; used by `send` and streams. */
-  async open(options: CallOptions, call: CallController): Promise<ResponseLike> {
+  async open(options: CallOptions, call: CallController, streaming = false): Promise<ResponseLike> {
     if (!options || typeof options !== 'object') throw invalidRequest('Pass the call options: { endpoint, method, body }.', 'bad_options');
     const method = options.method ?? 'POST';
     const body = prepareBody(options.body);
@@ -276,26 +336,19 @@ export class TollgateClient {
     const retry = options.retry ? resolveRetry(options.retry) : this.retry;
     let retries = 0;
     let waitedSeconds = 0;
-    let refreshedToken = false;
+    let retriedForDevice = false;
+    let forceRefresh = false;
     for (;;) {
       call.throwIfAborted();
       try {
-        const token = await call.race(this.deviceTokens.token());
+        const token = await call.race(this.deviceTokens.token(forceRefresh));
+        forceRefresh = false;
         const built = this.builder.build(input, token, this.clock());
         const headers: Record<string, string> = {};
         for (const [name, value] of built.headers) headers[name] = value;
-        if (this.source.kind === 'native' && this.source.native.assert) {
-          let assertion: string;
-          try {
-            assertion = await call.race(this.source.native.assert(built.digest));
-          } catch (error) {
-            if (error instanceof TollgateError) throw error;
-            throw new TollgateError('attestationFailed', `The device could not sign the request: ${describe(error)}`, { reason: 'assertion_failed', cause: error });
-          }
-          if (assertion) {
-            checkHeaderValue('Tollgate-Assertion', assertion);
-            headers['Tollgate-Assertion'] = assertion;
-          }
+        if (this.assertions && this.session) {
+          const assertion = await call.race(this.session.assertion(built.digest));
+          if (assertion) headers['Tollgate-Assertion'] = assertion;
         }
         let response: ResponseLike;
         try {
@@ -306,36 +359,105 @@ export class TollgateClient {
               ...(built.body.length > 0 ? { body: body?.text ?? built.body } : {}),
               ...(call.signal ? { signal: call.signal } : {}),
               redirect: 'manual',
+              ...(streaming ? { reactNative: { textStreaming: true } } : {}),
             }),
           )) as ResponseLike;
         } catch (error) {
           if (error instanceof TollgateError) throw error;
           throw networkError(`Could not reach the gateway: ${describe(error)}`, 'unreachable', error);
         }
+        refuseRedirect(response, built.url);
         if (response.status >= 200 && response.status <= 299) return response;
         const bytes = await call.race(readAllBytes(response, call));
         const error = mapError(response.status, responseHeaders(response), bytes, this.clock())!;
-        if (error.kind === 'attestationFailed' && !refreshedToken) {
-          // The token may have been revoked or expired early: attest once more and resend.
-          refreshedToken = true;
-          this.deviceTokens.invalidate(token);
-          continue;
+        if (error.kind === 'attestationFailed' && response.status === 403 && this.session) {
+          // Rule reason-action: the session (the native module) decides; the SDK acts on its answer.
+          const action = await call.race(this.session.reportError(token, error.reason ?? null));
+          if (action === 'stop') {
+            this.deviceTokens.stop(error);
+            throw error;
+          }
+          if (!retriedForDevice && (action === 'refresh' || action === 'attest' || action === 'assert')) {
+            retriedForDevice = true;
+            if (action === 'assert') {
+              this.assertions = true;
+            } else {
+              this.deviceTokens.invalidate(token);
+              forceRefresh = true;
+            }
+            continue;
+          }
         }
         throw error;
       } catch (error) {
-        if (error instanceof TollgateError && error.kind === 'rateLimited' && retries < retry.maxRetries) {
-          const delay = error.retryAfter ?? backoffSeconds(retries);
-          if (waitedSeconds + delay <= retry.maxWaitSeconds) {
+        if (error instanceof TollgateError) {
+          const decision = retryDecision(error.kind, error.retryAfter ?? null, retries, waitedSeconds, retry.maxRetries > 0 ? retry : null);
+          if (decision.retry && decision.delaySeconds !== null) {
             retries += 1;
-            retry.onRetry?.({ attempt: retries, delaySeconds: delay, error });
-            await sleep(delay * 1000, options.signal);
-            waitedSeconds += delay;
+            retry.onRetry?.({ attempt: retries, delaySeconds: decision.delaySeconds, error });
+            await sleep(decision.delaySeconds * 1000, options.signal);
+            waitedSeconds += decision.delaySeconds;
             continue;
           }
         }
         throw error;
       }
     }
+  }
+}
+
+/**
+ * A streamed response: iterate it with `for await` (the iterator is found under `Symbol.asyncIterator`, or under
+ * `'@@asyncIterator'` where the runtime has no such symbol), call `next()` yourself, or pass a callback to `forEach`.
+ * Single use: one request per stream object, sent when reading starts.
+ */
+export class TollgateStream implements AsyncIterable<StreamEvent>, AsyncIterator<StreamEvent> {
+  private iterator: AsyncIterator<StreamEvent> | null = null;
+
+  constructor(private readonly open: () => AsyncIterator<StreamEvent>) {}
+
+  private get events(): AsyncIterator<StreamEvent> {
+    if (!this.iterator) this.iterator = this.open();
+    return this.iterator;
+  }
+
+  next(): Promise<IteratorResult<StreamEvent>> {
+    return this.events.next();
+  }
+
+  /** Stops reading and closes the connection (the gateway then aborts the provider request). */
+  return(): Promise<IteratorResult<StreamEvent>> {
+    if (!this.iterator) {
+      this.iterator = { next: async () => ({ done: true, value: undefined }) };
+      return Promise.resolve({ done: true, value: undefined });
+    }
+    return this.iterator.return ? this.iterator.return() : Promise.resolve({ done: true, value: undefined });
+  }
+
+  /**
+   * Calls `onEvent` for every event, in order, waiting for a returned promise before reading on; resolves at the end
+   * of the stream. A callback that throws ends the stream (the connection is closed) and rejects with its error.
+   */
+  async forEach(onEvent: (event: StreamEvent) => void | Promise<void>): Promise<void> {
+    for (;;) {
+      const result = await this.next();
+      if (result.done) return;
+      try {
+        await onEvent(result.value);
+      } catch (error) {
+        await this.return();
+        throw error;
+      }
+    }
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<StreamEvent> {
+    return this;
+  }
+
+  /** Babel's for-await helper looks here when the runtime has no `Symbol.asyncIterator`. */
+  '@@asyncIterator'(): AsyncIterator<StreamEvent> {
+    return this;
   }
 }
 
@@ -388,7 +510,7 @@ class EventIterator implements AsyncIterator<StreamEvent> {
       if (format !== undefined && !STREAM_FORMATS.includes(format)) {
         throw invalidRequest(`Unknown stream format "${String(format)}" (known: ${STREAM_FORMATS.join(', ')}).`, 'bad_options');
       }
-      const response = await this.client.open(this.options, this.call);
+      const response = await this.client.open(this.options, this.call, true);
       this.parser = createStreamParser(format ?? formatForContentType(response.headers.get('content-type')));
       const body = response.body;
       if (body && typeof body.getReader === 'function') {

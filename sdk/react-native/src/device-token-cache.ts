@@ -1,45 +1,31 @@
 /**
- * Keeps the device token in memory and attests again shortly before it expires. Concurrent calls share one attestation
- * (single flight); a failed attestation is not cached, so the next call tries again.
+ * Keeps the current device token in memory in front of a {@link DeviceSession} and asks for a new one when it is due
+ * (rule `refresh-due`). Concurrent calls share one request (single flight); a failure is not cached, so the next call
+ * tries again, except `device_revoked`, after which nothing is asked any more until the app restarts.
  */
-import type { IssuedDeviceToken } from './attestation';
-import { decodeBase64 } from './base64';
-import { utf8ToString } from './utf8';
+import { REFRESH_MARGIN_MS, reasonAction, refreshDue, type IssuedDeviceToken } from './behaviour';
+import { TollgateError } from './errors';
 
-/** Refresh when less than this remains (or a fifth of the token's lifetime, if that is shorter). */
-export const REFRESH_MARGIN_MS = 60_000;
-
-/** The `exp` claim of a compact JWS, in unix ms, read without verifying the signature; null when unreadable. */
-export function jwsExpiryMs(token: string): number | null {
-  const parts = token.split('.');
-  if (parts.length !== 3) return null;
-  const payload = decodeBase64(parts[1]!);
-  if (!payload) return null;
-  try {
-    const claims: unknown = JSON.parse(utf8ToString(payload));
-    const exp = (claims as { exp?: unknown } | null)?.exp;
-    return typeof exp === 'number' && Number.isFinite(exp) ? exp * 1000 : null;
-  } catch {
-    return null;
-  }
-}
+export { jwsExpiryMs, REFRESH_MARGIN_MS } from './behaviour';
 
 export class DeviceTokenCache {
   private current: IssuedDeviceToken | null = null;
   private pending: Promise<IssuedDeviceToken> | null = null;
-  private attestations = 0;
+  private stopped: TollgateError | null = null;
+  private requests = 0;
 
   constructor(
-    private readonly attest: () => Promise<IssuedDeviceToken>,
+    private readonly obtain: (forceRefresh: boolean) => Promise<IssuedDeviceToken>,
     private readonly clock: () => number = () => Date.now(),
     private readonly refreshMarginMs: number = REFRESH_MARGIN_MS,
   ) {}
 
-  /** A token valid for at least the refresh margin; attests when needed (shared by concurrent callers). */
-  async token(): Promise<string> {
+  /** A token not yet due for refresh; asks the session when needed (shared by concurrent callers). */
+  async token(forceRefresh = false): Promise<string> {
+    if (this.stopped) throw this.stopped;
     const cached = this.current;
-    if (cached && !this.needsRefresh(cached, this.clock())) return cached.token;
-    return (await this.refresh()).token;
+    if (!forceRefresh && cached && !this.needsRefresh(cached, this.clock())) return cached.token;
+    return (await this.refresh(forceRefresh)).token;
   }
 
   /** The cached token, if any (even one due for refresh). */
@@ -47,41 +33,56 @@ export class DeviceTokenCache {
     return this.current;
   }
 
-  /** How many attestations were started (for diagnostics and tests). */
+  /**
+   * How many times the session was asked for a token (for diagnostics and tests). With the native module a request
+   * may be answered from the Keychain / Keystore without any attestation.
+   */
   get attestationCount(): number {
-    return this.attestations;
+    return this.requests;
   }
 
-  /**
-   * The gateway refused `token` (attestationFailed): forget it when it is still the cached one, so that the next call
-   * attests again. A token already replaced by a concurrent refresh is left alone.
-   */
+  /** True after `device_revoked`: every call fails with attestationFailed until the app restarts. */
+  get isStopped(): boolean {
+    return this.stopped !== null;
+  }
+
+  /** The gateway refused `token`: forget it when it is still the cached one. A token already replaced is left alone. */
   invalidate(token: string): void {
     if (this.current?.token === token) this.current = null;
   }
 
-  /** Forgets everything (e.g. on sign-out or when the app token changes). */
+  /** The device was revoked: forget the token and refuse every call with `error` from now on. */
+  stop(error: TollgateError): void {
+    this.stopped = error;
+    this.current = null;
+  }
+
+  /** Forgets the token (e.g. on sign-out). A revocation stays in force. */
   clear(): void {
     this.current = null;
   }
 
   /** True when `token` should be replaced at `nowMs`. */
   needsRefresh(token: IssuedDeviceToken, nowMs: number): boolean {
-    const lifetime = Math.max(0, token.expiresAtMs - token.receivedAtMs);
-    const margin = Math.min(this.refreshMarginMs, lifetime / 5);
-    return nowMs >= token.expiresAtMs - margin;
+    return refreshDue(token.receivedAtMs, token.expiresAtMs, nowMs, this.refreshMarginMs);
   }
 
-  private refresh(): Promise<IssuedDeviceToken> {
+  private refresh(forceRefresh: boolean): Promise<IssuedDeviceToken> {
     if (this.pending) return this.pending;
-    this.attestations += 1;
-    // Deferred by one tick so that an attestor throwing synchronously still clears `pending`.
+    this.requests += 1;
+    // Deferred by one tick so that a session throwing synchronously still clears `pending`.
     const flight = Promise.resolve()
-      .then(() => this.attest())
-      .then((fresh) => {
-        this.current = fresh;
-        return fresh;
-      });
+      .then(() => this.obtain(forceRefresh))
+      .then(
+        (fresh) => {
+          if (!this.stopped) this.current = fresh;
+          return fresh;
+        },
+        (error: unknown) => {
+          if (error instanceof TollgateError && reasonAction(error.errorType ?? error.kind, error.reason).action === 'stop') this.stop(error);
+          throw error;
+        },
+      );
     this.pending = flight;
     const settle = () => {
       if (this.pending === flight) this.pending = null;

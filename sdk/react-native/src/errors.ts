@@ -40,7 +40,11 @@ export interface TollgateErrorDetails {
   readonly status?: number;
   /** `providerError`: the provider's body as received (UTF-8 text). */
   readonly body?: string;
-  /** A short machine-readable reason when known: `aborted`, `unreachable`, `stream_cut`, `malformed_stream`, `not_initialized`, … */
+  /**
+   * A stable snake_case reason when known: the gateway's `error.reason` (`device_revoked`, `device_token_expired`,
+   * `rate_limited_device`, … see docs/reference/errors.md) or the SDK's own (`aborted`, `unreachable`, `stream_cut`,
+   * `malformed_stream`, `not_initialized`, `gateway_url_missing`, `redirect_refused`, `native_module_missing`, …).
+   */
   readonly reason?: string;
   /** The raw `Tollgate-Error` type when the gateway made the error (`providerNotFound`, `upstreamTimeout`, …). */
   readonly errorType?: string;
@@ -214,6 +218,8 @@ function kindOf(type: string, status: number): TollgateErrorKind {
   }
 }
 
+const SNAKE_CASE = /^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$/;
+
 const DEFAULT_MESSAGES: Record<TollgateErrorKind, string> = {
   attestationFailed: 'The gateway refused this device (attestation failed).',
   unauthorized: 'The gateway refused the app token.',
@@ -258,7 +264,9 @@ export function mapError(
   const error = errorObject(text);
   const kind = kindOf(type, status);
   const requestId = stringField(error, 'requestId') ?? headerRequestId;
-  const reason = stringField(error, 'reason');
+  // protocol.md, "Errors": a stable snake_case reason; anything else (a number, free text) is read as none.
+  const rawReason = stringField(error, 'reason');
+  const reason = rawReason !== undefined && SNAKE_CASE.test(rawReason) ? rawReason : undefined;
   const retryAfter = kind === 'rateLimited' ? parseRetryAfter(firstHeader(pairs, 'Retry-After'), nowMs) : undefined;
   const message =
     stringField(error, 'message') ??

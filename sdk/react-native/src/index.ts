@@ -1,38 +1,67 @@
 /**
  * `@tollgate/react-native`: call AI providers through a Tollgate gateway from a React Native app, without shipping a
- * provider key.
+ * provider key. Device attestation runs in the package's native module (`TollgateNative`, over the iOS and Android
+ * SDKs); the gateway address comes from the app's Info.plist / AndroidManifest.
  *
  * ```ts
  * import { Tollgate, TollgateError } from '@tollgate/react-native';
  *
- * await Tollgate.initialize({ appToken: 'at_…', baseUrl: 'https://gateway.example.com' });
+ * await Tollgate.initialize({ appToken: 'at_…' });
  * const reply = await Tollgate.request({ endpoint: 'openai/v1/chat/completions', method: 'POST', body: { … } });
  * for await (const event of Tollgate.stream({ endpoint: 'openai/v1/chat/completions', body: { …, stream: true } })) { … }
  * ```
  */
-import { TollgateClient, type CallOptions, type RequestOptions, type StreamOptions, type TollgateOptions, type TollgateResponse } from './client';
+import { optionsGatewayUrl, TollgateClient, TollgateStream, type CallOptions, type RequestOptions, type StreamOptions, type TollgateOptions, type TollgateResponse } from './client';
 import { TollgateError } from './errors';
+import { findNativeModule, nativeGatewayUrl } from './native';
 import type { StreamEvent } from './streams';
 
 function notInitialized(): TollgateError {
   return new TollgateError(
     'invalidRequest',
-    'Tollgate is not initialized: call Tollgate.initialize({ appToken, baseUrl }) once at app start (index.js, before the app renders).',
+    'Tollgate is not initialized: call `await Tollgate.initialize({ appToken })` once at app start (index.js, before the app renders).',
     { reason: 'not_initialized' },
   );
+}
+
+/** A copy of `error` (each caller gets its own stack). */
+function again(error: TollgateError): TollgateError {
+  return new TollgateError(error.kind, error.message, { ...(error.reason ? { reason: error.reason } : {}) });
 }
 
 /** The app-wide client. Every method rejects with TollgateError `invalidRequest` (reason `not_initialized`) until `initialize`. */
 export class TollgateSingleton {
   private instance: TollgateClient | null = null;
+  /** Why the last `initialize` failed when the app did not wait for it (e.g. `gateway_url_missing`). */
+  private failure: TollgateError | null = null;
 
   /**
-   * Configures the SDK; call once at app start, before the app renders. Resolves quickly (it does not wait for the
-   * network: attestation starts in the background). Rejects with TollgateError `invalidRequest` for bad options.
+   * Configures the SDK; call once at app start, before the app renders: `await Tollgate.initialize({ appToken })`.
+   * The gateway address comes from `gatewayUrl` when given, else from the app's native configuration (Info.plist
+   * `TollgateGatewayURL`, AndroidManifest meta-data `dev.tollgate.GATEWAY_URL`), read by the native module. Rejects with
+   * TollgateError `invalidRequest`: reason `gateway_url_missing` without an address, `bad_options` for bad options
+   * (calls then reject with the same error). It does not wait for attestation, which starts in the background.
    * Calling it again replaces the configuration.
    */
   async initialize(options: TollgateOptions): Promise<void> {
-    this.instance = new TollgateClient(options);
+    this.instance = null;
+    this.failure = null;
+    try {
+      if (!options || typeof options !== 'object') throw new TollgateError('invalidRequest', 'Tollgate needs options: { appToken }.', { reason: 'bad_options' });
+      const native = options.nativeModule === undefined ? findNativeModule() : options.nativeModule;
+      let gatewayUrl = options.gatewayUrl ?? options.baseUrl;
+      if ((gatewayUrl === undefined || gatewayUrl === null || gatewayUrl === '') && native) gatewayUrl = (await nativeGatewayUrl(native)) ?? undefined;
+      const resolved = { ...options, nativeModule: native, gatewayUrl: optionsGatewayUrl({ ...options, gatewayUrl }) };
+      delete (resolved as { baseUrl?: string }).baseUrl;
+      const client = new TollgateClient(resolved);
+      await client.ready();
+      this.instance = client;
+    } catch (error) {
+      const failure =
+        error instanceof TollgateError ? error : new TollgateError('invalidRequest', `Tollgate could not be initialized: ${String(error)}`, { reason: 'bad_options', cause: error });
+      this.failure = failure;
+      throw failure;
+    }
   }
 
   /** True once `initialize` succeeded. */
@@ -42,46 +71,55 @@ export class TollgateSingleton {
 
   /** The underlying client (throws when not initialized). */
   get client(): TollgateClient {
-    if (!this.instance) throw notInitialized();
+    if (!this.instance) throw this.unavailable();
     return this.instance;
+  }
+
+  private unavailable(): TollgateError {
+    return this.failure ? again(this.failure) : notInitialized();
   }
 
   /** See {@link TollgateClient.request}. */
   request<T = unknown>(options: RequestOptions): Promise<T> {
-    return this.instance ? this.instance.request<T>(options) : Promise.reject(notInitialized());
+    return this.instance ? this.instance.request<T>(options) : Promise.reject(this.unavailable());
   }
 
   /** See {@link TollgateClient.send}. */
   send(options: CallOptions): Promise<TollgateResponse> {
-    return this.instance ? this.instance.send(options) : Promise.reject(notInitialized());
+    return this.instance ? this.instance.send(options) : Promise.reject(this.unavailable());
   }
 
-  /** See {@link TollgateClient.stream}. The client is looked up when iteration starts. */
-  stream(options: StreamOptions): AsyncIterable<StreamEvent> {
-    return {
-      [Symbol.asyncIterator]: (): AsyncIterator<StreamEvent> => {
-        if (this.instance) return this.instance.stream(options)[Symbol.asyncIterator]();
-        let failed = false;
-        return {
-          next: async () => {
-            if (failed) return { done: true, value: undefined };
-            failed = true;
-            throw notInitialized();
-          },
-          return: async () => ({ done: true, value: undefined }),
-        };
-      },
-    };
+  /** See {@link TollgateClient.stream}. The client is looked up when reading starts. */
+  stream(options: StreamOptions): TollgateStream {
+    return new TollgateStream((): AsyncIterator<StreamEvent> => {
+      if (this.instance) return this.instance.stream(options);
+      const failure = this.unavailable();
+      let failed = false;
+      return {
+        next: async () => {
+          if (failed) return { done: true, value: undefined };
+          failed = true;
+          throw failure;
+        },
+        return: async () => ({ done: true, value: undefined }),
+      };
+    });
   }
 
   /** See {@link TollgateClient.warmUp}. */
   warmUp(): Promise<void> {
-    return this.instance ? this.instance.warmUp() : Promise.reject(notInitialized());
+    return this.instance ? this.instance.warmUp() : Promise.reject(this.unavailable());
   }
 
-  /** Forgets the configuration (tests, sign-out); calls then reject until `initialize` again. */
+  /** See {@link TollgateClient.clear}: forgets the stored device token. */
+  clear(): Promise<void> {
+    return this.instance ? this.instance.clear() : Promise.reject(this.unavailable());
+  }
+
+  /** Forgets the configuration (tests); calls then reject until `initialize` again. */
   reset(): void {
     this.instance = null;
+    this.failure = null;
   }
 }
 
@@ -90,6 +128,7 @@ export const Tollgate = new TollgateSingleton();
 
 export {
   TollgateClient,
+  TollgateStream,
   createTollgateClient,
   type CallOptions,
   type RequestOptions,
@@ -136,14 +175,26 @@ export {
   type StreamFormat,
   type StreamParser,
 } from './streams';
+export { AttestationApi, DevelopmentSession, type DevelopmentAttestation, type DeviceSession } from './attestation';
 export {
-  AttestationApi,
-  chooseAttestation,
-  type DevelopmentAttestation,
+  base64UrlNoPad,
+  buildAttestationRequest,
+  encodeAssertion,
+  jwsExpiryMs,
+  parseAttestationResponse,
+  reasonAction,
+  refreshDue,
+  retryDecision,
+  tokenExpiryMs,
+  REASON_ACTIONS,
+  REFRESH_MARGIN_MS,
+  type AttestationMethod,
+  type AttestationRequest,
   type IssuedDeviceToken,
-  type NativeAttestation,
-  type NativeAttestationMethod,
-} from './attestation';
-export { DeviceTokenCache, jwsExpiryMs, REFRESH_MARGIN_MS } from './device-token-cache';
+  type ReasonAction,
+  type RetryRuleOptions,
+} from './behaviour';
+export { DeviceTokenCache } from './device-token-cache';
+export { findNativeModule, nativeError, NativeDeviceSession, type TollgateNativeModule } from './native';
 export { sha256, sha256Hex } from './sha256';
 export type { AbortSignalLike, FetchFunction } from './transport';

@@ -234,9 +234,9 @@ export class RequestBuilder {
     return `${this.baseUrl}/v1/attest/${method}`;
   }
 
-  /** Headers of the attestation routes, which take the app token only. */
+  /** Headers of the attestation routes, which take the app token only (client-behaviour.json, `attestation-request`). */
   attestHeaders(): Array<readonly [string, string]> {
-    return [['Tollgate-App-Token', this.appToken], ['Tollgate-SDK', this.sdk]];
+    return [['Tollgate-App-Token', this.appToken]];
   }
 }
 

@@ -12,6 +12,8 @@ export interface FetchInit {
   body?: Uint8Array;
   signal?: AbortSignalLike;
   redirect?: 'manual';
+  /** react-native-fetch-api: deliver the body as it arrives (ignored by every other fetch). */
+  reactNative?: { textStreaming: boolean };
 }
 
 /** A reader of a streamed response body (WHATWG ReadableStreamDefaultReader). */
@@ -24,6 +26,12 @@ export interface BodyReaderLike {
 /** The part of a fetch Response the SDK reads. */
 export interface ResponseLike {
   readonly status: number;
+  /** The final URL (React Native's fetch follows redirects whatever `redirect` says, and reports where it ended). */
+  readonly url?: string;
+  /** True when the fetch followed a redirect (WHATWG fetch). */
+  readonly redirected?: boolean;
+  /** `opaqueredirect` when a WHATWG fetch honoured `redirect: 'manual'`. */
+  readonly type?: string;
   readonly headers: { get(name: string): string | null; forEach(callback: (value: string, name: string) => void): void };
   /** A ReadableStream when the fetch implementation streams; null or absent in React Native's built-in fetch. */
   readonly body?: { getReader(): BodyReaderLike } | null;
@@ -226,6 +234,44 @@ export async function readAllBytes(response: ResponseLike, call?: CallController
     if (call?.callerAborted) throw abortedError(error);
     throw networkError(`The response could not be read: ${describe(error)}`, 'response_cut', error);
   }
+}
+
+/** `scheme://host[:port]` lower-cased without a default port, and the path with lower-cased percent-escapes. */
+function urlParts(url: string): { origin: string; path: string } | null {
+  const match = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/?#]*)([^?#]*)/.exec(url);
+  if (!match) return null;
+  const scheme = match[1]!.toLowerCase();
+  let host = match[2]!.toLowerCase();
+  if ((scheme === 'http' && host.endsWith(':80')) || (scheme === 'https' && host.endsWith(':443'))) host = host.replace(/:\d+$/, '');
+  const path = (match[3] || '/').replace(/%[0-9A-Fa-f]{2}/g, (escape) => escape.toLowerCase());
+  return { origin: `${scheme}://${host}`, path };
+}
+
+/**
+ * The SDK never follows a redirect (the app token and device token must reach the configured gateway only). A 3xx the
+ * fetch hands back is mapped like any non-2xx answer (providerError without `Tollgate-Error`). React Native's fetch
+ * ignores `redirect: 'manual'` and follows by itself: a response that says it was redirected (`redirected`, an
+ * `opaqueredirect`, or a final `url` elsewhere than the one requested) is refused with invalidRequest, reason
+ * `redirect_refused`, and its body is never read.
+ */
+export function refuseRedirect(response: ResponseLike, requestedUrl: string): void {
+  let redirected = response.redirected === true || response.type === 'opaqueredirect' || response.status === 0;
+  if (!redirected && typeof response.url === 'string' && response.url !== '') {
+    const requested = urlParts(requestedUrl);
+    const final = urlParts(response.url);
+    redirected = !requested || !final || requested.origin !== final.origin || requested.path !== final.path;
+  }
+  if (!redirected) return;
+  try {
+    (response.body as { cancel?: () => Promise<void> } | null | undefined)?.cancel?.().catch(() => undefined);
+  } catch {
+    // Nothing to release.
+  }
+  throw new TollgateError(
+    'invalidRequest',
+    'The gateway address answered with a redirect, which Tollgate never follows: configure the final address (https://…) of your gateway.',
+    { reason: 'redirect_refused', ...(response.status > 0 ? { status: response.status } : {}) },
+  );
 }
 
 /** A short description of a thrown value, for messages. */

@@ -8,11 +8,10 @@ Future<void> main() async {
   WidgetsFlutterBinding.ensureInitialized();
   await Tollgate.initialize(
     'at_YOUR_APP_TOKEN', // identifies the app; not a provider key
-    baseUrl: 'https://gateway.example.com',
+    // The gateway address comes from Info.plist (TollgateGatewayURL) and AndroidManifest.xml (dev.tollgate.GATEWAY_URL).
     // Simulators and emulators only, and only in debug builds (the SDK ignores it otherwise). Pass it at build time:
     // flutter run --dart-define=TOLLGATE_DEV_TOKEN=dt_...
     developmentToken: kDebugMode ? const String.fromEnvironment('TOLLGATE_DEV_TOKEN') : null,
-    developmentDeviceId: 'example-simulator',
   );
   runApp(const ExampleApp());
 }
@@ -51,7 +50,9 @@ class _AskPageState extends State<AskPage> {
       final json = response.json() as Map<String, dynamic>;
       reply = json['choices'][0]['message']['content'] as String;
     } on AttestationFailedException catch (error) {
-      reply = 'This device could not prove it runs the genuine app: ${error.message}';
+      reply = error.reason == 'device_revoked'
+          ? 'This device has been blocked by the operator.'
+          : 'This device could not prove it runs the genuine app: ${error.message}';
     } on UnauthorizedException {
       reply = 'The app token was refused: ship the current one.';
     } on RateLimitedException catch (error) {

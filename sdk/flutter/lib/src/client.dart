@@ -2,6 +2,7 @@ import 'dart:async';
 import 'dart:convert';
 import 'dart:typed_data';
 
+import 'behaviour.dart';
 import 'device_tokens.dart';
 import 'error_mapper.dart';
 import 'exceptions.dart';
@@ -29,19 +30,6 @@ class RetryPolicy {
 
   /// Up to 3 retries within 30 seconds, honoring `Retry-After` (1, 2, 4 s when the gateway gave none).
   static const standard = RetryPolicy();
-}
-
-/// When requests carry a `Tollgate-Assertion` (a signature of the request digest by the attested device key).
-enum AssertionPolicy {
-  /// Not at first. When the gateway refuses a request without one (attestationFailed, as it does when the app's policy
-  /// requires assertions), the retry and every later request carry one.
-  whenRequired,
-
-  /// On every request, once a key is attested.
-  always,
-
-  /// Never.
-  never,
 }
 
 /// A complete (non-streamed) 2xx response.
@@ -78,8 +66,6 @@ class TollgateClient {
     HttpTransport? transport,
     String sdk = tollgateSdkHeader,
     this.retry = RetryPolicy.none,
-    this.assertions = AssertionPolicy.never,
-    this.assertionSigner,
     int Function()? clock,
   })  : builder = RequestBuilder(baseUrl, appToken, sdk),
         transport = transport ?? PackageHttpTransport(),
@@ -89,12 +75,12 @@ class TollgateClient {
   final HttpTransport transport;
   final DeviceTokenSource deviceTokens;
   final RetryPolicy retry;
-  final AssertionPolicy assertions;
-
-  /// Signs a request digest (lowercase hex) for `Tollgate-Assertion`; null or '' sends none.
-  final Future<String?> Function(String digestHex)? assertionSigner;
   final int Function() _clock;
-  bool _assertionsRequired = false;
+  bool _assertions = false;
+
+  /// True once the gateway asked for per-request assertions (`assertion_required`): every request from then on
+  /// carries `Tollgate-Assertion`.
+  bool get sendsAssertions => _assertions;
 
   /// Sends a request through the gateway and returns the whole 2xx response.
   ///
@@ -216,61 +202,38 @@ class TollgateClient {
     return controller.stream;
   }
 
-  /// Earns a device token now (e.g. at start-up, to hide the first request's latency); later calls reuse it.
+  /// Gets a device token now (e.g. at start-up, to hide the first request's latency); later calls reuse it.
   Future<void> prepare() async {
     await deviceTokens.deviceToken();
   }
 
-  bool get _shouldAssert => switch (assertions) {
-        AssertionPolicy.always => true,
-        AssertionPolicy.never => false,
-        AssertionPolicy.whenRequired => _assertionsRequired,
-      };
-
   /// Sends [request] and returns the 2xx response head, or throws the mapped error. Around the exchange:
-  /// - everything the SDK can refuse is refused before attesting or sending;
-  /// - attestationFailed from the gateway: the device token is invalidated and the request sent once more with a fresh
-  ///   one (and, under [AssertionPolicy.whenRequired], with an assertion from then on);
+  /// - everything the SDK can refuse is refused before asking for a device token or sending;
+  /// - a 403 attestationFailed is reported to the device session with its `reason`, which answers the action (rule
+  ///   `reason-action`): stop (`device_revoked`: surface the error, never ask for a token again until the app
+  ///   restarts), refresh or attest (a forced refresh, then one resend), assert (`Tollgate-Assertion` on this resend
+  ///   and every later request), none (surface the error);
   /// - rateLimited: retried per [retry], waiting `Retry-After` within the budget.
   Future<HttpResult> _open(TollgateRequest request) async {
     builder.build(request, 'placeholder', _clock());
     final method = request.method.toUpperCase();
     if ((request.body?.bytes.isNotEmpty ?? false) && (method == 'GET' || method == 'HEAD')) {
-      throw InvalidRequestException('A $method request cannot have a body.');
+      throw InvalidRequestException('A $method request cannot have a body.', reason: 'bad_body');
     }
     var retries = 0;
-    var waited = Duration.zero;
-    var refreshedToken = false;
+    var waitedSeconds = 0;
+    var resent = false;
+    var forceRefresh = false;
     while (true) {
       try {
-        final token = await deviceTokens.deviceToken();
+        final token = await deviceTokens.deviceToken(forceRefresh: forceRefresh);
+        forceRefresh = false;
         final built = builder.build(request, token, _clock());
         _checkUriKeepsPath(built);
         final headers = [...built.headers];
-        var assertionSent = false;
-        final signer = assertionSigner;
-        if (_shouldAssert && signer != null) {
-          final String? assertion;
-          try {
-            assertion = await signer(built.digest);
-          } on AttestationFailedException {
-            if (!refreshedToken) {
-              // e.g. the device key is gone after a reinstall: attest again, once.
-              refreshedToken = true;
-              deviceTokens.invalidate(token);
-              continue;
-            }
-            rethrow;
-          } on TollgateException {
-            rethrow;
-          } on Exception catch (error) {
-            throw AttestationFailedException('The device could not sign the request: $error', reason: 'assertion_failed', cause: error);
-          }
-          if (assertion != null && assertion.isNotEmpty) {
-            RequestBuilder.checkHeaderValue('Tollgate-Assertion', assertion);
-            headers.add(('Tollgate-Assertion', assertion));
-            assertionSent = true;
-          }
+        if (_assertions) {
+          final assertion = await deviceTokens.assertion(built.digest);
+          if (assertion != null && assertion.isNotEmpty) headers.add(('Tollgate-Assertion', assertion));
         }
         final HttpResult result;
         try {
@@ -289,27 +252,31 @@ class TollgateClient {
         }
         final error = mapError(result.status, result.headers, bytes, _clock()) ??
             NetworkException('Unexpected HTTP ${result.status}.');
-        if (error is AttestationFailedException && !refreshedToken) {
-          // The token may have been revoked or expired early, or the app's policy wants assertions.
-          refreshedToken = true;
-          if (assertions == AssertionPolicy.whenRequired && assertionSigner != null && !assertionSent) {
-            _assertionsRequired = true;
+        if (error is AttestationFailedException && result.status == 403) {
+          final action = await deviceTokens.reportError(token, error.reason);
+          if (action == ReasonAction.stop) {
+            deviceTokens.stop(error);
+            throw error;
           }
-          deviceTokens.invalidate(token);
-          continue;
-        }
-        throw error;
-      } on RateLimitedException catch (error) {
-        if (retries < retry.maxRetries) {
-          final delay = error.retryAfter ?? Duration(seconds: 1 << (retries < 5 ? retries : 5));
-          if (waited + delay <= retry.maxWait) {
-            retries += 1;
-            waited += delay;
-            await Future<void>.delayed(delay);
+          if (!resent && action.retriesOnce) {
+            resent = true;
+            if (action == ReasonAction.assert_) {
+              _assertions = true;
+            } else {
+              deviceTokens.invalidate(token);
+              forceRefresh = true;
+            }
             continue;
           }
         }
-        rethrow;
+        throw error;
+      } on RateLimitedException catch (error) {
+        final delay = retryDelaySeconds(error.kind, error.retryAfterSeconds, retries, waitedSeconds,
+            maxRetries: retry.maxRetries > 0 ? retry.maxRetries : null, maxWaitSeconds: retry.maxWait.inSeconds);
+        if (delay == null) rethrow;
+        retries += 1;
+        waitedSeconds += delay;
+        await Future<void>.delayed(Duration(seconds: delay));
       }
     }
   }

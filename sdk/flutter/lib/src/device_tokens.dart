@@ -1,9 +1,13 @@
 import 'dart:async';
-import 'dart:convert';
 
-/// A device token from `POST /v1/attest/{method}` (protocol.md, "Device tokens").
+import 'behaviour.dart';
+import 'exceptions.dart';
+
+export 'behaviour.dart' show jwsExpiryMs, refreshMarginMs;
+
+/// A device token (protocol.md, "Device tokens").
 class DeviceToken {
-  const DeviceToken(this.token, {required this.expiresAtMs, required this.receivedAtMs, required this.method});
+  const DeviceToken(this.token, {required this.expiresAtMs, required this.receivedAtMs, this.deviceId});
 
   final String token;
 
@@ -13,72 +17,118 @@ class DeviceToken {
   /// Unix ms when it was received (to size the refresh margin).
   final int receivedAtMs;
 
-  /// The attestation method that earned it (`apple-app-attest`, `android-key-attestation`, `development`).
-  final String method;
+  /// The device id the gateway knows this device by, when known.
+  final String? deviceId;
 
   /// Never prints the token itself.
   @override
-  String toString() => 'DeviceToken(method: $method, expiresAtMs: $expiresAtMs)';
+  String toString() => 'DeviceToken(deviceId: $deviceId, expiresAtMs: $expiresAtMs)';
 }
 
-/// Where the client gets its `Tollgate-Device-Token`.
+/// Where device tokens come from: the plugin's native side ([TollgateNative]), which persists them in the Keychain /
+/// Keystore, refreshes them with the attested key and attests a new key only when the gateway no longer knows the old
+/// one; or a test double.
+abstract interface class DeviceSession {
+  /// A device token; [forceRefresh] asks for a new one even if the stored one is still valid.
+  Future<DeviceToken> token({required bool forceRefresh});
+
+  /// The gateway refused [deviceToken] (attestationFailed) with [reason]: what the client does next (rule
+  /// `reason-action`, applied by the native SDK).
+  Future<ReasonAction> reportError(String deviceToken, String? reason);
+
+  /// The `Tollgate-Assertion` value for a request digest (lowercase hex), or null when none is sent.
+  Future<String?> assertion(String digestHex);
+}
+
+/// Where the client gets its `Tollgate-Device-Token`, and what it tells it when the gateway refuses one.
 abstract interface class DeviceTokenSource {
-  /// A token valid for at least the refresh margin; attests when needed. Throws a `TollgateException`.
-  Future<String> deviceToken();
+  /// A token not yet due for refresh; asks the session when needed. Throws a `TollgateException`.
+  Future<String> deviceToken({bool forceRefresh = false});
 
-  /// The gateway refused [token] (attestationFailed): forget it so that the next call attests again.
+  /// The gateway refused [token]: forget it.
   void invalidate(String token);
+
+  /// The gateway refused [token] with [reason] (attestationFailed): the action to take (rule `reason-action`).
+  Future<ReasonAction> reportError(String token, String? reason);
+
+  /// The device was revoked: refuse every call with [error] until the app restarts.
+  void stop(TollgateException error);
+
+  /// The `Tollgate-Assertion` value for a request digest (lowercase hex), or null.
+  Future<String?> assertion(String digestHex);
 }
 
-/// A fixed token (tests, tools).
+/// A fixed token (tests, tools): never refreshed, no assertions, every refusal surfaced.
 class StaticDeviceToken implements DeviceTokenSource {
   const StaticDeviceToken(this._token);
 
   final String _token;
 
   @override
-  Future<String> deviceToken() async => _token;
+  Future<String> deviceToken({bool forceRefresh = false}) async => _token;
 
   @override
   void invalidate(String token) {}
+
+  @override
+  Future<ReasonAction> reportError(String token, String? reason) async => ReasonAction.none;
+
+  @override
+  void stop(TollgateException error) {}
+
+  @override
+  Future<String?> assertion(String digestHex) async => null;
 }
 
 /// Unix ms from the system clock.
 int systemNowMs() => DateTime.now().millisecondsSinceEpoch;
 
-/// Caches the device token in memory and attests again shortly before it expires: when less than [refreshMarginMs]
-/// (default 5 minutes), or a fifth of the token's lifetime if that is shorter, remains. Concurrent callers share one
-/// attestation (single flight); a failed attestation is not cached, so the next call tries again.
+/// Keeps the current device token in memory in front of a [DeviceSession] and asks for a new one when it is due (rule
+/// `refresh-due`: when less than [refreshMargin] (60 s), or a fifth of the token's lifetime if that is shorter,
+/// remains). Concurrent callers share one request (single flight); a failure is not cached, so the next call tries
+/// again, except `device_revoked`, after which nothing is asked any more until the app restarts.
 class DeviceTokenCache implements DeviceTokenSource {
-  DeviceTokenCache(this._attest, {int Function()? clock, this.refreshMarginMs = 5 * 60 * 1000}) : _clock = clock ?? systemNowMs;
+  DeviceTokenCache(this.session, {int Function()? clock, this.refreshMargin = refreshMarginMs}) : _clock = clock ?? systemNowMs;
 
-  final Future<DeviceToken> Function() _attest;
+  final DeviceSession session;
   final int Function() _clock;
-  final int refreshMarginMs;
+  final int refreshMargin;
   DeviceToken? _current;
   Future<DeviceToken>? _pending;
+  TollgateException? _stopped;
 
-  /// How many attestations were started (diagnostics and tests).
-  int attestationCount = 0;
+  /// How many times the session was asked for a token (diagnostics and tests). The native side may answer from the
+  /// Keychain / Keystore without any attestation.
+  int requestCount = 0;
 
   /// The cached token, if any (even one due for refresh).
   DeviceToken? get cached => _current;
 
+  /// True after `device_revoked`.
+  bool get isStopped => _stopped != null;
+
   @override
-  Future<String> deviceToken() async {
+  Future<String> deviceToken({bool forceRefresh = false}) async {
+    final stopped = _stopped;
+    if (stopped != null) throw stopped;
     final cached = _current;
-    if (cached != null && !needsRefresh(cached, _clock())) return cached.token;
-    return (await _refresh()).token;
+    if (!forceRefresh && cached != null && !needsRefresh(cached, _clock())) return cached.token;
+    return (await _refresh(forceRefresh)).token;
   }
 
-  Future<DeviceToken> _refresh() {
+  Future<DeviceToken> _refresh(bool forceRefresh) {
     final pending = _pending;
     if (pending != null) return pending;
-    attestationCount += 1;
-    // Future.sync: an attestor that throws synchronously still yields a failed future (and clears _pending).
-    final flight = Future<DeviceToken>.sync(_attest).then((fresh) {
-      _current = fresh;
+    requestCount += 1;
+    // Future.sync: a session that throws synchronously still yields a failed future (and clears _pending).
+    final flight = Future<DeviceToken>.sync(() => session.token(forceRefresh: forceRefresh)).then((fresh) {
+      if (_stopped == null) _current = fresh;
       return fresh;
+    }, onError: (Object error, StackTrace stackTrace) {
+      if (error is AttestationFailedException && reasonAction('attestationFailed', error.reason) == ReasonAction.stop) {
+        stop(error);
+      }
+      Error.throwWithStackTrace(error, stackTrace);
     });
     _pending = flight;
     void settle() {
@@ -95,29 +145,23 @@ class DeviceTokenCache implements DeviceTokenSource {
     if (_current?.token == token) _current = null;
   }
 
-  /// Forgets the token (sign-out, a new app token).
+  @override
+  Future<ReasonAction> reportError(String token, String? reason) => session.reportError(token, reason);
+
+  @override
+  void stop(TollgateException error) {
+    _stopped = error;
+    _current = null;
+  }
+
+  @override
+  Future<String?> assertion(String digestHex) => session.assertion(digestHex);
+
+  /// Forgets the token (sign-out). A revocation stays in force.
   void clear() {
     _current = null;
   }
 
   /// True when [token] should be replaced at [nowMs].
-  bool needsRefresh(DeviceToken token, int nowMs) {
-    final lifetime = token.expiresAtMs - token.receivedAtMs;
-    final fifth = (lifetime < 0 ? 0 : lifetime) ~/ 5;
-    final margin = refreshMarginMs < fifth ? refreshMarginMs : fifth;
-    return nowMs >= token.expiresAtMs - margin;
-  }
-}
-
-/// The `exp` claim of a compact JWS, in unix ms, read without verifying the signature; null when unreadable.
-int? jwsExpiryMs(String token) {
-  final parts = token.split('.');
-  if (parts.length != 3) return null;
-  try {
-    final claims = jsonDecode(utf8.decode(base64Url.decode(base64Url.normalize(parts[1]))));
-    final exp = claims is Map ? claims['exp'] : null;
-    return exp is num ? (exp * 1000).round() : null;
-  } on FormatException {
-    return null;
-  }
+  bool needsRefresh(DeviceToken token, int nowMs) => refreshDue(token.receivedAtMs, token.expiresAtMs, nowMs, margin: refreshMargin);
 }

@@ -40,22 +40,30 @@ TollgateException? mapError(int status, List<(String, String)> headers, List<int
   final retryAfter = kind == 'rateLimited' ? parseRetryAfter(firstHeader(headers, 'Retry-After'), nowMs) : null;
   final message = (error?['message'] is String ? error!['message'] as String : null) ??
       _defaultMessage(kind, type, status, retryAfter);
+  // protocol.md, "Errors": a stable snake_case reason; anything else (a number, free text) is read as none.
+  final rawReason = error?['reason'];
+  final reason = rawReason is String && _snakeCase.hasMatch(rawReason) ? rawReason : null;
   switch (kind) {
     case 'unauthorized':
-      return UnauthorizedException(message, errorType: type, requestId: requestId);
+      return UnauthorizedException(message, errorType: type, requestId: requestId, reason: reason);
     case 'attestationFailed':
-      return AttestationFailedException(message, errorType: type, requestId: requestId);
+      return AttestationFailedException(message, errorType: type, requestId: requestId, reason: reason);
     case 'rateLimited':
       return RateLimitedException(message,
-          retryAfter: retryAfter == null ? null : Duration(seconds: retryAfter), errorType: type, requestId: requestId);
+          retryAfter: retryAfter == null ? null : Duration(seconds: retryAfter),
+          errorType: type,
+          requestId: requestId,
+          reason: reason);
     case 'secretNotFound':
-      return SecretNotFoundException(message, errorType: type, requestId: requestId);
+      return SecretNotFoundException(message, errorType: type, requestId: requestId, reason: reason);
     case 'networkError':
-      return NetworkException(message, errorType: type, requestId: requestId);
+      return NetworkException(message, errorType: type, requestId: requestId, reason: reason);
     default:
-      return InvalidRequestException(message, errorType: type, requestId: requestId);
+      return InvalidRequestException(message, errorType: type, requestId: requestId, reason: reason);
   }
 }
+
+final _snakeCase = RegExp(r'^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$');
 
 /// No response at all (offline, DNS, TLS, reset, timeout before the status line).
 NetworkException noResponse(Object? cause) =>

@@ -33,7 +33,9 @@ sealed class TollgateException implements Exception {
   /// The gateway's request id (body `error.requestId`, else the `Tollgate-Request-Id` header), to match its logs.
   final String? requestId;
 
-  /// A short machine-readable reason when the SDK knows one (`stream_cut`, `no_native_attestation`, ...).
+  /// A stable snake_case reason when known: the gateway's `error.reason` (`device_revoked`, `device_token_expired`,
+  /// `rate_limited_device`, ... see docs/reference/errors.md), or the SDK's own (`stream_cut`, `not_initialized`,
+  /// `gateway_url_missing`, `native_module_missing`, ...).
   final String? reason;
 
   /// The underlying error, if any.

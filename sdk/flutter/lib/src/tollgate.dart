@@ -1,14 +1,10 @@
-import 'dart:math';
-
 import 'package:flutter/foundation.dart' show debugPrint, kDebugMode;
 import 'package:http/http.dart' as http;
 
-import 'attestation_api.dart';
 import 'client.dart';
 import 'device_tokens.dart';
 import 'exceptions.dart';
-import 'native_attestation.dart';
-import 'request_builder.dart';
+import 'native_device.dart';
 import 'stream_parsers.dart';
 import 'transport.dart';
 
@@ -19,7 +15,7 @@ import 'transport.dart';
 /// ```dart
 /// Future<void> main() async {
 ///   WidgetsFlutterBinding.ensureInitialized();
-///   await Tollgate.initialize('at_...', baseUrl: 'https://gateway.example.com');
+///   await Tollgate.initialize('at_...');
 ///   runApp(const MyApp());
 /// }
 ///
@@ -28,7 +24,7 @@ import 'transport.dart';
 ///     headers: {'anthropic-version': '2023-06-01'})) { ... }
 /// ```
 ///
-/// Any call before [initialize] fails with an [InvalidRequestException].
+/// Any call before [initialize] fails with an [InvalidRequestException] (reason `not_initialized`).
 class Tollgate {
   Tollgate._();
 
@@ -40,64 +36,67 @@ class Tollgate {
 
   /// The message of the error raised by calls made before [initialize].
   static const String notInitializedMessage =
-      "Tollgate is not initialized: call `await Tollgate.initialize(appToken, baseUrl: ...)` in main(), before runApp.";
+      "Tollgate is not initialized: call `await Tollgate.initialize(appToken)` in main(), before runApp.";
 
   static TollgateClient? _client;
+  static TollgateNative? _native;
   static TollgateException? _configurationError;
 
   /// Sets the SDK up; call once in `main()` before `runApp` (after `WidgetsFlutterBinding.ensureInitialized()`, since
-  /// attestation uses a platform channel). Nothing goes on the network here: the first request attests the device (or
-  /// call [prepare] to do it early). Calling it again replaces the configuration.
+  /// it uses the plugin's platform channel). It reads the gateway address from the app's native configuration
+  /// (Info.plist `TollgateGatewayURL` on iOS, AndroidManifest meta-data `dev.tollgate.GATEWAY_URL` on Android) unless
+  /// [gatewayUrl] is given, and hands the settings to the native SDK, which attests the device on the first request
+  /// (or call [prepare] to do it early) and keeps the device token in the Keychain / Keystore across launches. Calling
+  /// it again replaces the configuration.
   ///
-  /// An invalid [baseUrl] or [appToken] does not crash the app: every later call fails with an
-  /// [InvalidRequestException] naming it.
+  /// A missing address (reason `gateway_url_missing`), an invalid one or an invalid [appToken] does not crash the app:
+  /// every later call fails with an [InvalidRequestException] naming it (printed in debug builds).
   ///
   /// - [appToken]: the app token (`at_...`) from the dashboard. It identifies the app; it is not a provider key, and no
   ///   provider key ever belongs in the app.
-  /// - [baseUrl]: the gateway, e.g. `https://gateway.example.com` (a path prefix is allowed).
-  /// - [developmentToken]: a development token (`dt_...`) for simulators and emulators, used **only in debug builds**
-  ///   (`kDebugMode`); ignored in profile and release builds, where the device attests natively.
-  /// - [developmentDeviceId]: a stable id for this simulator or emulator (1-128 of `A-Z a-z 0-9 . _ : -`); default a
-  ///   random id per launch.
+  /// - [gatewayUrl]: the gateway, e.g. `https://gateway.example.com` (a path prefix is allowed), when it is not in
+  ///   the native configuration.
+  /// - [developmentToken]: a development token (`dt_...`) for simulators and emulators, handed to the native SDK
+  ///   **only in debug builds** (`kDebugMode`); ignored in profile and release builds, where the device attests
+  ///   natively.
   /// - [retry]: automatic retries of `rateLimited`; off by default.
-  /// - [assertions]: when requests carry a device assertion (`Tollgate-Assertion`).
   /// - [httpClient]: a `package:http` client to use (e.g. `cupertino_http` or `cronet_http`).
   static Future<void> initialize(
     String appToken, {
-    required String baseUrl,
+    String? gatewayUrl,
+    @Deprecated('Use gatewayUrl.') String? baseUrl,
     String? developmentToken,
-    String? developmentDeviceId,
     RetryPolicy retry = RetryPolicy.none,
-    AssertionPolicy assertions = AssertionPolicy.whenRequired,
     http.Client? httpClient,
+    TollgateNative native = const TollgateNative(),
   }) async {
     _client = null;
+    _native = null;
     _configurationError = null;
     try {
-      final transport = PackageHttpTransport(httpClient);
-      final builder = RequestBuilder(baseUrl, appToken, sdkHeader);
-      final api = AttestationApi(builder, transport);
-      const native = NativeAttestation();
-      final development = kDebugMode && developmentToken != null && developmentToken.trim().isNotEmpty ? developmentToken : null;
-      final deviceId = developmentDeviceId ?? _randomDeviceId();
-      final tokens = DeviceTokenCache(() async {
-        if (development != null) {
-          return api.exchange('development', {'developmentToken': development, 'deviceId': deviceId});
-        }
-        final challenge = await api.challenge();
-        final artifact = await native.attest(challenge.value);
-        return api.exchange(artifact.method, artifact.body);
-      });
-      _client = TollgateClient(
-        baseUrl: baseUrl,
+      var address = gatewayUrl ?? baseUrl;
+      if (address == null || address.trim().isEmpty) address = await native.gatewayUrl();
+      if (address == null) {
+        throw const InvalidRequestException(
+            'No gateway address: set TollgateGatewayURL in Info.plist and dev.tollgate.GATEWAY_URL in '
+            'AndroidManifest.xml, or pass gatewayUrl: to Tollgate.initialize.',
+            reason: 'gateway_url_missing');
+      }
+      final client = TollgateClient(
+        baseUrl: address,
         appToken: appToken,
-        deviceTokens: tokens,
-        transport: transport,
+        deviceTokens: DeviceTokenCache(native),
+        transport: PackageHttpTransport(httpClient),
         retry: retry,
-        assertions: assertions,
-        // Development tokens have no device key: nothing to sign with.
-        assertionSigner: development != null ? null : native.assertDigest,
       );
+      final development = developmentToken?.trim();
+      await native.configure(
+        appToken: appToken,
+        gatewayUrl: client.builder.base,
+        developmentToken: kDebugMode && development != null && development.isNotEmpty ? development : null,
+      );
+      _client = client;
+      _native = native;
     } on TollgateException catch (error) {
       _configurationError = error;
       if (kDebugMode) debugPrint('Tollgate.initialize: $error');
@@ -110,13 +109,24 @@ class Tollgate {
   /// The client behind this facade (throws [InvalidRequestException] before [initialize]).
   static TollgateClient get client => _client ?? (throw _notReady());
 
-  /// Forgets the configuration (tests, sign-out); calls then fail until [initialize] runs again.
+  /// Forgets the configuration (tests); calls then fail until [initialize] runs again.
   static void reset() {
     _client = null;
+    _native = null;
     _configurationError = null;
   }
 
-  static TollgateException _notReady() => _configurationError ?? const InvalidRequestException(notInitializedMessage);
+  /// Forgets the stored device token (the native Keychain / Keystore entry and the memory cache), e.g. at sign-out;
+  /// the next call gets a new one. A revocation stays in force until the app restarts.
+  static Future<void> clear() async {
+    final client = _client ?? (throw _notReady());
+    final tokens = client.deviceTokens;
+    if (tokens is DeviceTokenCache) tokens.clear();
+    await _native?.clear();
+  }
+
+  static TollgateException _notReady() =>
+      _configurationError ?? const InvalidRequestException(notInitializedMessage, reason: 'not_initialized');
 
   /// Sends a request through the gateway and returns the whole 2xx response. See [TollgateClient.request].
   static Future<TollgateResponse> request({
@@ -144,15 +154,9 @@ class Tollgate {
     return client.stream(endpoint: endpoint, method: method, body: body, format: format, query: query, headers: headers);
   }
 
-  /// Attests now (e.g. at start-up, to hide the first request's latency); later requests reuse the device token.
+  /// Gets the device token now (e.g. at start-up, to hide the first request's latency); later requests reuse it.
   static Future<void> prepare() async {
     final client = _client ?? (throw _notReady());
     await client.prepare();
-  }
-
-  static String _randomDeviceId() {
-    final random = Random.secure();
-    final hex = List.generate(16, (_) => random.nextInt(256).toRadixString(16).padLeft(2, '0')).join();
-    return 'dev-$hex';
   }
 }
