@@ -50,7 +50,7 @@ describe('provider plugins', () => {
     });
 
     it('uses the tenant host from the secret record (Azure, AssemblyAI EU) and the queue host of fal', () => {
-      const azure = upstreamFor('azure-openai', 'v1-deployments', 'gpt4o/chat/completions', 'k', 'https://contoso.openai.azure.com/openai');
+      const azure = upstreamFor('azure-openai', 'v1-deployments', 'deployments/gpt4o/chat/completions', 'k', 'https://contoso.openai.azure.com/openai');
       expect(azure).to.deep.include({ origin: 'https://contoso.openai.azure.com', path: '/openai/deployments/gpt4o/chat/completions' });
       expect(azure.headers['api-key']).to.equal('k');
       expect(upstreamFor('assemblyai', 'v2', 'transcript', 'k', 'https://api.eu.assemblyai.com').origin).to.equal('https://api.eu.assemblyai.com');
