@@ -23,15 +23,16 @@ export const serverKey = (slug) => `server-key-${slug}-0123456789abcdef`;
 /**
  * Starts a fake upstream and a gateway whose providers point at it.
  * @param {Record<string, string>} prefixes provider slug -> the documented path prefix of its base URL ('' for none)
- * @param {Record<string, string>} tenantBaseUrls provider slug -> the operator's per-tenant base URL on the secret
+ * @param {{ tenants?: Record<string, string>, secrets?: Record<string, string> }} options per provider: the operator's
+ *   per-tenant base URL on the secret, and a secret other than {@link serverKey} (a service-account key, AWS keys)
  */
-export async function startSuite(prefixes, tenantBaseUrls = {}) {
+export async function startSuite(prefixes, { tenants = {}, secrets = {} } = {}) {
   const upstream = await FakeUpstream.start();
   const upstreams = Object.fromEntries(Object.entries(prefixes).map(([slug, prefix]) => [slug, `${upstream.url}${prefix}`]));
   const gateway = await TestGateway.start({ upstreams, env: { TOLLGATE_SHUTDOWN_GRACE_MS: '200' } });
   // Per-tenant providers (Azure, Workers AI) need the operator's base URL on the secret; the override still wins.
   const { appId, appToken } = await gateway.createApp();
-  for (const slug of Object.keys(prefixes)) await gateway.setSecret(appId, slug, serverKey(slug), tenantBaseUrls[slug]);
+  for (const slug of Object.keys(prefixes)) await gateway.setSecret(appId, slug, secrets[slug] ?? serverKey(slug), tenants[slug]);
   const deviceToken = await gateway.deviceToken(appId, appToken);
   const provisioned = { appId, appToken, deviceToken, headers: { 'Tollgate-App-Token': appToken, 'Tollgate-Device-Token': deviceToken } };
   return {

@@ -18,7 +18,7 @@ describe('official SDK: openai', function () {
   const bearer = ['Authorization', `Bearer ${serverKey('openai')}`];
 
   before(async function () {
-    suite = await startSuite({ openai: '', 'azure-openai': '/openai' }, { 'azure-openai': 'https://my-resource.openai.azure.com/openai' });
+    suite = await startSuite({ openai: '', 'azure-openai': '/openai' }, { tenants: { 'azure-openai': 'https://my-resource.openai.azure.com/openai' } });
     client = new OpenAI({ apiKey: CLIENT_KEY, baseURL: suite.base('openai', 'v1'), defaultHeaders: suite.headers, maxRetries: 0 });
   });
   after(async function () {
