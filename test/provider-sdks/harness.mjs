@@ -11,6 +11,8 @@ import assert from 'node:assert/strict';
 const require = createRequire(import.meta.url);
 const { TestGateway } = require('../../dist/test/support/gateway.js');
 const fake = require('../../dist/test/support/fake-upstream.js');
+/** Node's own fetch, kept before any test wraps the global one. */
+const nativeFetch = globalThis.fetch;
 
 export const { FakeUpstream, respondJson, respondChunks, sseEvents } = fake;
 
@@ -47,7 +49,7 @@ export async function startSuite(prefixes, { tenants = {}, secrets = {} } = {}) 
     fetch: (input, init = {}) => {
       const headers = new Headers(init.headers ?? (input instanceof Request ? input.headers : undefined));
       for (const [name, value] of Object.entries(provisioned.headers)) headers.set(name, value);
-      return globalThis.fetch(input, { ...init, headers });
+      return nativeFetch(input, { ...init, headers });
     },
     async close() {
       await gateway.close();
