@@ -75,6 +75,16 @@ describe('official SDK: @google/genai', function () {
     assertUpstream(only(suite.upstream), { method: 'POST', path: '/v1beta/models/gemini-2.5-flash-image:generateContent', header: credential });
   });
 
+  it("a client's own ?key= never reaches Google (the app cannot bring its own key)", async function () {
+    // WAITS FOR the routes branch (client credential channels stripped in core).
+    suite.upstream.on(/:generateContent/, respondJson(200, answer('Hello from the fake')));
+    const response = await fetch(`${suite.base('gemini', 'v1beta')}/models/gemini-2.5-flash:generateContent?key=${CLIENT_KEY}`, { method: 'POST', headers: { ...suite.headers, 'content-type': 'application/json' }, body: JSON.stringify({ contents: [{ parts: [{ text: 'Hi' }] }] }) });
+    assert.equal(response.status, 200);
+    const request = only(suite.upstream);
+    assertUpstream(request, { method: 'POST', path: '/v1beta/models/gemini-2.5-flash:generateContent', header: credential });
+    assert.equal(new URL(request.url, 'http://x').searchParams.get('key'), null);
+  });
+
   const uploadedFile = { name: 'files/abc', displayName: 'clip', mimeType: 'text/plain', sizeBytes: '5', uri: 'https://generativelanguage.googleapis.com/v1beta/files/abc', state: 'ACTIVE' };
   function answerUpload() {
     // Google answers the start with an upload URL on its own API host (the same origin as the API).
