@@ -11,6 +11,6 @@ export const manifest = openAiCompatible({
   name: 'Fireworks AI',
   baseUrl: 'https://api.fireworks.ai/inference',
   capabilities: ['chat', 'embeddings', 'image'],
-  routes: { methods: OPENAI_COMPATIBLE_ROUTES.methods!, allow: [...OPENAI_COMPATIBLE_ROUTES.allow!, 'workflows/accounts/', 'image_generation/accounts/'], deny: OPENAI_COMPATIBLE_ROUTES.deny! },
+  routes: { ...OPENAI_COMPATIBLE_ROUTES, allow: [...OPENAI_COMPATIBLE_ROUTES.allow!, 'workflows/accounts/', 'image_generation/accounts/'] },
   defaultHeaders: { accept: 'application/json' },
 });

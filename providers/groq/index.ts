@@ -17,6 +17,6 @@ export const manifest = openAiCompatible({
   versions: { v1: '/openai/v1', 'v1-root': '' },
   capabilities: ['chat', 'stt', 'translation', 'tts'],
   streaming: ['sse', 'binary'],
-  routes: { methods: OPENAI_COMPATIBLE_ROUTES.methods!, allow: under(OPENAI_COMPATIBLE_ROUTES.allow), deny: under(OPENAI_COMPATIBLE_ROUTES.deny) },
+  routes: { ...OPENAI_COMPATIBLE_ROUTES, allow: under(OPENAI_COMPATIBLE_ROUTES.allow), deny: under(OPENAI_COMPATIBLE_ROUTES.deny) },
   notes: 'v1 maps to /openai/v1 (OpenAI-style clients); v1-root maps to the host root for groq-sdk, which sends /openai/v1/… itself.',
 });

@@ -21,10 +21,6 @@ export const manifest = openAiCompatible({
   baseUrl: 'https://router.huggingface.co',
   versions: { v1: '/v1', 'v1-root': '' },
   capabilities: ['chat', 'embeddings', 'image'],
-  routes: {
-    methods: OPENAI_COMPATIBLE_ROUTES.methods!,
-    allow: [...OPENAI_COMPATIBLE_ROUTES.allow!, 'v1/chat/completions', 'hf-inference/models/', 'fal-ai/', ...PARTNER_ROUTES],
-    deny: OPENAI_COMPATIBLE_ROUTES.deny!,
-  },
+  routes: { ...OPENAI_COMPATIBLE_ROUTES, allow: [...OPENAI_COMPATIBLE_ROUTES.allow!, 'v1/chat/completions', 'hf-inference/models/', 'fal-ai/', ...PARTNER_ROUTES] },
   notes: 'v1: OpenAI-compatible chat. v1-root: the router root for provider task paths (hf-inference/models/…, {provider}/v1/…).',
 });

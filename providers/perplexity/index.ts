@@ -11,6 +11,6 @@ export const manifest = openAiCompatible({
   baseUrl: 'https://api.perplexity.ai',
   versions: { v1: '' },
   capabilities: ['chat', 'search'],
-  routes: { methods: OPENAI_COMPATIBLE_ROUTES.methods!, allow: [...OPENAI_COMPATIBLE_ROUTES.allow!, 'search'], deny: OPENAI_COMPATIBLE_ROUTES.deny! },
+  routes: { ...OPENAI_COMPATIBLE_ROUTES, allow: [...OPENAI_COMPATIBLE_ROUTES.allow!, 'search'] },
   notes: 'Unversioned (v1 maps to the root). SSE framed with CRLF.',
 });

@@ -23,7 +23,7 @@ export const manifest = defineProvider({
   auth: BEARER,
   capabilities: ['chat', 'embeddings', 'image'],
   streaming: ['sse'],
-  routes: { methods: OPENAI_COMPATIBLE_ROUTES.methods!, allow: [...OPENAI_COMPATIBLE_ROUTES.allow!, ...IMAGE_MODEL_AUTHORS], deny: OPENAI_COMPATIBLE_ROUTES.deny! },
+  routes: { ...OPENAI_COMPATIBLE_ROUTES, allow: [...OPENAI_COMPATIBLE_ROUTES.allow!, ...IMAGE_MODEL_AUTHORS] },
   tenant: { baseUrl: 'required', allowedHosts: ['api.cloudflare.com'], pathPattern: '^/client/v4/accounts/[0-9a-f]{32}/ai$' },
   notes: 'Per-account base URL from the secret record; SSE format not verified against Cloudflare docs.',
 });

@@ -51,17 +51,35 @@ describe('official SDK: deepl-node', function () {
     assertUpstream(only(suite.upstream), { method: 'POST', path: '/v2/write/correct', header: credential });
   });
 
-  it('listGlossaries (GET /v2/glossaries)', async function () {
-    suite.upstream.on(/\/v2\/glossaries/, respondJson(200, { glossaries: [{ glossary_id: 'g1', name: 'My glossary', ready: true, source_lang: 'en', target_lang: 'de', creation_time: '2021-08-03T14:16:18.329Z', entry_count: 1 }] }));
-    const glossaries = await client.listGlossaries();
-    assert.equal(glossaries[0].glossaryId, 'g1');
-    assertUpstream(only(suite.upstream), { method: 'GET', path: '/v2/glossaries', header: credential });
-  });
+  describe("glossaries: account routes (the account's glossaries are shared by every user of the key)", function () {
+    // WAITS FOR the routes branch: account routes are closed by default and opened per app with openAccountRoutes.
+    it('are refused by default, with nothing sent upstream', async function () {
+      await assert.rejects(client.listGlossaries());
+      await assert.rejects(client.listMultilingualGlossaries());
+      assert.equal(suite.upstream.requests.length, 0);
+    });
 
-  it('listMultilingualGlossaries (GET /v3/glossaries)', async function () {
-    suite.upstream.on(/\/v3\/glossaries/, respondJson(200, { glossaries: [{ glossary_id: 'g2', name: 'Multi', dictionaries: [{ source_lang: 'en', target_lang: 'de', entry_count: 1 }], creation_time: '2024-08-03T14:16:18.329Z' }] }));
-    const glossaries = await client.listMultilingualGlossaries();
-    assert.equal(glossaries[0].glossaryId, 'g2');
-    assertUpstream(only(suite.upstream), { method: 'GET', path: '/v3/glossaries', header: credential });
+    describe('opened for the app', function () {
+      before(async function () {
+        await suite.gateway.gateway.management.updateApp(suite.provisioned.appId, { openAccountRoutes: ['deepl'] });
+      });
+      after(async function () {
+        await suite.gateway.gateway.management.updateApp(suite.provisioned.appId, { openAccountRoutes: null });
+      });
+
+      it('listGlossaries (GET /v2/glossaries)', async function () {
+        suite.upstream.on(/\/v2\/glossaries/, respondJson(200, { glossaries: [{ glossary_id: 'g1', name: 'My glossary', ready: true, source_lang: 'en', target_lang: 'de', creation_time: '2021-08-03T14:16:18.329Z', entry_count: 1 }] }));
+        const glossaries = await client.listGlossaries();
+        assert.equal(glossaries[0].glossaryId, 'g1');
+        assertUpstream(only(suite.upstream), { method: 'GET', path: '/v2/glossaries', header: credential });
+      });
+
+      it('listMultilingualGlossaries (GET /v3/glossaries)', async function () {
+        suite.upstream.on(/\/v3\/glossaries/, respondJson(200, { glossaries: [{ glossary_id: 'g2', name: 'Multi', dictionaries: [{ source_lang: 'en', target_lang: 'de', entry_count: 1 }], creation_time: '2024-08-03T14:16:18.329Z' }] }));
+        const glossaries = await client.listMultilingualGlossaries();
+        assert.equal(glossaries[0].glossaryId, 'g2');
+        assertUpstream(only(suite.upstream), { method: 'GET', path: '/v3/glossaries', header: credential });
+      });
+    });
   });
 });
