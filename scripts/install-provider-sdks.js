@@ -25,7 +25,8 @@ function fresh() {
 if (fresh()) process.exit(0);
 console.log('Installing the official provider SDKs for the test suite (test/provider-sdks)…');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-const result = spawnSync(npm, ['ci', '--prefix', directory, '--no-audit', '--no-fund', '--ignore-scripts'], { stdio: 'inherit' });
+// Windows runs npm.cmd through a shell (Node refuses to spawn .cmd files directly).
+const result = spawnSync(npm, ['ci', '--prefix', directory, '--no-audit', '--no-fund', '--ignore-scripts'], { stdio: 'inherit', shell: process.platform === 'win32' });
 if (result.status !== 0) process.exit(result.status ?? 1);
 // npm ci keeps the lockfile's mtime; touch the marker so a later run sees the install as current.
 const now = new Date();

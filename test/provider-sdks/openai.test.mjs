@@ -1,8 +1,9 @@
 /**
- * Official OpenAI SDK (`openai`) through the gateway: chat, streamed chat, embeddings, images, speech, transcription,
+ * Official OpenAI SDK (`openai`) through the gateway: chat, streamed chat, streamed responses, embeddings, images, speech,
+ * transcription,
  * and `AzureOpenAI` with a deployment.
  * Wire formats: https://platform.openai.com/docs/api-reference (chat/create, chat-streaming, embeddings/create,
- * images/create, audio/createSpeech, audio/createTranscription); Azure:
+ * images/create, audio/createSpeech, audio/createTranscription, responses/create, responses-streaming); Azure:
  * https://learn.microsoft.com/azure/ai-foundry/openai/reference (POST /openai/deployments/{deployment-id}/chat/completions
  * ?api-version=…, `api-key` header).
  */
@@ -76,6 +77,22 @@ describe('official SDK: openai', function () {
     assertUpstream(request, { method: 'POST', path: '/v1/audio/transcriptions', header: bearer });
     assert.match(request.headers['content-type'], /^multipart\/form-data; boundary=/);
     assert.ok(request.body.includes('RIFFfake'));
+  });
+
+  it('responses.create, streamed (SSE with named events)', async function () {
+    const response = { id: 'resp_1', object: 'response', created_at: 1, status: 'completed', model: 'gpt-4o-mini', output: [{ type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Hello', annotations: [] }] }], usage: { input_tokens: 1, output_tokens: 2, total_tokens: 3 } };
+    const events = [
+      { type: 'response.created', sequence_number: 0, response: { ...response, status: 'in_progress', output: [] } },
+      { type: 'response.output_text.delta', sequence_number: 1, item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'Hel' },
+      { type: 'response.output_text.delta', sequence_number: 2, item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'lo' },
+      { type: 'response.completed', sequence_number: 3, response },
+    ];
+    suite.upstream.on(/\/v1\/responses/, respondChunks(sseEvents(events, { done: false, eventNames: events.map((event) => event.type) })));
+    const stream = await client.responses.create({ model: 'gpt-4o-mini', input: 'Hi', stream: true });
+    let text = '';
+    for await (const event of stream) if (event.type === 'response.output_text.delta') text += event.delta;
+    assert.equal(text, 'Hello');
+    assertUpstream(only(suite.upstream), { method: 'POST', path: '/v1/responses', header: bearer });
   });
 
   it('AzureOpenAI with a deployment: /openai/deployments/{deployment}/chat/completions?api-version=…, api-key', async function () {
