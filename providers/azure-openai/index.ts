@@ -3,7 +3,9 @@
  * the app's secret record (`--base-url https://<resource>.openai.azure.com/openai`), validated against the patterns
  * below when it is set; never from the client.
  * - `v1`: the v1 API (`/openai/v1/chat/completions`, no `api-version`).
- * - `v1-deployments`: classic deployment paths (`/openai/deployments/{deployment}/chat/completions?api-version=…`).
+ * - `v1-deployments`: classic deployment paths (`/openai/deployments/{deployment}/chat/completions?api-version=…`). It
+ *   maps to `/openai` itself: the official `AzureOpenAI` client (openai npm) inserts `/deployments/{deployment}` on its
+ *   own, so a prefix of `/deployments` here doubled it.
  * Auth: `api-key: <key>`.
  */
 import { OPENAI_COMPATIBLE_ROUTES } from '../_shared';
@@ -14,11 +16,11 @@ export const manifest = defineProvider({
   slug: 'azure-openai',
   name: 'Azure OpenAI',
   baseUrl: 'https://resource.openai.azure.com/openai',
-  versions: { v1: '/v1', 'v1-deployments': '/deployments' },
+  versions: { v1: '/v1', 'v1-deployments': '' },
   auth: { kind: 'header', header: 'api-key' },
   capabilities: ['chat', 'embeddings', 'image', 'tts', 'stt'],
   streaming: ['sse', 'binary'],
   routes: { methods: ['GET', 'POST'], deny: OPENAI_COMPATIBLE_ROUTES.deny },
   tenant: { baseUrl: 'required', allowedHosts: ['*.openai.azure.com', '*.cognitiveservices.azure.com'], pathPattern: '^/openai$' },
-  notes: 'Per-resource host from the secret record. v1-deployments maps to deployments/{deployment}/… with api-version.',
+  notes: 'Per-resource host from the secret record. v1-deployments maps to /openai (clients send deployments/{deployment}/…?api-version=…).',
 });

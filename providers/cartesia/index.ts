@@ -1,4 +1,8 @@
-/** Cartesia (https://docs.cartesia.ai). `X-API-Key` and the required `Cartesia-Version` header; `/tts/bytes` streams audio. */
+/**
+ * Cartesia (https://docs.cartesia.ai/use-the-api/api-conventions): `Authorization: Bearer <key>` and the required
+ * `Cartesia-Version` header (a date; the gateway sends the one the official `@cartesia/cartesia-js` 4.2 pins when the
+ * client sends none). `/tts/bytes` answers audio bytes, `/tts/sse` streams SSE.
+ */
 import { PLUGIN_CONTRACT_VERSION, defineProvider } from '../../core/contract';
 
 export const manifest = defineProvider({
@@ -7,8 +11,8 @@ export const manifest = defineProvider({
   name: 'Cartesia',
   baseUrl: 'https://api.cartesia.ai',
   versions: { v1: '' },
-  auth: { kind: 'header', header: 'X-API-Key' },
-  defaultHeaders: { 'Cartesia-Version': '2024-06-10' },
+  auth: { kind: 'header', header: 'Authorization', scheme: 'Bearer' },
+  defaultHeaders: { 'Cartesia-Version': '2026-08-14' },
   capabilities: ['tts'],
   streaming: ['binary', 'sse'],
   routes: { methods: ['GET', 'POST'], allow: ['tts/', 'voices', 'stt'] },

@@ -1,6 +1,11 @@
 /**
  * DeepL (https://developers.deepl.com/docs). `Authorization: DeepL-Auth-Key <key>`. Free-plan keys end in `:fx` and
  * must use `api-free.deepl.com`; the host is chosen from the key, never by the client.
+ * Routes (https://developers.deepl.com/api-reference): `translate`, `document`, `languages`, `glossary-language-pairs`;
+ * DeepL API for Write `write/rephrase` and `write/correct` (https://developers.deepl.com/api-reference/improve-text);
+ * `usage`; glossaries (`/v2/glossaries`, and the multilingual `/v3/glossaries`,
+ * https://developers.deepl.com/api-reference/multilingual-glossaries). The official `deepl-node` client writes
+ * `/v2/…` and `/v3/…` itself, so its `serverUrl` is the provider root `…/v1/proxy/deepl`.
  */
 import { PLUGIN_CONTRACT_VERSION, defineProvider } from '../../core/contract';
 
@@ -14,11 +19,11 @@ export const manifest = defineProvider({
   baseUrl: PRO,
   alternateBaseUrls: [FREE],
   selectBaseUrl: (secret) => (secret.value.reveal().endsWith(':fx') ? FREE : PRO),
-  versions: { v2: '/v2' },
+  versions: { v2: '/v2', v3: '/v3' },
   auth: { kind: 'header', header: 'Authorization', scheme: 'DeepL-Auth-Key' },
   capabilities: ['translation'],
   streaming: [],
   examples: { translation: { method: 'POST', version: 'v2', path: 'translate', body: { text: ['Hello!'], target_lang: 'DE' } } },
-  routes: { methods: ['GET', 'POST'], allow: ['translate', 'languages', 'document', 'glossary-language-pairs', 'rephrase'] },
+  routes: { methods: ['GET', 'POST'], allow: ['translate', 'languages', 'document', 'glossary-language-pairs', 'write/rephrase', 'write/correct', 'usage', 'glossaries'] },
   notes: 'Keys ending in :fx use the Free host.',
 });

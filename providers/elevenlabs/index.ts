@@ -1,6 +1,12 @@
 /**
  * ElevenLabs (https://elevenlabs.io/docs/api-reference). `xi-api-key: <key>`. `/v1/text-to-speech/{voice}/stream`
  * streams audio bytes (chunked); the non-stream path answers audio too. Account and workspace routes are refused.
+ * - `v2` maps to `/v2`: `GET /v2/voices` (voices.search in the official SDK, https://elevenlabs.io/docs/api-reference/voices/search).
+ * - `text-to-dialogue` and `text-to-dialogue/stream` (https://elevenlabs.io/docs/api-reference/text-to-dialogue/convert).
+ * - Data residency (https://elevenlabs.io/docs/product-guides/administration/data-residency): an isolated-environment
+ *   key works only on its own host, so the operator may set one of the declared hosts as the secret's base URL
+ *   (`api.us.elevenlabs.io`, `api.eu.residency.elevenlabs.io`, `api.in.residency.elevenlabs.io`,
+ *   `api.sg.residency.elevenlabs.io`); the client never picks it. The official SDKs name the same hosts.
  */
 import { PLUGIN_CONTRACT_VERSION, defineProvider } from '../../core/contract';
 
@@ -9,10 +15,15 @@ export const manifest = defineProvider({
   slug: 'elevenlabs',
   name: 'ElevenLabs',
   baseUrl: 'https://api.elevenlabs.io',
-  versions: { v1: '/v1' },
+  versions: { v1: '/v1', v2: '/v2' },
   auth: { kind: 'header', header: 'xi-api-key' },
   capabilities: ['tts', 'stt'],
   streaming: ['binary'],
+  tenant: {
+    baseUrl: 'optional',
+    allowedHosts: ['api.elevenlabs.io', 'api.us.elevenlabs.io', 'api.eu.residency.elevenlabs.io', 'api.in.residency.elevenlabs.io', 'api.sg.residency.elevenlabs.io'],
+    pathPattern: '^$',
+  },
   examples: { tts: { method: 'POST', version: 'v1', path: 'text-to-speech/21m00Tcm4TlvDq8ikWAM/stream', body: { text: 'Hello!', model_id: 'eleven_multilingual_v2' }, streams: true } },
-  routes: { methods: ['GET', 'POST'], allow: ['text-to-speech/', 'speech-to-text', 'speech-to-speech/', 'sound-generation', 'audio-isolation', 'voices', 'models'], deny: ['user', 'workspace/'] },
+  routes: { methods: ['GET', 'POST'], allow: ['text-to-speech/', 'text-to-dialogue', 'speech-to-text', 'speech-to-speech/', 'sound-generation', 'audio-isolation', 'voices', 'models'], deny: ['user', 'workspace/'] },
 });

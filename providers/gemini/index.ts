@@ -2,6 +2,11 @@
  * Google Gemini API (https://ai.google.dev/api). The key goes in the `x-goog-api-key` header (Google also accepts a
  * `key=` query parameter; the header keeps it out of URLs and logs). `models/{m}:streamGenerateContent?alt=sse` streams
  * SSE without `[DONE]`; without `alt=sse` the same method streams one JSON array, element by element.
+ *
+ * Media over 20 MB goes through the Files API's resumable upload, `POST /upload/v1beta/files`
+ * (https://ai.google.dev/api/files#method:-media.upload). That path starts with `upload/`, not a version, so the
+ * `v1-root` version maps to the host root and allows only the upload routes: `@google/genai` reaches it with
+ * `files.upload({ file, config: { httpOptions: { baseUrl: '<gateway>/v1/proxy/gemini/v1-root' } } })`.
  */
 import { PLUGIN_CONTRACT_VERSION, defineProvider } from '../../core/contract';
 
@@ -10,11 +15,11 @@ export const manifest = defineProvider({
   slug: 'gemini',
   name: 'Google Gemini',
   baseUrl: 'https://generativelanguage.googleapis.com',
-  versions: { v1beta: '/v1beta', v1: '/v1', v1alpha: '/v1alpha' },
+  versions: { v1beta: '/v1beta', v1: '/v1', v1alpha: '/v1alpha', 'v1-root': '' },
   auth: { kind: 'header', header: 'x-goog-api-key' },
   capabilities: ['chat', 'embeddings', 'image'],
   streaming: ['sse', 'json-array'],
-  routes: { methods: ['GET', 'POST'], allow: ['models', 'cachedContents', 'files'], deny: ['tunedModels', 'operations', 'corpora'] },
+  routes: { methods: ['GET', 'POST'], allow: ['models', 'cachedContents', 'files', 'upload/v1beta/files', 'upload/v1/files', 'upload/v1alpha/files'], deny: ['tunedModels', 'operations', 'corpora'] },
   examples: {
     chat: { method: 'POST', version: 'v1beta', path: 'models/gemini-2.0-flash:generateContent', body: { contents: [{ parts: [{ text: 'Hello!' }] }] } },
     streaming: { method: 'POST', version: 'v1beta', path: 'models/gemini-2.0-flash:streamGenerateContent?alt=sse', body: { contents: [{ parts: [{ text: 'Hello!' }] }] }, streams: true },

@@ -43,6 +43,13 @@ describe('provider plugins', () => {
       expect(upstreamFor('replicate', 'v1-stream', 'predictions/abc', 'r8_x')).to.deep.include({ origin: 'https://streaming.api.replicate.com', path: '/v1/predictions/abc' });
     });
 
+    it('sends ElevenLabs to the data-residency host set on the secret (https://elevenlabs.io/docs/product-guides/administration/data-residency)', () => {
+      expect(upstreamFor('elevenlabs', 'v1', 'text-to-speech/v1', 'k')).to.deep.include({ origin: 'https://api.elevenlabs.io', path: '/v1/text-to-speech/v1' });
+      for (const host of ['api.us.elevenlabs.io', 'api.eu.residency.elevenlabs.io', 'api.in.residency.elevenlabs.io', 'api.sg.residency.elevenlabs.io']) {
+        expect(upstreamFor('elevenlabs', 'v2', 'voices', 'k', `https://${host}`)).to.deep.include({ origin: `https://${host}`, path: '/v2/voices' });
+      }
+    });
+
     it('picks the DeepL Free host for keys ending in :fx, Pro otherwise', () => {
       expect(upstreamFor('deepl', 'v2', 'translate', 'abc:fx').origin).to.equal('https://api-free.deepl.com');
       expect(upstreamFor('deepl', 'v2', 'translate', 'abc').origin).to.equal('https://api.deepl.com');
@@ -50,7 +57,7 @@ describe('provider plugins', () => {
     });
 
     it('uses the tenant host from the secret record (Azure, AssemblyAI EU) and the queue host of fal', () => {
-      const azure = upstreamFor('azure-openai', 'v1-deployments', 'gpt4o/chat/completions', 'k', 'https://contoso.openai.azure.com/openai');
+      const azure = upstreamFor('azure-openai', 'v1-deployments', 'deployments/gpt4o/chat/completions', 'k', 'https://contoso.openai.azure.com/openai');
       expect(azure).to.deep.include({ origin: 'https://contoso.openai.azure.com', path: '/openai/deployments/gpt4o/chat/completions' });
       expect(azure.headers['api-key']).to.equal('k');
       expect(upstreamFor('assemblyai', 'v2', 'transcript', 'k', 'https://api.eu.assemblyai.com').origin).to.equal('https://api.eu.assemblyai.com');
@@ -277,8 +284,9 @@ describe('provider plugins', () => {
         text += part.choices[0]?.delta?.content ?? '';
       }
       expect(text).to.equal('Hi from groq');
-      // The operator override replaces the whole base URL (here the fake upstream), so the path is the version's.
-      expect(upstream.last().url).to.equal('/v1/chat/completions');
+      // The operator override replaces the whole base URL (here the fake upstream), so the path is the version's: groq's
+      // v1 maps to /openai/v1 on the host root (groq-sdk needs the root, see providers/groq/index.ts).
+      expect(upstream.last().url).to.equal('/openai/v1/chat/completions');
       expect(upstream.last().headers.authorization).to.equal('Bearer gsk_real_0123456789abcdef');
     });
   });
