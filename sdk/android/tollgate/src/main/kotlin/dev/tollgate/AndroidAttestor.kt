@@ -56,8 +56,10 @@ internal class AndroidAttestor(
         developmentToken()?.let { token ->
             return api.exchange("development", AttestationBodies.development(token, storage.installationId("dev-")))
         }
-        if (withContext(Dispatchers.IO) { keyEntry() } != null) return keySignatureRefresh(api)
+        // The method that earned the last token; a key that the gateway refused earlier (then Play Integrity
+        // succeeded) is not tried again on every refresh.
         if (storage.lastMethod() == AttestationMethod.PLAY_INTEGRITY.wireName) return playIntegrity(api)
+        if (withContext(Dispatchers.IO) { keyEntry() } != null) return keySignatureRefresh(api)
         return null
     }
 

@@ -84,12 +84,15 @@ public object Tollgate {
         }
         synchronized(lock) {
             val key = "$gatewayUrl\n$appToken\n${configuration.developmentToken != null}"
-            if (runCatching { state.get() }.getOrNull()?.key == key) return
+            val previous = runCatching { state.get() }.getOrNull()
+            if (previous?.key == key) return
+            // A revocation lasts until the process restarts, whatever the new settings for the same app and gateway.
+            val revoked = previous != null && previous.key.substringBeforeLast('\n') == key.substringBeforeLast('\n') && previous.session.isRevoked
             val transport = OkHttpTransport(configuration.httpClient ?: OkHttpClient())
             val storage = SecureStorage(application, appToken)
             val api = AttestationApi(gatewayUrl, appToken, SDK, transport)
             val attestor = AndroidAttestor(application, configuration, storage)
-            val session = DeviceSession(api, attestor, storage, sendAssertions = configuration.sendAssertions)
+            val session = DeviceSession(api, attestor, storage, sendAssertions = configuration.sendAssertions, revoked = revoked)
             val client = TollgateClient(gatewayUrl, appToken, session, transport, SDK, retry = configuration.retry)
             state.ready(State(key, client, session, attestor))
         }

@@ -65,7 +65,8 @@ public object TollgateBridge {
      */
     public suspend fun assertion(digestBase64: String): Map<String, Any?> {
         val digest = try {
-            Base64.decode(digestBase64, Base64.DEFAULT)
+            // Standard base64 as specified; the URL-safe alphabet is accepted too.
+            Base64.decode(digestBase64, if (digestBase64.any { it == '-' || it == '_' }) Base64.URL_SAFE else Base64.DEFAULT)
         } catch (_: IllegalArgumentException) {
             null
         }

@@ -48,6 +48,8 @@ public class DeviceSession(
     private val store: DeviceTokenStore? = null,
     private val clock: () -> Long = System::currentTimeMillis,
     sendAssertions: Boolean = false,
+    /** True to start stopped: a session that replaces a revoked one in the same process. */
+    revoked: Boolean = false,
 ) : DeviceTokenSource {
     private val mutex = Mutex()
     private var held: DeviceToken? = null
@@ -55,7 +57,7 @@ public class DeviceSession(
     private var newKeyNeeded = false
 
     @Volatile
-    private var revoked = false
+    private var revoked = revoked
 
     @Volatile
     private var assertions = sendAssertions

@@ -139,6 +139,12 @@ class DeviceSessionTest {
         assertEquals(listOf("/v1/attest/challenge", "/v1/attest/android-key-attestation"), restarted.transport.paths())
         assertThrows<TollgateError.AttestationFailed> { runBlocking { next.deviceToken() } }
         assertEquals(2, restarted.transport.calls.size)
+
+        // A session that replaces a revoked one in the same process (Tollgate.initialize again) starts stopped.
+        val replaced = DeviceSession(restarted.api, attestor, store, clock = { now }, revoked = true)
+        assertEquals("device_revoked", assertThrows<TollgateError.AttestationFailed> { runBlocking { replaced.current(forceRefresh = true) } }.reason)
+        assertEquals(2, restarted.transport.calls.size)
+        assertEquals(1, attestor.newKeys)
     }
 
     @Test
