@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -40,5 +40,12 @@ describe('SDK conformance vectors: generator and Kotlin core', function () {
     const total = counts.reduce((sum, [run]) => sum + run!, 0);
     expect(total).to.be.greaterThan(140);
     expect(counts.every(([, failures, errors, skipped]) => failures === 0 && errors === 0 && skipped === 0)).to.equal(true);
+    // One test per vector of the four files (client-behaviour.json included), and the scripted-transport session test
+    // that proves no new key is attested after device_revoked.
+    const vectors = ['request-building', 'error-mapping', 'stream-parsing', 'client-behaviour']
+      .map((name) => (JSON.parse(readFileSync(path.join(ROOT, 'sdk', 'conformance', `${name}.json`), 'utf8')) as { vectors: unknown[] }).vectors.length)
+      .reduce((sum, count) => sum + count, 0);
+    expect(reports).to.match(new RegExp(`Tests run: ${vectors}, Failures: 0, Errors: 0, Skipped: 0[^\\n]*ConformanceTest`));
+    expect(reports).to.match(/Tests run: [1-9]\d*, Failures: 0, Errors: 0, Skipped: 0[^\n]*DeviceSessionTest/);
   });
 });

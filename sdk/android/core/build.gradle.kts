@@ -2,6 +2,7 @@
 // for the tests: `mvn -q -B test` in this folder.
 plugins {
     id("org.jetbrains.kotlin.jvm")
+    `maven-publish`
 }
 
 group = "dev.tollgate"
@@ -32,4 +33,14 @@ dependencies {
 tasks.test {
     useJUnitPlatform()
     systemProperty("tollgate.conformance.dir", file("../../conformance").absolutePath)
+}
+
+// dev.tollgate:tollgate-core, a dependency of dev.tollgate:tollgate-android.
+publishing {
+    publications {
+        register<MavenPublication>("release") {
+            artifactId = "tollgate-core"
+            from(components["java"])
+        }
+    }
 }

@@ -1,4 +1,5 @@
-// A minimal app using the Tollgate SDK (not built in this repository's CI: it needs the Android SDK).
+// A minimal app using the Tollgate SDK. CI compiles its Kotlin against the real Android framework (sdk/android/compile);
+// the Gradle build needs the Android SDK.
 plugins {
     id("com.android.application")
     kotlin("android")
@@ -9,10 +10,10 @@ android {
     compileSdk = 34
     defaultConfig {
         applicationId = "com.example.tollgate"
-        minSdk = 24
+        // The same as the library's (sdk/android/tollgate/build.gradle.kts).
+        minSdk = 26
         targetSdk = 34
-        // The gateway and the app token identify the app; neither is a provider key.
-        buildConfigField("String", "TOLLGATE_GATEWAY_URL", "\"https://gateway.example.com\"")
+        // The app token identifies the app; it is not a provider key. The gateway address is in AndroidManifest.xml.
         buildConfigField("String", "TOLLGATE_APP_TOKEN", "\"at_YOUR_APP_TOKEN\"")
         // Emulators only, debug builds only: a development token (npx tollgate dev-tokens create --app ID).
         buildConfigField("String", "TOLLGATE_DEV_TOKEN", "\"\"")
@@ -22,6 +23,5 @@ android {
 
 dependencies {
     implementation(project(":tollgate"))
-    implementation("androidx.lifecycle:lifecycle-runtime-ktx:2.8.4")
-    implementation("androidx.activity:activity-ktx:1.9.1")
+    implementation("org.jetbrains.kotlinx:kotlinx-coroutines-android:1.8.1")
 }

@@ -6,72 +6,105 @@ import android.os.Build
 import android.security.keystore.KeyGenParameterSpec
 import android.security.keystore.KeyProperties
 import android.security.keystore.StrongBoxUnavailableException
-import android.util.Base64
 import com.google.android.play.core.integrity.IntegrityManagerFactory
 import com.google.android.play.core.integrity.IntegrityTokenRequest
+import com.google.android.play.core.integrity.StandardIntegrityManager
 import dev.tollgate.core.AttestationApi
+import dev.tollgate.core.AttestationBodies
+import dev.tollgate.core.Attestor
 import dev.tollgate.core.DeviceToken
+import dev.tollgate.core.Proofs
+import dev.tollgate.core.ReasonAction
 import dev.tollgate.core.TollgateError
 import kotlinx.coroutines.CancellationException
 import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.sync.Mutex
+import kotlinx.coroutines.sync.withLock
 import kotlinx.coroutines.withContext
-import kotlinx.serialization.json.JsonArray
-import kotlinx.serialization.json.JsonObject
-import kotlinx.serialization.json.JsonPrimitive
 import java.security.KeyPairGenerator
 import java.security.KeyStore
-import java.security.MessageDigest
 import java.security.Signature
 import java.security.spec.ECGenParameterSpec
 
 /** How this device proves itself to the gateway, tried in the order configured. */
 public enum class AttestationMethod(public val wireName: String) {
-    /** Android Keystore hardware key attestation (`android-key-attestation`): the production path today. */
+    /** Android Keystore hardware key attestation (`android-key-attestation`); refreshes are signatures by the same key. */
     KEY_ATTESTATION("android-key-attestation"),
 
-    /** Play Integrity, classic request with the gateway's challenge as nonce (`android-play-integrity`). */
+    /**
+     * Play Integrity (`android-play-integrity`): a **standard** request (warm-up provider, `requestHash` bound to the
+     * challenge and the installation id) when a Cloud project number is known, a classic request (same binding as the
+     * nonce) only as a fallback. The device is the installation id; a refresh is another request with the same id.
+     */
     PLAY_INTEGRITY("android-play-integrity"),
 }
 
 /**
- * Earns a device token (docs/guides/attestation.md): `POST /v1/attest/challenge`, then a platform attestation over the
- * challenge, then `POST /v1/attest/{method}`.
+ * The Android steps of attestation for [dev.tollgate.core.DeviceSession], which decides when each runs (and never
+ * calls [attestNewKey] after `device_revoked`). Each exchange fetches its own challenge.
  */
 internal class AndroidAttestor(
     private val context: Context,
-    private val api: AttestationApi,
     private val configuration: TollgateConfiguration,
-    private val store: PreferencesDeviceTokenStore,
-) {
-    suspend fun attest(): DeviceToken {
+    private val storage: SecureStorage,
+) : Attestor {
+    private val providerMutex = Mutex()
+    private var standardProvider: StandardIntegrityManager.StandardIntegrityTokenProvider? = null
+
+    /** The identity the device already has: development token, the attested key, or the Play Integrity installation. */
+    override suspend fun refresh(api: AttestationApi): DeviceToken? {
         developmentToken()?.let { token ->
-            val body = JsonObject(mapOf("developmentToken" to JsonPrimitive(token), "deviceId" to JsonPrimitive(store.developmentDeviceId())))
-            return api.exchange("development", body)
+            return api.exchange("development", AttestationBodies.development(token, storage.installationId("dev-")))
+        }
+        // The method that earned the last token; a key that the gateway refused earlier (then Play Integrity
+        // succeeded) is not tried again on every refresh.
+        if (storage.lastMethod() == AttestationMethod.PLAY_INTEGRITY.wireName) return playIntegrity(api)
+        if (withContext(Dispatchers.IO) { keyEntry() } != null) return keySignatureRefresh(api)
+        return null
+    }
+
+    /** A new identity: the configured methods in order (a refused or unavailable method passes to the next; a revocation never does). */
+    override suspend fun attestNewKey(api: AttestationApi): DeviceToken {
+        developmentToken()?.let { token ->
+            return api.exchange("development", AttestationBodies.development(token, storage.installationId("dev-")))
         }
         var last: TollgateError? = null
         for (method in configuration.attestationMethods) {
             try {
-                return when (method) {
-                    AttestationMethod.KEY_ATTESTATION -> keyAttestation()
-                    AttestationMethod.PLAY_INTEGRITY -> playIntegrity()
+                val token = when (method) {
+                    AttestationMethod.KEY_ATTESTATION -> keyAttestation(api)
+                    AttestationMethod.PLAY_INTEGRITY -> playIntegrity(api)
                 }
+                storage.setLastMethod(method.wireName)
+                return token
             } catch (error: CancellationException) {
                 throw error
             } catch (error: TollgateError) {
-                when (error) {
-                    // Refused by the gateway (e.g. software-only keys on this device) or not served by it: try the next method.
-                    is TollgateError.AttestationFailed -> last = error
-                    is TollgateError.InvalidRequest -> last = TollgateError.AttestationFailed(
-                        "${method.wireName}_refused", error.message ?: "Refused.", errorType = error.errorType, requestId = error.requestId,
+                // A revoked device stays revoked whatever the method; offline, rate-limited or a bad app token would
+                // fail the same way with another method.
+                if (ReasonAction.of(error) == ReasonAction.STOP) throw error
+                last = when (error) {
+                    is TollgateError.AttestationFailed -> error
+                    is TollgateError.InvalidRequest -> TollgateError.AttestationFailed(
+                        "${method.wireName.replace('-', '_')}_refused", error.message ?: "Refused.", errorType = error.errorType, requestId = error.requestId,
                     )
-                    // Offline, rate-limited, bad app token: another method would fail the same way.
                     else -> throw error
                 }
             } catch (error: Exception) {
-                last = TollgateError.AttestationFailed("${method.wireName}_unavailable", cause = error)
+                last = TollgateError.AttestationFailed("${method.wireName.replace('-', '_')}_unavailable", cause = error)
             }
         }
         throw last ?: TollgateError.AttestationFailed("no_attestation_method", "No attestation method is configured.")
+    }
+
+    /** SHA256withECDSA by the attested key over the 32-byte request digest; null without a key. */
+    override suspend fun sign(digest: ByteArray): ByteArray? = withContext(Dispatchers.IO) {
+        val entry = keyEntry() ?: return@withContext null
+        Signature.getInstance("SHA256withECDSA").run {
+            initSign(entry.privateKey)
+            update(digest)
+            sign()
+        }
     }
 
     /**
@@ -91,60 +124,45 @@ internal class AndroidAttestor(
         return token
     }
 
-    /**
-     * Generates a Keystore EC key whose attestation certificate carries the challenge
-     * (`KeyGenParameterSpec.Builder.setAttestationChallenge`), and sends the chain leaf first, root last.
-     */
-    private suspend fun keyAttestation(): DeviceToken {
-        refreshWithAttestedKey()?.let { return it }
-        val challenge = api.challenge()
-        val chain = withContext(Dispatchers.IO) {
-            try {
-                generateAttestedKey(challenge.bytes(), strongBox = Build.VERSION.SDK_INT >= Build.VERSION_CODES.P)
-            } catch (_: StrongBoxUnavailableException) {
-                generateAttestedKey(challenge.bytes(), strongBox = false)
-            }
-        }
-        val body = JsonObject(
-            mapOf(
-                "challenge" to JsonPrimitive(challenge.value),
-                "chain" to JsonArray(chain.map { JsonPrimitive(Base64.encodeToString(it, Base64.NO_WRAP)) }),
-            ),
-        )
-        return api.exchange(AttestationMethod.KEY_ATTESTATION.wireName, body)
+    private fun keyEntry(): KeyStore.PrivateKeyEntry? {
+        val keyStore = KeyStore.getInstance(ANDROID_KEYSTORE).apply { load(null) }
+        return keyStore.getEntry(KEY_ALIAS, null) as? KeyStore.PrivateKeyEntry
     }
 
     /**
-     * A refresh signed by the key attested earlier: `{"challenge", "keyId", "signature"}`, the signature (ECDSA, SHA-256)
-     * over the challenge's UTF-8 bytes. The device keeps its id (SHA-256 of the key) and its limits across refreshes.
-     * Null when there is no key yet or the gateway no longer knows it: then a new key is attested.
+     * A new Keystore EC P-256 key whose attestation certificate carries the base64url-decoded challenge
+     * (`setAttestationChallenge`), StrongBox when available; the chain goes leaf first, root last.
      */
-    private suspend fun refreshWithAttestedKey(): DeviceToken? {
-        val entry = withContext(Dispatchers.IO) {
-            val keyStore = KeyStore.getInstance(ANDROID_KEYSTORE).apply { load(null) }
-            keyStore.getEntry(KEY_ALIAS, null) as? KeyStore.PrivateKeyEntry
-        } ?: return null
+    private suspend fun keyAttestation(api: AttestationApi): DeviceToken {
         val challenge = api.challenge()
-        val keyId = MessageDigest.getInstance("SHA-256").digest(entry.certificate.publicKey.encoded).joinToString("") { "%02x".format(it) }
-        val signature = withContext(Dispatchers.IO) {
-            Signature.getInstance("SHA256withECDSA").run {
-                initSign(entry.privateKey)
-                update(challenge.value.toByteArray(Charsets.UTF_8))
-                sign()
+        val attestationChallenge = Proofs.keyAttestationChallenge(challenge.value)
+        val chain = withContext(Dispatchers.IO) {
+            try {
+                generateAttestedKey(attestationChallenge, strongBox = Build.VERSION.SDK_INT >= Build.VERSION_CODES.P)
+            } catch (_: StrongBoxUnavailableException) {
+                generateAttestedKey(attestationChallenge, strongBox = false)
             }
         }
-        val body = JsonObject(
-            mapOf(
-                "challenge" to JsonPrimitive(challenge.value),
-                "keyId" to JsonPrimitive(keyId),
-                "signature" to JsonPrimitive(Base64.encodeToString(signature, Base64.NO_WRAP)),
-            ),
-        )
-        return try {
-            api.exchange(AttestationMethod.KEY_ATTESTATION.wireName, body)
-        } catch (_: TollgateError.AttestationFailed) {
-            null
+        return api.exchange(AttestationMethod.KEY_ATTESTATION.wireName, AttestationBodies.keyAttestation(challenge.value, chain))
+    }
+
+    /**
+     * A refresh signed by the key attested earlier: `{"challenge", "keyId", "signature"}`, SHA256withECDSA over the
+     * challenge's UTF-8 bytes; keyId = hex SHA-256 of the key's SubjectPublicKeyInfo. The device keeps its id and its
+     * limits. A refusal is thrown as it is: the session decides (a new key only after `device_key_unknown`).
+     */
+    private suspend fun keySignatureRefresh(api: AttestationApi): DeviceToken {
+        val challenge = api.challenge()
+        val (keyId, signature) = withContext(Dispatchers.IO) {
+            val entry = keyEntry() ?: throw TollgateError.AttestationFailed("key_attestation_unavailable", "The attested key is gone.")
+            val signature = Signature.getInstance("SHA256withECDSA").run {
+                initSign(entry.privateKey)
+                update(Proofs.refreshMessage(challenge.value))
+                sign()
+            }
+            Proofs.keyId(entry.certificate.publicKey.encoded) to signature
         }
+        return api.exchange(AttestationMethod.KEY_ATTESTATION.wireName, AttestationBodies.keyRefresh(challenge.value, keyId, signature))
     }
 
     private fun generateAttestedKey(challenge: ByteArray, strongBox: Boolean): List<ByteArray> {
@@ -162,22 +180,60 @@ internal class AndroidAttestor(
         return chain.map { it.encoded }
     }
 
-    /** Play Integrity classic request; the gateway's challenge (base64url) is the nonce, as Play requires web-safe base64. */
-    private suspend fun playIntegrity(): DeviceToken {
+    /**
+     * Play Integrity over a fresh challenge, bound by requestHash = base64url-nopad(SHA-256(challenge + "\n" +
+     * installation id)). Standard request first (needs the Cloud project number); classic only when the standard one
+     * cannot be made on this device (no project number, Play services too old, provider unavailable).
+     */
+    private suspend fun playIntegrity(api: AttestationApi): DeviceToken {
+        val installationId = storage.installationId("inst-")
         val challenge = api.challenge()
-        val request = IntegrityTokenRequest.builder().setNonce(challenge.value).apply {
-            configuration.cloudProjectNumber?.let { setCloudProjectNumber(it) }
+        val binding = Proofs.playIntegrityRequestHash(challenge.value, installationId)
+        val standard = try {
+            standardToken(binding)
+        } catch (error: CancellationException) {
+            throw error
+        } catch (_: Exception) {
+            null
+        }
+        if (standard != null) {
+            return api.exchange(AttestationMethod.PLAY_INTEGRITY.wireName, AttestationBodies.playIntegrity(challenge.value, standard, installationId, "standard"))
+        }
+        val request = IntegrityTokenRequest.builder().setNonce(binding).apply {
+            cloudProjectNumber()?.let { setCloudProjectNumber(it) }
         }.build()
-        val response = IntegrityManagerFactory.create(context).requestIntegrityToken(request).awaitResult()
-        val body = JsonObject(
-            mapOf(
-                "challenge" to JsonPrimitive(challenge.value),
-                "integrityToken" to JsonPrimitive(response.token()),
-                "deviceId" to JsonPrimitive(store.installationId()),
-            ),
-        )
-        return api.exchange(AttestationMethod.PLAY_INTEGRITY.wireName, body)
+        val classic = IntegrityManagerFactory.create(context).requestIntegrityToken(request).awaitResult().token()
+        return api.exchange(AttestationMethod.PLAY_INTEGRITY.wireName, AttestationBodies.playIntegrity(challenge.value, classic, installationId, "classic"))
     }
+
+    /** A standard request through the warmed-up provider (prepared once per process, re-prepared once if it expired). Null without a project number. */
+    private suspend fun standardToken(requestHash: String): String? {
+        val projectNumber = cloudProjectNumber() ?: return null
+        val request = StandardIntegrityManager.StandardIntegrityTokenRequest.builder().setRequestHash(requestHash).build()
+        return try {
+            provider(projectNumber, fresh = false).request(request).awaitResult().token()
+        } catch (error: CancellationException) {
+            throw error
+        } catch (_: Exception) {
+            // The provider may have expired (INTEGRITY_TOKEN_PROVIDER_INVALID): prepare a new one, once.
+            provider(projectNumber, fresh = true).request(request).awaitResult().token()
+        }
+    }
+
+    private suspend fun provider(projectNumber: Long, fresh: Boolean): StandardIntegrityManager.StandardIntegrityTokenProvider = providerMutex.withLock {
+        if (!fresh) standardProvider?.let { return@withLock it }
+        val prepare = StandardIntegrityManager.PrepareIntegrityTokenRequest.builder().setCloudProjectNumber(projectNumber).build()
+        IntegrityManagerFactory.createStandard(context).prepareIntegrityToken(prepare).awaitResult().also { standardProvider = it }
+    }
+
+    /** Warms the standard provider up (call early: preparing takes a few seconds); failures are left for the request. */
+    suspend fun warmUp() {
+        if (configuration.developmentToken != null || AttestationMethod.PLAY_INTEGRITY !in configuration.attestationMethods) return
+        val projectNumber = cloudProjectNumber() ?: return
+        runCatching { provider(projectNumber, fresh = false) }
+    }
+
+    private fun cloudProjectNumber(): Long? = configuration.cloudProjectNumber ?: Tollgate.manifestMetaData(context, Tollgate.CLOUD_PROJECT_NUMBER_META_DATA)?.toLongOrNull()
 
     private companion object {
         const val ANDROID_KEYSTORE = "AndroidKeyStore"

@@ -3,7 +3,6 @@ package dev.tollgate.core
 import kotlinx.serialization.json.Json
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
-import kotlinx.serialization.json.longOrNull
 import java.time.Instant
 
 /** A one-time challenge from `POST /v1/attest/challenge` (docs/guides/attestation.md): base64url of 32 bytes. */
@@ -34,17 +33,21 @@ public class AttestationApi(
     }
 
     /**
-     * `POST /v1/attest/{method}` with [artifact] as the JSON body, e.g. for `android-key-attestation`
-     * `{"challenge": "…", "chain": ["<base64 DER leaf>", …, "<root>"]}`.
+     * `POST /v1/attest/{method}` with [artifact] as the JSON body (built by [AttestationBodies]), e.g. for
+     * `android-key-attestation` `{"challenge": "…", "chain": ["<base64 DER leaf>", …, "<root>"]}`. The token's expiry is
+     * the earlier of `expiresAt` and the JWS `exp` ([TokenExpiry]). A 200 without a string `deviceToken` is a
+     * [TollgateError.NetworkError] (the answer breaks the protocol); nothing is kept.
      */
     public suspend fun exchange(method: String, artifact: JsonObject): DeviceToken {
         val received = clock()
         val body = post(method, artifact.toString().toByteArray(Charsets.UTF_8))
-        val token = body.string("deviceToken") ?: throw malformed("deviceToken")
-        val expiresAt = body.string("expiresAt")?.let(::parseInstant)
-            ?: (body["expiresIn"] as? JsonPrimitive)?.longOrNull?.let { received + it * 1000 }
-            ?: throw malformed("expiresAt")
-        return DeviceToken(token, expiresAt, received)
+        return readToken(body, received)
+    }
+
+    private fun readToken(body: JsonObject, receivedAtMs: Long): DeviceToken {
+        val token = body.string("deviceToken")?.takeIf { it.isNotEmpty() } ?: throw malformed("deviceToken")
+        val expiresAt = TokenExpiry.expiresAtMs(token, body.string("expiresAt"), receivedAtMs)
+        return DeviceToken(token, expiresAt, receivedAtMs, body.string("deviceId"))
     }
 
     private suspend fun post(method: String, payload: ByteArray): JsonObject {
@@ -78,6 +81,22 @@ public class AttestationApi(
     private fun JsonObject.string(name: String): String? = (this[name] as? JsonPrimitive)?.takeIf { it.isString }?.content
 
     private fun parseInstant(value: String): Long? = runCatching { Instant.parse(value).toEpochMilli() }.getOrNull()
+
+    public companion object {
+        /** The body of a 200 attestation answer → [DeviceToken] (sdk/conformance `attestation-response`). */
+        public fun parseAnswer(body: String, receivedAtMs: Long): DeviceToken {
+            val json = try {
+                Json.parseToJsonElement(body) as JsonObject
+            } catch (error: Exception) {
+                throw TollgateError.NetworkError(error, "The gateway's attestation answer is not a JSON object.")
+            }
+            val token = (json["deviceToken"] as? JsonPrimitive)?.takeIf { it.isString && it.content.isNotEmpty() }?.content
+                ?: throw TollgateError.NetworkError(null, "The gateway's attestation answer has no \"deviceToken\".")
+            val deviceId = (json["deviceId"] as? JsonPrimitive)?.takeIf { it.isString }?.content
+            val expiresAt = (json["expiresAt"] as? JsonPrimitive)?.takeIf { it.isString }?.content
+            return DeviceToken(token, TokenExpiry.expiresAtMs(token, expiresAt, receivedAtMs), receivedAtMs, deviceId)
+        }
+    }
 
     private fun malformed(field: String) = TollgateError.NetworkError(null, "The gateway's attestation answer has no \"$field\".")
 }

@@ -34,4 +34,10 @@ public object Digest {
         }
         return String(out)
     }
+
+    /** Bytes of an even-length hex string (either case). */
+    public fun unhex(hex: String): ByteArray {
+        require(hex.length % 2 == 0) { "odd-length hex" }
+        return ByteArray(hex.length / 2) { index -> hex.substring(index * 2, index * 2 + 2).toInt(16).toByte() }
+    }
 }

@@ -19,6 +19,9 @@ import java.time.format.DateTimeParseException
 public object ErrorMapper {
     private val json = Json { ignoreUnknownKeys = true }
 
+    /** A gateway reason is snake_case (protocol.md, "Errors"); anything else is read as none. */
+    private val REASON = Regex("^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
+
     /**
      * @param headers response headers; names are matched case-insensitively.
      * @param nowMs the client's clock, for a `Retry-After` HTTP-date.
@@ -34,6 +37,7 @@ public object ErrorMapper {
         val error = parseErrorBody(bodyText)
         val message = error?.get("message")?.stringOrNull() ?: defaultMessage(type, status)
         val requestId = error?.get("requestId")?.stringOrNull() ?: headerRequestId
+        val reason = error?.get("reason")?.stringOrNull()?.takeIf { REASON.matches(it) }
         val kind = when (type) {
             "unauthorized" -> "unauthorized"
             "attestationFailed" -> "attestationFailed"
@@ -52,16 +56,16 @@ public object ErrorMapper {
             }
         }
         return when (kind) {
-            "unauthorized" -> TollgateError.Unauthorized(message, type, requestId)
+            "unauthorized" -> TollgateError.Unauthorized(message, type, requestId, reason)
             "attestationFailed" -> TollgateError.AttestationFailed(
-                reason = error?.get("reason")?.stringOrNull(), message = message, errorType = type, requestId = requestId,
+                reason = reason, message = message, errorType = type, requestId = requestId,
             )
             "rateLimited" -> TollgateError.RateLimited(
-                parseRetryAfter(Headers.first(headers, "Retry-After"), nowMs), message, type, requestId,
+                parseRetryAfter(Headers.first(headers, "Retry-After"), nowMs), message, type, requestId, reason,
             )
-            "secretNotFound" -> TollgateError.SecretNotFound(message, type, requestId)
-            "networkError" -> TollgateError.NetworkError(null, message, type, requestId)
-            else -> TollgateError.InvalidRequest(message, type, requestId)
+            "secretNotFound" -> TollgateError.SecretNotFound(message, type, requestId, reason)
+            "networkError" -> TollgateError.NetworkError(null, message, type, requestId, reason)
+            else -> TollgateError.InvalidRequest(message, type, requestId, reason)
         }
     }
 

@@ -109,8 +109,11 @@ public class RequestBuilder(baseUrl: String, private val appToken: String, priva
         return "$base/v1/attest/$method"
     }
 
-    /** Header values for the attestation routes, which take the app token only. */
-    public fun attestHeaders(): List<Pair<String, String>> = listOf("Tollgate-App-Token" to appToken, "Tollgate-SDK" to sdk)
+    /**
+     * Header values for the attestation routes, which take the app token only (sdk/conformance `attestation-request`:
+     * exactly `Tollgate-App-Token`, plus `Content-Type` when there is a body).
+     */
+    public fun attestHeaders(): List<Pair<String, String>> = listOf("Tollgate-App-Token" to appToken)
 
     public companion object {
         private val BASE_URL = Regex("^(?i:https?)://[^/?#@\\s]+(/[^?#\\s]*)?$")

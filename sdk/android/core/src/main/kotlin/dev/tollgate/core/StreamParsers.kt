@@ -56,6 +56,24 @@ public enum class StreamFormat(public val wireName: String) {
     public companion object {
         /** The format named [name] (`sse`, `ndjson`, `json-array`, `raw`), or null. */
         public fun fromWireName(name: String): StreamFormat? = values().firstOrNull { it.wireName == name }
+
+        /**
+         * The format of a response whose caller named none, from its `Content-Type` (sdk/conformance `stream-format`):
+         * the media type compared case-insensitively, parameters ignored. `text/event-stream` → [SSE];
+         * `application/x-ndjson`, `application/ndjson`, `application/jsonl`, `application/x-jsonlines` → [NDJSON];
+         * `application/json` and any `+json` type → [JSON_ARRAY]; anything else, or none → [RAW].
+         */
+        public fun fromContentType(contentType: String?): StreamFormat {
+            val media = contentType?.substringBefore(';')?.trim()?.lowercase() ?: return RAW
+            return when {
+                media == "text/event-stream" -> SSE
+                media in NDJSON_TYPES -> NDJSON
+                media == "application/json" || (media.startsWith("application/") && media.endsWith("+json")) -> JSON_ARRAY
+                else -> RAW
+            }
+        }
+
+        private val NDJSON_TYPES = setOf("application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonlines")
     }
 }
 

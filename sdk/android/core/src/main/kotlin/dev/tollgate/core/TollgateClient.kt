@@ -2,6 +2,7 @@ package dev.tollgate.core
 
 import kotlinx.coroutines.CancellationException
 import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.delay
 import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.flow
 import kotlinx.coroutines.runInterruptible
@@ -23,18 +24,20 @@ public class TollgateResponse(
 
 /**
  * Calls providers through the gateway: `{baseUrl}/v1/proxy/{endpoint}` with the Tollgate headers (protocol.md).
- * Every failure is a [TollgateError]. When the gateway refuses the device token (attestationFailed), the token is
- * invalidated and the request is sent once more with a fresh one.
+ * Every failure is a [TollgateError]. When the gateway refuses the device token (attestationFailed), the refusal's
+ * `reason` decides ([ReasonAction], via [DeviceTokenSource.report]): refresh, new key or assertions, then the request is
+ * sent once more; `device_revoked` is surfaced and stops the device session. The gateway's `rateLimited` is retried
+ * only when [retry] is set (off by default).
  *
  * ```
  * val client = TollgateClient("https://gateway.example.com", "at_…", deviceTokens)
  * val reply = client.request(TollgateRequest("POST", "openai/v1/chat/completions", RequestBody.Text(json)))
- * client.stream(TollgateRequest("POST", "anthropic/v1/messages", RequestBody.Text(json), headers = mapOf("anthropic-version" to "2023-06-01")), StreamFormat.SSE)
- *     .collect { event -> … }
+ * client.stream(TollgateRequest("POST", "anthropic/v1/messages", RequestBody.Text(json), headers = mapOf("anthropic-version" to "2023-06-01")))
+ *     .collect { event -> … }   // format from the response's Content-Type
  * ```
  *
  * @param sdk the `Tollgate-SDK` value.
- * @param assertion optional signer of the request digest, sent as `Tollgate-Assertion` when it returns a value.
+ * @param retry retries of the gateway's `rateLimited` ([RetryOptions]); null (the default) retries nothing.
  */
 public class TollgateClient(
     baseUrl: String,
@@ -43,7 +46,7 @@ public class TollgateClient(
     private val transport: HttpTransport = JavaNetHttpTransport(),
     sdk: String = DEFAULT_SDK,
     private val clock: () -> Long = System::currentTimeMillis,
-    private val assertion: (suspend (BuiltRequest) -> String?)? = null,
+    private val retry: RetryOptions? = null,
 ) {
     private val builder = RequestBuilder(baseUrl, appToken, sdk)
 
@@ -70,15 +73,17 @@ public class TollgateClient(
 
     /**
      * Sends [request] and emits events parsed per [format] as bytes arrive ([StreamFormat.RAW] emits the byte chunks).
+     * Without a [format], the response's `Content-Type` decides ([StreamFormat.fromContentType]: `text/event-stream` is
+     * SSE, `application/x-ndjson` NDJSON, `application/json` a JSON array, anything else raw bytes).
      * A cut or malformed stream ends the flow with [TollgateError.NetworkError] after the events already complete.
      * Cancelling the collector closes the connection, which makes the gateway abort the upstream request.
      */
-    public fun stream(request: TollgateRequest, format: StreamFormat): Flow<StreamEvent> = flow {
+    public fun stream(request: TollgateRequest, format: StreamFormat? = null): Flow<StreamEvent> = flow {
         // Reads run on the IO dispatcher, interruptibly, one at a time; events are emitted in the collector's context.
         // (Not `flowOn`: a failing producer there cancels the collector before it receives the events already parsed.)
         val result = withContext(Dispatchers.IO) { open(request) }
         result.use {
-            val parser = format.newParser()
+            val parser = (format ?: StreamFormat.fromContentType(Headers.first(result.headers, "Content-Type"))).newParser()
             val buffer = ByteArray(16 * 1024)
             val events = ArrayList<StreamEvent>()
             while (true) {
@@ -108,15 +113,19 @@ public class TollgateClient(
         TollgateError.NetworkError(error, "The stream is malformed: ${error.message}")
     }
 
-    /** Sends [request] and returns the 2xx response head, or throws the mapped error. Retries once on attestationFailed. */
+    /**
+     * Sends [request] and returns the 2xx response head, or throws the mapped error. An attestationFailed is reported to
+     * the token source and, when its action says so, the request is sent once more; a rateLimited is retried per [retry].
+     */
     private suspend fun open(request: TollgateRequest): HttpResult {
-        var attempt = 0
+        var attestationRetried = false
+        var retries = 0
+        var waitedSeconds = 0L
         while (true) {
-            attempt += 1
             val token = deviceTokens.deviceToken()
             val built = builder.build(request, token, clock())
             val headers = built.headers.toMutableList()
-            assertion?.invoke(built)?.let { headers.add("Tollgate-Assertion" to it) }
+            deviceTokens.assertion(Digest.unhex(built.digest))?.let { headers.add("Tollgate-Assertion" to it) }
             val result = try {
                 transport.execute(HttpCall(built.method, built.url, headers, built.body))
             } catch (error: TollgateError) {
@@ -136,11 +145,19 @@ public class TollgateClient(
             }
             val error = ErrorMapper.map(result.status, result.headers, body, clock())
                 ?: throw TollgateError.NetworkError(null, "Unexpected HTTP ${result.status}.")
-            if (error is TollgateError.AttestationFailed && attempt == 1) {
-                deviceTokens.invalidate(token)
-                continue
+            if (error is TollgateError.AttestationFailed) {
+                val action = deviceTokens.report(token, error)
+                if (action.retryOnce && !attestationRetried) {
+                    attestationRetried = true
+                    continue
+                }
+                throw error
             }
-            throw error
+            val wait = RetryOptions.delaySeconds(retry, error.kind, (error as? TollgateError.RateLimited)?.retryAfterSeconds, retries, waitedSeconds)
+                ?: throw error
+            retries += 1
+            waitedSeconds += wait
+            delay(wait * 1000)
         }
     }
 

@@ -18,33 +18,42 @@ package dev.tollgate.core
  *
  * @property errorType the raw `Tollgate-Error` type when the gateway made the error (`providerNotFound`, `upstreamTimeout`, …), else null.
  * @property requestId the gateway's request id (body `error.requestId` or the `Tollgate-Request-Id` header), when known.
+ * @property reason a stable snake_case detail (protocol.md, "Errors"): the gateway's `error.reason` (`device_revoked`,
+ *   `device_token_expired`, `rate_limited_device`, …; the list is the gateway's docs/reference/errors.md), or the SDK's own
+ *   (`not_initialized`, `gateway_url_missing`, `play_integrity_unavailable`, …). Null when none is known (a provider error).
  */
 public sealed class TollgateError(
     message: String,
     cause: Throwable? = null,
     public val errorType: String? = null,
     public val requestId: String? = null,
+    public val reason: String? = null,
 ) : Exception(message, cause) {
     /** The kind name used by the conformance vectors (`unauthorized`, `rateLimited`, …). */
     public abstract val kind: String
 
     /** 401: the app token is missing, malformed, unknown, revoked, or the app is disabled. */
-    public class Unauthorized(message: String = "The app token was refused.", errorType: String? = null, requestId: String? = null) :
-        TollgateError(message, null, errorType, requestId) {
+    public class Unauthorized(
+        message: String = "The app token was refused.",
+        errorType: String? = null,
+        requestId: String? = null,
+        reason: String? = null,
+    ) : TollgateError(message, null, errorType, requestId, reason) {
         override val kind: String get() = "unauthorized"
     }
 
     /**
-     * 403 from the gateway (device token refused), or a failure of the device's own attestation step.
-     * @property reason a short machine-readable reason when known (`play_integrity_unavailable`, `key_attestation_unsupported`, …).
+     * 403 from the gateway (device token refused: `device_revoked`, `device_token_expired`, `assertion_required`, …), or
+     * a failure of the device's own attestation step (`play_integrity_unavailable`, `key_attestation_unavailable`, …).
+     * After `device_revoked` the SDK stops: no new key, no refresh, until the app process restarts.
      */
     public class AttestationFailed(
-        public val reason: String? = null,
+        reason: String? = null,
         message: String = "Device attestation failed" + (reason?.let { ": $it" } ?: "."),
         cause: Throwable? = null,
         errorType: String? = null,
         requestId: String? = null,
-    ) : TollgateError(message, cause, errorType, requestId) {
+    ) : TollgateError(message, cause, errorType, requestId, reason) {
         override val kind: String get() = "attestationFailed"
     }
 
@@ -54,19 +63,31 @@ public sealed class TollgateError(
         message: String = "Rate limited" + (retryAfterSeconds?.let { "; retry after $it s." } ?: "."),
         errorType: String? = null,
         requestId: String? = null,
-    ) : TollgateError(message, null, errorType, requestId) {
+        reason: String? = null,
+    ) : TollgateError(message, null, errorType, requestId, reason) {
         override val kind: String get() = "rateLimited"
     }
 
     /** 424: the app has no secret for this provider on the gateway. */
-    public class SecretNotFound(message: String = "The gateway has no secret for this provider.", errorType: String? = null, requestId: String? = null) :
-        TollgateError(message, null, errorType, requestId) {
+    public class SecretNotFound(
+        message: String = "The gateway has no secret for this provider.",
+        errorType: String? = null,
+        requestId: String? = null,
+        reason: String? = null,
+    ) : TollgateError(message, null, errorType, requestId, reason) {
         override val kind: String get() = "secretNotFound"
     }
 
-    /** The request was refused: by the SDK before sending (unsafe endpoint, bad header), or by the gateway (400/404/405/413). */
-    public class InvalidRequest(message: String, errorType: String? = null, requestId: String? = null) :
-        TollgateError(message, null, errorType, requestId) {
+    /**
+     * The request was refused: by the SDK before sending (unsafe endpoint, bad header; `not_initialized` before
+     * `Tollgate.initialize`, `gateway_url_missing` without a gateway address), or by the gateway (400/404/405/413).
+     */
+    public class InvalidRequest(
+        message: String,
+        errorType: String? = null,
+        requestId: String? = null,
+        reason: String? = null,
+    ) : TollgateError(message, null, errorType, requestId, reason) {
         override val kind: String get() = "invalidRequest"
     }
 
@@ -76,7 +97,8 @@ public sealed class TollgateError(
         message: String = "Network error" + (cause?.message?.let { ": $it" } ?: "."),
         errorType: String? = null,
         requestId: String? = null,
-    ) : TollgateError(message, cause, errorType, requestId) {
+        reason: String? = null,
+    ) : TollgateError(message, cause, errorType, requestId, reason) {
         override val kind: String get() = "networkError"
     }
 

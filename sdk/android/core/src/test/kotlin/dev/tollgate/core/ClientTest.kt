@@ -99,9 +99,24 @@ class ClientTest {
         assertTrue(seen.isEmpty())
     }
 
+    /** Hands out token-1, token-2, …: a new one after each refusal whose action drops the token. */
+    private class CountingTokens : DeviceTokenSource {
+        var issued = 0
+        private var current: String? = null
+        val reports = ArrayList<ReasonAction>()
+
+        override suspend fun deviceToken(): String = current ?: "token-${++issued}".also { current = it }
+
+        override suspend fun report(token: String?, error: TollgateError): ReasonAction {
+            val action = ReasonAction.of(error)
+            reports.add(action)
+            if (action == ReasonAction.REFRESH || action == ReasonAction.ATTEST) current = null
+            return action
+        }
+    }
+
     @Test
-    fun `attestationFailed invalidates the device token and retries once with a fresh one`() = runBlocking {
-        val calls = AtomicInteger()
+    fun `attestationFailed without a reason refreshes the device token and retries once`() = runBlocking {
         route("/v1/proxy/openai/v1/models") { exchange ->
             if (exchange.requestHeaders.getFirst("Tollgate-Device-Token") == "token-1") {
                 exchange.reply(403, "{}", "Tollgate-Error" to "attestationFailed")
@@ -109,21 +124,54 @@ class ClientTest {
                 exchange.reply(200, "ok")
             }
         }
-        val cache = DeviceTokenCache(clock = { 0L }) {
-            val n = calls.incrementAndGet()
-            DeviceToken("token-$n", 3_600_000, 0)
-        }
-        assertEquals("ok", client(cache).request("GET", "openai/v1/models").text)
-        assertEquals(2, calls.get())
+        val tokens = CountingTokens()
+        assertEquals("ok", client(tokens).request("GET", "openai/v1/models").text)
+        assertEquals(2, tokens.issued)
         assertEquals(listOf("token-1", "token-2"), seen.map { it["tollgate-device-token"] })
     }
 
     @Test
     fun `a second attestationFailed is reported`() {
         route("/v1/proxy/openai/v1/models") { it.reply(403, "{}", "Tollgate-Error" to "attestationFailed") }
-        val cache = DeviceTokenCache(clock = { 0L }) { DeviceToken("t", 3_600_000, 0) }
-        assertThrows<TollgateError.AttestationFailed> { runBlocking { client(cache).request("GET", "openai/v1/models") } }
+        assertThrows<TollgateError.AttestationFailed> { runBlocking { client(CountingTokens()).request("GET", "openai/v1/models") } }
         assertEquals(2, seen.size)
+    }
+
+    @Test
+    fun `an attestationFailed with an unknown reason is surfaced without a retry`() {
+        route("/v1/proxy/openai/v1/models") {
+            it.reply(403, """{"error":{"type":"attestationFailed","reason":"request_time_skew","message":"Clock skew.","requestId":"r1"}}""", "Tollgate-Error" to "attestationFailed")
+        }
+        val error = assertThrows<TollgateError.AttestationFailed> { runBlocking { client(CountingTokens()).request("GET", "openai/v1/models") } }
+        assertEquals("request_time_skew", error.reason)
+        assertEquals(1, seen.size)
+    }
+
+    @Test
+    fun `rateLimited is not retried by default`() {
+        route("/v1/proxy/openai/v1/models") { it.reply(429, "{}", "Tollgate-Error" to "rateLimited", "Retry-After" to "0") }
+        val error = assertThrows<TollgateError.RateLimited> { runBlocking { client().request("GET", "openai/v1/models") } }
+        assertEquals(0L, error.retryAfterSeconds)
+        assertEquals(1, seen.size)
+    }
+
+    @Test
+    fun `rateLimited is retried per RetryOptions, honouring Retry-After`() = runBlocking {
+        val calls = AtomicInteger()
+        route("/v1/proxy/openai/v1/models") {
+            if (calls.incrementAndGet() < 3) it.reply(429, "{}", "Tollgate-Error" to "rateLimited", "Retry-After" to "0") else it.reply(200, "ok")
+        }
+        val client = TollgateClient(baseUrl, appToken, StaticDeviceToken("dev-token"), retry = RetryOptions(maxRetries = 3, maxWaitSeconds = 30))
+        assertEquals("ok", client.request("GET", "openai/v1/models").text)
+        assertEquals(3, seen.size)
+    }
+
+    @Test
+    fun `a provider 429 is never retried`() {
+        route("/v1/proxy/openai/v1/models") { it.reply(429, "slow down", "Retry-After" to "0") }
+        val client = TollgateClient(baseUrl, appToken, StaticDeviceToken("dev-token"), retry = RetryOptions())
+        assertThrows<TollgateError.ProviderError> { runBlocking { client.request("GET", "openai/v1/models") } }
+        assertEquals(1, seen.size)
     }
 
     @Test

@@ -34,12 +34,13 @@ class ConformanceTest {
     fun conformance(): List<DynamicNode> {
         val files = directory.listFiles { file -> file.name.endsWith(".json") }?.sortedBy { it.name }
             ?: fail("No conformance folder at $directory")
-        assertTrue(files.map { it.name }.containsAll(listOf("request-building.json", "error-mapping.json", "stream-parsing.json")), "vector files missing in $directory")
+        assertTrue(files.map { it.name }.containsAll(listOf("request-building.json", "error-mapping.json", "stream-parsing.json", "client-behaviour.json")), "vector files missing in $directory")
         return files.map { file ->
             val document = Json.parseToJsonElement(file.readText()).jsonObject
             assertEquals(1, document["version"]!!.jsonPrimitive.int, "${file.name}: unknown format version")
             val kind = document["kind"]!!.jsonPrimitive.content
             val vectors = document["vectors"]!!.jsonArray.map { it.jsonObject }
+            val constants = document["constants"]?.jsonObject
             assertTrue(vectors.isNotEmpty(), "${file.name} has no vectors")
             DynamicContainer.dynamicContainer(file.name, vectors.map { vector ->
                 val name = vector["name"]!!.jsonPrimitive.content
@@ -48,6 +49,7 @@ class ConformanceTest {
                         "request-building" -> requestBuilding(vector)
                         "error-mapping" -> errorMapping(vector)
                         "stream-parsing" -> streamParsing(vector)
+                        "client-behaviour" -> ClientBehaviourVectors(constants ?: fail("client-behaviour.json has no constants")).run(vector)
                         else -> fail("unknown vector kind \"$kind\" in ${file.name}")
                     }
                 }
@@ -127,6 +129,10 @@ class ConformanceTest {
         fields["errorType"]?.let { assertEquals(it.jsonPrimitive.content, error.errorType, "errorType") }
         fields["message"]?.let { assertEquals(it.jsonPrimitive.content, error.message, "message") }
         fields["requestId"]?.let { assertEquals(it.jsonPrimitive.content, error.requestId, "requestId") }
+        if (fields.containsKey("reason")) {
+            val value = fields["reason"]!!
+            assertEquals(if (value is JsonNull) null else value.jsonPrimitive.content, error.reason, "reason")
+        }
         if (fields.containsKey("retryAfterSeconds")) {
             val value = fields["retryAfterSeconds"]!!
             assertEquals(if (value is JsonNull) null else value.jsonPrimitive.long, (error as TollgateError.RateLimited).retryAfterSeconds, "retryAfterSeconds")

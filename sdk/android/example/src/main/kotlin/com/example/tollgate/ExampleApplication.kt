@@ -4,18 +4,17 @@ import android.app.Application
 import dev.tollgate.Tollgate
 import dev.tollgate.TollgateConfiguration
 
-/** Initializes Tollgate at app start, before any screen can make a request. */
+/** Initializes Tollgate at app start, before any screen can make a request. The gateway address is in the manifest. */
 class ExampleApplication : Application() {
     override fun onCreate() {
         super.onCreate()
-        Tollgate.initialize(
-            this,
-            BuildConfig.TOLLGATE_APP_TOKEN,
-            TollgateConfiguration(
-                gatewayUrl = BuildConfig.TOLLGATE_GATEWAY_URL,
-                // Emulators: a development token in debug builds only; release builds attest with Play Integrity or key attestation.
-                developmentToken = if (BuildConfig.DEBUG) BuildConfig.TOLLGATE_DEV_TOKEN.ifEmpty { null } else null,
-            ),
-        )
+        val developmentToken = if (BuildConfig.DEBUG) BuildConfig.TOLLGATE_DEV_TOKEN.ifEmpty { null } else null
+        if (developmentToken == null) {
+            // Release builds (and debug builds on a real phone): key attestation, then Play Integrity.
+            Tollgate.initialize(this, BuildConfig.TOLLGATE_APP_TOKEN)
+        } else {
+            // Emulators: a development token, in debug builds only.
+            Tollgate.initialize(this, BuildConfig.TOLLGATE_APP_TOKEN, TollgateConfiguration(developmentToken = developmentToken))
+        }
     }
 }

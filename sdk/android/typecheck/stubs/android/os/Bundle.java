@@ -1,2 +1,0 @@
-package android.os;
-public class Bundle { public String getString(String key) { return null; } }

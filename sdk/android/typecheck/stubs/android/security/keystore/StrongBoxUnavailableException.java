@@ -1,2 +1,0 @@
-package android.security.keystore;
-public class StrongBoxUnavailableException extends java.security.ProviderException {}

@@ -1,2 +1,0 @@
-package com.google.android.play.core.integrity;
-public abstract class IntegrityTokenResponse { public abstract String token(); }
