@@ -81,6 +81,11 @@ const RESPONSE_SCHEMAS: Record<string, Schema> = {
     capabilities: { type: 'array', items: string },
     streaming: { type: 'array', items: string },
     perTenantHost: { type: 'boolean', description: 'the secret needs a baseUrl (the tenant’s own host)' },
+    accountRoutes: {
+      type: 'array',
+      description: 'account-class routes, closed unless an app opens them (openAccountRoutes); why says what opening exposes',
+      items: object({ methods: { type: 'array', items: string }, path: string, why: string }),
+    },
   }),
   Session: object({ user: object({ id: string, username: string }), csrfToken: string, expiresAt: dateTime }),
   SignedOut: object({ signedOut: { const: true } }),
