@@ -99,14 +99,14 @@ const errorResponse = (description: string) => ({ description, content: { 'appli
 
 /**
  * The DTO schemas. A custom constraint on a plain-object property (`@Validate` on a `Record`) comes out as a `$ref` to
- * a schema named `Object` that does not exist; its `@JSONSchema` override already says what it accepts, so the
+ * a schema named `Object` (or `Array`) that does not exist; its `@JSONSchema` override already says what it accepts, so the
  * dangling reference is dropped.
  */
 function dtoSchemas(): Record<string, Schema> {
   const schemas = validationMetadatasToSchemas({ refPointerPrefix: '#/components/schemas/' }) as Record<string, Schema>;
   for (const schema of Object.values(schemas)) {
     for (const property of Object.values((schema.properties ?? {}) as Record<string, Schema>)) {
-      if (property.$ref === '#/components/schemas/Object') delete property.$ref;
+      if (property.$ref === '#/components/schemas/Object' || property.$ref === '#/components/schemas/Array') delete property.$ref;
     }
   }
   return schemas;

@@ -62,7 +62,7 @@ const settingsShape = {
     .array(z.object({ provider: z.string(), methods: z.array(z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE'])).min(1), path: z.string() }).strict())
     .nullable()
     .optional()
-    .describe('routes a manifest does not know yet, for this app only, e.g. [{"provider":"openai","methods":["GET"],"path":"evals/**"}]; still subject to path safety and deny; null clears'),
+    .describe('routes a manifest does not know yet, for this app only, e.g. [{"provider":"acme","methods":["GET"],"path":"evals/**"}]; still subject to path safety and deny; null clears'),
 };
 
 type ToolResult = { content: Array<{ type: 'text'; text: string }>; isError?: boolean; structuredContent?: Record<string, unknown> };

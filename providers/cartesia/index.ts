@@ -1,5 +1,16 @@
 /** Cartesia (https://docs.cartesia.ai). `X-API-Key` and the required `Cartesia-Version` header; `/tts/bytes` streams audio. */
-import { PLUGIN_CONTRACT_VERSION, defineProvider } from '../../core/contract';
+import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute } from '../../core/contract';
+
+/**
+ * Account routes, from https://docs.cartesia.ai/api-reference/voices: managing the voice library (create, clone,
+ * localize, update, delete). Listing voices and reading one (to pick a voice for speech) stay inference.
+ */
+const ACCOUNT: AccountRoute[] = [
+  { methods: ['POST'], path: 'voices', why: "adds voices to the account's library" },
+  { methods: ['POST'], path: 'voices/clone', why: "clones a voice from uploaded audio into the account's library" },
+  { methods: ['POST'], path: 'voices/localize', why: "creates localized voices in the account's library" },
+  { methods: ['PATCH', 'DELETE'], path: 'voices/{voice_id}', why: "renames or deletes any voice of the account's library" },
+];
 
 export const manifest = defineProvider({
   contractVersion: PLUGIN_CONTRACT_VERSION,
@@ -11,5 +22,5 @@ export const manifest = defineProvider({
   defaultHeaders: { 'Cartesia-Version': '2024-06-10' },
   capabilities: ['tts'],
   streaming: ['binary', 'sse'],
-  routes: { methods: ['GET', 'POST'], allow: ['tts/', 'voices', 'stt'] },
+  routes: { methods: ['GET', 'POST'], allow: ['tts/', 'voices', 'stt'], account: ACCOUNT },
 });

@@ -2,7 +2,16 @@
  * DeepL (https://developers.deepl.com/docs). `Authorization: DeepL-Auth-Key <key>`. Free-plan keys end in `:fx` and
  * must use `api-free.deepl.com`; the host is chosen from the key, never by the client.
  */
-import { PLUGIN_CONTRACT_VERSION, defineProvider } from '../../core/contract';
+import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute } from '../../core/contract';
+
+/**
+ * Account routes, from https://developers.deepl.com/api-reference/multilingual-glossaries: glossaries are the account's
+ * shared dictionaries. Translating with one (`glossary_id`) and a document's own status and result (its
+ * `document_key` is the uploader's) stay inference.
+ */
+const ACCOUNT: AccountRoute[] = [
+  { methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], path: 'glossaries/**', why: "lists, reads, creates, changes or deletes the account's glossaries and their entries" },
+];
 
 const PRO = 'https://api.deepl.com';
 const FREE = 'https://api-free.deepl.com';
@@ -19,6 +28,6 @@ export const manifest = defineProvider({
   capabilities: ['translation'],
   streaming: [],
   examples: { translation: { method: 'POST', version: 'v2', path: 'translate', body: { text: ['Hello!'], target_lang: 'DE' } } },
-  routes: { methods: ['GET', 'POST'], allow: ['translate', 'languages', 'document', 'glossary-language-pairs', 'rephrase'] },
+  routes: { methods: ['GET', 'POST'], allow: ['translate', 'languages', 'document', 'glossary-language-pairs', 'rephrase'], account: ACCOUNT },
   notes: 'Keys ending in :fx use the Free host.',
 });
