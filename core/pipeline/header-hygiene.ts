@@ -15,6 +15,12 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 
+/**
+ * Query parameters that carry a credential at many providers (Google's `key`, `api_key`, OAuth's `access_token`…):
+ * stripped from every client request, whatever the provider (docs/security.md, "Client credentials").
+ */
+export const DEFAULT_CREDENTIAL_QUERY_PARAMETERS: readonly string[] = ['key', 'api_key', 'apikey', 'api-key', 'access_token', 'x-goog-api-key'];
+
 const ALWAYS_STRIPPED = new Set([
   'authorization',
   'cookie',

@@ -14,11 +14,7 @@ import {
 import { providerVariableStem, type Configuration } from '../configuration/configuration';
 import { compileAccountRoutes, routePatternProblem, type CompiledAccountRoute } from '../pipeline/route-class';
 
-/**
- * Query parameters that carry a credential at many providers (Google's `key`, `api_key`, OAuth's `access_token`…):
- * stripped from every client request, whatever the provider (docs/security.md, "Client credentials").
- */
-export const DEFAULT_CREDENTIAL_QUERY_PARAMETERS: readonly string[] = ['key', 'api_key', 'apikey', 'api-key', 'access_token', 'x-goog-api-key'];
+import { DEFAULT_CREDENTIAL_QUERY_PARAMETERS } from '../pipeline/header-hygiene';
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,39}$/;
 export const VERSION_PATTERN = /^v[0-9][a-z0-9.-]{0,15}$/;

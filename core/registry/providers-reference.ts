@@ -4,7 +4,7 @@
  * fails when the committed file differs, so the page and the manifests cannot drift.
  */
 import type { AuthStyle, ProviderManifest } from '../contract';
-import { DEFAULT_CREDENTIAL_QUERY_PARAMETERS } from './provider-registry';
+import { DEFAULT_CREDENTIAL_QUERY_PARAMETERS } from '../pipeline/header-hygiene';
 
 const code = (text: string) => `\`${text.replace(/`/g, "'")}\``;
 const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
