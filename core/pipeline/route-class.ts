@@ -110,8 +110,12 @@ function extraPattern(path: string): RegExp | null {
 /** The class a request was admitted under. */
 export type RouteClass = 'inference' | 'account' | 'extra';
 
-function refuse(status: 400 | 405, reason: string, message: string): GatewayError {
-  return new GatewayError('invalidRequest', message, { status, reason });
+function notAllowed(message: string): GatewayError {
+  return new GatewayError('invalidRequest', message, { status: 400, reason: 'route_not_allowed' });
+}
+
+function methodNotAllowed(message: string): GatewayError {
+  return new GatewayError('invalidRequest', message, { status: 405, reason: 'method_not_allowed' });
 }
 
 /**
@@ -124,7 +128,7 @@ function refuse(status: 400 | 405, reason: string, message: string): GatewayErro
 export function decideRoute(table: RouteTable, settings: Pick<AppSettings, 'openAccountRoutes' | 'extraRoutes'>, method: string, providerPath: string): RouteClass {
   const shown = `${method} ${providerPath || '/'}`;
   const path = normalizeForMatching(providerPath);
-  if (path === undefined) throw refuse(400, 'route_not_allowed', `${shown} is not an allowed route of provider "${table.slug}".`);
+  if (path === undefined) throw notAllowed(`${shown} is not an allowed route of provider "${table.slug}".`);
   let decoded = providerPath;
   try {
     decoded = decodeURIComponent(providerPath);
@@ -134,7 +138,7 @@ export function decideRoute(table: RouteTable, settings: Pick<AppSettings, 'open
   const lower = path.toLowerCase();
   // Deny is absolute: checked on the decoded path and on its normalized, lower-case form.
   if (table.policy?.deny?.some((prefix) => matchesPrefix(decoded, prefix) || matchesPrefix(lower, prefix.toLowerCase()) || matchesPrefix(`${lower}/`, prefix.toLowerCase()))) {
-    throw refuse(400, 'route_not_allowed', `${shown} is refused for provider "${table.slug}".`);
+    throw notAllowed(`${shown} is refused for provider "${table.slug}".`);
   }
   for (const extra of settings.extraRoutes ?? []) {
     if (extra.provider === table.slug && extra.methods.includes(method as HttpMethod) && extraPattern(extra.path)?.test(path)) return 'extra';
@@ -142,15 +146,13 @@ export function decideRoute(table: RouteTable, settings: Pick<AppSettings, 'open
   const account = table.accountRoutes.find((entry) => entry.methods.has(method) && entry.pattern.test(path));
   if (account) {
     if (settings.openAccountRoutes?.includes(table.slug)) return 'account';
-    throw refuse(
-      400,
-      'route_not_allowed',
+    throw notAllowed(
       `${shown} is an account route of provider "${table.slug}" (${account.route.why}); it is closed unless the operator opens ${table.slug} account routes for this app.`,
     );
   }
-  if (!table.methods.has(method)) throw refuse(405, 'method_not_allowed', `${shown} is not an allowed route of provider "${table.slug}".`);
+  if (!table.methods.has(method)) throw methodNotAllowed(`${shown} is not an allowed route of provider "${table.slug}".`);
   if (table.policy?.allow && !table.policy.allow.some((prefix) => matchesPrefix(decoded, prefix))) {
-    throw refuse(400, 'route_not_allowed', `${shown} is not an allowed route of provider "${table.slug}".`);
+    throw notAllowed(`${shown} is not an allowed route of provider "${table.slug}".`);
   }
   return 'inference';
 }
