@@ -32,6 +32,7 @@ Usage:
                        [--device-limit N] [--app-limit N] [--provider-limit SLUG=N …] [--device-daily-quota N] [--app-daily-quota N] [--max-streams N]
   tollgate apps update --app ID [--name NAME] [--device-limit N] [--app-limit N] [--allow-development-attestation true|false] [--device-token-ttl SECONDS] [--allowed-providers a,b] [--allowed-routes openai/chat/completions,…]
                         [--provider-limit SLUG=N …] [--device-daily-quota N] [--app-daily-quota N] [--max-streams N]
+                        [--open-account-routes SLUG,…] [--close-account-routes SLUG,…] [--extra-route SLUG:METHOD[,METHOD…]:PATTERN …] [--no-extra-routes]
   tollgate apps list | get --app ID | rotate-token --app ID | disable --app ID | enable --app ID | delete --app ID
   tollgate secrets set --app ID --provider SLUG [--base-url URL]     (the value is read from stdin, never from argv)
   tollgate secrets list --app ID | delete --app ID --provider SLUG
@@ -85,6 +86,10 @@ const OPTIONS = {
   assertion: { type: 'string' },
   'previous-counter': { type: 'string' },
   username: { type: 'string' },
+  'open-account-routes': { type: 'string' },
+  'close-account-routes': { type: 'string' },
+  'extra-route': { type: 'string', multiple: true },
+  'no-extra-routes': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;
@@ -102,6 +107,42 @@ function providerLimits(values: Values): Record<string, number> | undefined {
       return [slug, Number(limit)];
     }),
   );
+}
+
+/** A comma-separated slug list option, or undefined when absent. */
+function slugList(values: Values, name: 'open-account-routes' | 'close-account-routes'): string[] | undefined {
+  const raw = values[name];
+  return raw === undefined ? undefined : raw.split(',').map((slug) => slug.trim()).filter(Boolean);
+}
+
+/** The app's open account routes after `--open-account-routes` and `--close-account-routes` (null: none open). */
+function accountRoutes(values: Values, current: readonly string[] | undefined): string[] | null | undefined {
+  const opened = slugList(values, 'open-account-routes');
+  const closed = slugList(values, 'close-account-routes');
+  if (opened === undefined && closed === undefined) return undefined;
+  const next = new Set([...(current ?? []), ...(opened ?? [])]);
+  for (const slug of closed ?? []) next.delete(slug);
+  return next.size ? [...next].sort() : null;
+}
+
+/**
+ * `--extra-route SLUG:METHOD[,METHOD…]:PATTERN` (repeatable) → the app's extra routes, replacing the previous ones;
+ * `--no-extra-routes` clears them. The pattern may contain `:` (`models/ft:*`): only the first two separate.
+ */
+function extraRoutes(values: Values): Array<{ provider: string; methods: string[]; path: string }> | null | undefined {
+  if (values['no-extra-routes']) return null;
+  const entries = values['extra-route'];
+  if (!entries?.length) return undefined;
+  return entries.map((entry) => {
+    const first = entry.indexOf(':');
+    const second = first < 0 ? -1 : entry.indexOf(':', first + 1);
+    if (first <= 0 || second <= first + 1 || second === entry.length - 1) throw new UsageError(`--extra-route takes SLUG:METHOD[,METHOD…]:PATTERN, got "${entry}"`);
+    return {
+      provider: entry.slice(0, first),
+      methods: entry.slice(first + 1, second).split(',').map((method) => method.trim().toUpperCase()).filter(Boolean),
+      path: entry.slice(second + 1),
+    };
+  });
 }
 
 function required(values: Values, name: keyof Values): string {
@@ -352,10 +393,14 @@ async function main(argv: string[]): Promise<void> {
         ),
       );
     case 'apps update':
-      return withCore((core) =>
+      return withCore(async (core) =>
         core.management.updateApp(
           required(options, 'app'),
           defined({
+            openAccountRoutes: options['open-account-routes'] !== undefined || options['close-account-routes'] !== undefined
+              ? accountRoutes(options, (await core.management.getApp(required(options, 'app'))).settings.openAccountRoutes)
+              : undefined,
+            extraRoutes: extraRoutes(options),
             name: options.name,
             deviceLimitPerMinute: integerOption(options, 'device-limit'),
             appLimitPerMinute: integerOption(options, 'app-limit'),

@@ -341,7 +341,15 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       method: 'get', path: '/providers', operationId: 'listProviders', tag: 'providers', summary: 'The provider catalog',
       response: { schema: 'Provider', description: 'registered providers', array: true },
       async handle() {
-        return registry.list().map(({ manifest }) => ({ slug: manifest.slug, name: manifest.name, versions: Object.keys(manifest.versions), capabilities: [...manifest.capabilities], streaming: [...manifest.streaming], perTenantHost: Boolean(manifest.tenant) }));
+        return registry.list().map(({ manifest }) => ({
+          slug: manifest.slug,
+          name: manifest.name,
+          versions: Object.keys(manifest.versions),
+          capabilities: [...manifest.capabilities],
+          streaming: [...manifest.streaming],
+          perTenantHost: Boolean(manifest.tenant),
+          accountRoutes: (manifest.routes?.account ?? []).map((route) => ({ methods: [...route.methods], path: route.path, why: route.why })),
+        }));
       },
     },
     // Admin keys and the audit log.

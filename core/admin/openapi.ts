@@ -82,6 +82,11 @@ const RESPONSE_SCHEMAS: Record<string, Schema> = {
     capabilities: { type: 'array', items: string },
     streaming: { type: 'array', items: string },
     perTenantHost: { type: 'boolean', description: 'the secret needs a baseUrl (the tenant’s own host)' },
+    accountRoutes: {
+      type: 'array',
+      description: 'account-class routes, closed unless an app opens them (openAccountRoutes); why says what opening exposes',
+      items: object({ methods: { type: 'array', items: string }, path: string, why: string }),
+    },
   }),
   Session: object({ user: object({ id: string, username: string }), csrfToken: string, expiresAt: dateTime }),
   SignedOut: object({ signedOut: { const: true } }),
@@ -95,14 +100,14 @@ const errorResponse = (description: string) => ({ description, content: { 'appli
 
 /**
  * The DTO schemas. A custom constraint on a plain-object property (`@Validate` on a `Record`) comes out as a `$ref` to
- * a schema named `Object` that does not exist; its `@JSONSchema` override already says what it accepts, so the
+ * a schema named `Object` (or `Array`) that does not exist; its `@JSONSchema` override already says what it accepts, so the
  * dangling reference is dropped.
  */
 function dtoSchemas(): Record<string, Schema> {
   const schemas = validationMetadatasToSchemas({ refPointerPrefix: '#/components/schemas/' }) as Record<string, Schema>;
   for (const schema of Object.values(schemas)) {
     for (const property of Object.values((schema.properties ?? {}) as Record<string, Schema>)) {
-      if (property.$ref === '#/components/schemas/Object') delete property.$ref;
+      if (property.$ref === '#/components/schemas/Object' || property.$ref === '#/components/schemas/Array') delete property.$ref;
     }
   }
   return schemas;

@@ -76,19 +76,69 @@ export type AuthStyle =
   | { kind: 'computed' };
 
 /**
- * Which routes of a provider a client may call. Paths are relative to the version root (no leading slash) and matched
- * as prefixes on whole segments: `audio/` allows `audio/speech`; `models` allows `models` and `models/x`.
+ * One `account`-class route (providers.md, "Route classes"): a method and path pattern that reads, lists or deletes data
+ * shared across the operator's account (files, stored completions, vector stores, fine-tunes, batches, voice
+ * libraries…). Closed unless the operator opens the provider's account routes for an app (`openAccountRoutes`). Every
+ * other route a provider allows is `inference`, open by default.
+ *
+ * Path patterns are relative to the version root and matched on whole segments, case-insensitively, after the
+ * client's path is decoded once, with a trailing `/` and `;…` matrix parameters ignored:
+ * - a literal segment matches itself (`files` matches `files`, not `files/x`);
+ * - `*` inside a segment matches any run of characters except `/` (`{name}` is the same as `*` and reads better:
+ *   `files/{file_id}/content`; `models/ft:*`);
+ * - a final `**` matches zero or more further segments (`vector_stores/**` covers the listing and everything below).
+ *
+ * @example { methods: ['GET'], path: 'files', why: 'lists every file uploaded with the operator key' }
+ */
+export interface AccountRoute {
+  /** The methods of this pattern that are account-class; others on the same path stay as `allow` says. */
+  readonly methods: readonly HttpMethod[];
+  readonly path: string;
+  /** One line: what opening this route exposes to every device of the app (shown in the dashboard and the docs). */
+  readonly why: string;
+}
+
+/**
+ * Which routes of a provider a client may call. `allow` and `deny` paths are relative to the version root (no leading
+ * slash) and matched as prefixes on whole segments: `audio/` allows `audio/speech`; `models` allows `models` and
+ * `models/x`; a `*` segment matches any one segment (`*` + `/` + `*` allows every `{owner}/{app}/…`).
  * Default: every method in `methods` on every path not in `deny`.
  *
- * @example { methods: ['GET', 'POST'], allow: ['chat/completions', 'audio/'], deny: ['organization/'] }
+ * Order of decision: `deny` refuses, always; an `account` entry matching method and path is closed unless the app
+ * opened this provider's account routes (then allowed, even outside `allow` and `methods`); an app's extra route
+ * (`extraRoutes`) allows its own method and pattern; otherwise `methods` and `allow` decide, and the route is `inference`.
+ *
+ * @example { methods: ['GET', 'POST'], allow: ['chat/completions', 'audio/'], deny: ['organization/'],
+ *            account: [{ methods: ['GET'], path: 'chat/completions', why: 'lists stored completions of every user' }] }
  */
 export interface RoutePolicy {
   /** Default `['GET', 'POST']`. */
   methods?: HttpMethod[];
   /** Path prefixes that are allowed. Absent: all paths not denied. */
   allow?: string[];
-  /** Path prefixes that are refused even when allowed (account, billing and key-management routes). */
+  /** Path prefixes that are refused even when allowed or opened (billing, key and organization management). */
   deny?: string[];
+  /** The `account`-class routes, decided per provider and method from its documentation (cite it beside the list). */
+  account?: readonly AccountRoute[];
+}
+
+/**
+ * Channels through which a client could bring its own credential to this provider, besides the manifest's `auth`
+ * (whose header or query parameter is always stripped). Core removes them from every client request before signing or
+ * forwarding. Header names and prefixes apply to every provider (a credential header of one provider is never forwarded
+ * to another); query parameters apply to this provider. Core always strips its default set too (docs/security.md).
+ *
+ * @example { headerPrefixes: ['x-amz-'], queryParameterPrefixes: ['x-amz-'] }  // AWS SigV4 headers and presigned URLs
+ */
+export interface ClientCredentialChannels {
+  /** Header names, compared case-insensitively. */
+  readonly headers?: readonly string[];
+  /** Header name prefixes, compared case-insensitively, e.g. `x-amz-`. */
+  readonly headerPrefixes?: readonly string[];
+  /** Query parameter names, compared case-insensitively after decoding, e.g. `key`. */
+  readonly queryParameters?: readonly string[];
+  /** Query parameter name prefixes, e.g. `x-amz-` (`X-Amz-Signature`, `X-Amz-Credential` of a presigned URL). */
+  readonly queryParameterPrefixes?: readonly string[];
 }
 
 /**
@@ -165,6 +215,8 @@ export interface ProviderManifest {
   readonly streaming: readonly StreamFormat[];
   /** Default: GET and POST on every path. */
   readonly routes?: RoutePolicy;
+  /** Other ways the provider accepts a credential, stripped from client requests (see {@link ClientCredentialChannels}). */
+  readonly clientCredentials?: ClientCredentialChannels;
   /** Present for providers whose host depends on the tenant (Azure resource, region). */
   readonly tenant?: TenantHostRule;
   /** Short notes for the catalog (`GET /v1/providers`) and the SDK docs. */

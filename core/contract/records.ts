@@ -43,6 +43,24 @@ export interface AppSettings {
   readonly allowAppAttestDevelopment: boolean;
   /** The Play Integrity device verdict required. Default `MEETS_DEVICE_INTEGRITY`. */
   readonly playIntegrityDeviceVerdict: 'MEETS_BASIC_INTEGRITY' | 'MEETS_DEVICE_INTEGRITY' | 'MEETS_STRONG_INTEGRITY';
+  /**
+   * Provider slugs whose `account`-class routes (files, stored data, fine-tunes…: each manifest's `routes.account`) are
+   * open for this app. Absent: none; every account route answers `invalidRequest` (`route_not_allowed`).
+   */
+  readonly openAccountRoutes: readonly string[] | undefined;
+  /**
+   * Routes a manifest does not know yet, allowed for this app only: a provider, methods and a path pattern (the syntax
+   * of `routes.account`). Still subject to every path-safety rule and to the manifest's `deny`.
+   */
+  readonly extraRoutes: readonly AppExtraRoute[] | undefined;
+}
+
+/** One extra route of an app (see {@link AppSettings.extraRoutes}). */
+export interface AppExtraRoute {
+  readonly provider: string;
+  readonly methods: readonly ('GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE')[];
+  /** A route pattern, e.g. `evals/**` or `files/{file_id}`. */
+  readonly path: string;
 }
 
 /** Default limits and lifetimes (protocol.md, issue "Core gateway"). */
@@ -63,6 +81,8 @@ export const DEFAULT_APP_SETTINGS: AppSettings = Object.freeze({
   assertionMode: 'exchange',
   allowAppAttestDevelopment: false,
   playIntegrityDeviceVerdict: 'MEETS_DEVICE_INTEGRITY',
+  openAccountRoutes: undefined,
+  extraRoutes: undefined,
 });
 
 /** The app a request's `Tollgate-App-Token` belongs to (set by `verifyToken`). */

@@ -26,6 +26,7 @@ import {
 } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 import { TollgateError } from '../contract';
+import { routePatternProblem } from '../pipeline/route-class';
 
 const SLUG = /^[a-z0-9][a-z0-9-]{0,39}$/;
 const APPLE_APP_ID = /^[A-Z0-9]{10}\.[A-Za-z0-9][A-Za-z0-9.-]{0,154}$/;
@@ -45,6 +46,44 @@ class ProviderLimits implements ValidatorConstraintInterface {
   defaultMessage(): string {
     return 'providerLimitsPerMinute must map provider slugs to whole numbers of requests per minute';
   }
+}
+
+/**
+ * `[{ provider, methods, path }]`: routes a manifest does not know yet, for one app. At most 200; each names a provider
+ * slug, 1 to 5 distinct methods, and a route pattern (the `routes.account` syntax: `*`, `{name}`, a final `**`).
+ */
+@ValidatorConstraint({ name: 'extraRoutes' })
+class ExtraRoutes implements ValidatorConstraintInterface {
+  private problem = '';
+  validate(value: unknown): boolean {
+    this.problem = extraRoutesProblem(value) ?? '';
+    return this.problem === '';
+  }
+  defaultMessage(): string {
+    return `extraRoutes ${this.problem}`;
+  }
+}
+
+const EXTRA_ROUTE_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+function extraRoutesProblem(value: unknown): string | null {
+  if (!Array.isArray(value)) return 'must be an array of {provider, methods, path}';
+  if (value.length > 200) return 'may hold at most 200 routes';
+  for (const [index, entry] of value.entries()) {
+    const at = `entry ${index}`;
+    if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) return `${at} must be an object {provider, methods, path}`;
+    const keys = Object.keys(entry as object);
+    const unknown = keys.filter((key) => !['provider', 'methods', 'path'].includes(key));
+    if (unknown.length) return `${at} has unknown field ${unknown.join(', ')}`;
+    const { provider, methods, path } = entry as Record<string, unknown>;
+    if (typeof provider !== 'string' || !SLUG.test(provider)) return `${at}: provider must be a provider slug`;
+    if (!Array.isArray(methods) || methods.length === 0 || methods.length > 5 || new Set(methods).size !== methods.length || !methods.every((method) => EXTRA_ROUTE_METHODS.includes(method as string))) {
+      return `${at}: methods must be 1 to 5 distinct methods among ${EXTRA_ROUTE_METHODS.join(', ')}`;
+    }
+    const problem = typeof path === 'string' ? routePatternProblem(path) : 'must be a string';
+    if (problem) return `${at}: path ${problem}`;
+  }
+  return null;
 }
 
 export class AppSettingsInput {
@@ -76,6 +115,27 @@ export class AppSettingsInput {
   @IsOptional() @IsInt() @Min(1) @Max(10_000) maxConcurrentStreamsPerDevice?: number;
   @IsOptional() @IsArray() @ArrayMaxSize(200) @Matches(ROUTE, { each: true, message: 'allowedRoutes entries must be slug or slug/path-prefix' })
   allowedRoutes?: string[];
+  @IsOptional() @IsArray() @ArrayMaxSize(100) @Matches(SLUG, { each: true, message: 'openAccountRoutes must be provider slugs' })
+  @JSONSchema({ description: 'provider slugs whose account-class routes (files, stored data, fine-tunes…) are open for this app; null closes all' })
+  openAccountRoutes?: string[];
+  @IsOptional()
+  @Validate(ExtraRoutes)
+  @JSONSchema({
+    type: 'array',
+    maxItems: 200,
+    description: 'routes a manifest does not know yet, for this app only; still subject to path safety and the manifest deny list; null clears',
+    items: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['provider', 'methods', 'path'],
+      properties: {
+        provider: { type: 'string', pattern: SLUG.source },
+        methods: { type: 'array', minItems: 1, maxItems: 5, uniqueItems: true, items: { type: 'string', enum: EXTRA_ROUTE_METHODS } },
+        path: { type: 'string', minLength: 1, maxLength: 300, description: 'a route pattern: segments, "*" or {name} for one segment, a final "**" for the rest' },
+      },
+    },
+  })
+  extraRoutes?: Array<{ provider: string; methods: Array<'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'>; path: string }>;
   @IsOptional() @IsIn(['exchange', 'every-request']) assertionMode?: 'exchange' | 'every-request';
   @IsOptional() @IsBoolean() allowAppAttestDevelopment?: boolean;
   @IsOptional() @IsIn(['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY', 'MEETS_STRONG_INTEGRITY'])

@@ -96,6 +96,9 @@ function mergeSettings(base: AppSettings, input: AppSettingsInput): AppSettings 
     else if (value !== undefined) settings[key] = value;
   }
   if (typeof settings.androidCertSha256 === 'string') settings.androidCertSha256 = settings.androidCertSha256.replace(/:/g, '').toLowerCase();
+  // An empty list opens nothing: stored as none, so that the settings read the same as the default.
+  if (Array.isArray(settings.openAccountRoutes)) settings.openAccountRoutes = settings.openAccountRoutes.length ? [...new Set(settings.openAccountRoutes as string[])].sort() : undefined;
+  if (Array.isArray(settings.extraRoutes) && settings.extraRoutes.length === 0) settings.extraRoutes = undefined;
   return Object.freeze(settings) as unknown as AppSettings;
 }
 
@@ -139,9 +142,23 @@ export class ManagementService {
     return app;
   }
 
+  /** Provider slugs in route settings must name registered providers (a typo would silently open nothing). */
+  private checkRouteSettings(input: AppSettingsInput): void {
+    const unknown = (slugs: readonly string[]) => slugs.filter((slug) => !this.registry.find(slug));
+    const fields: Record<string, string[]> = {};
+    const closedUnknown = unknown(input.openAccountRoutes ?? []);
+    if (closedUnknown.length) fields.openAccountRoutes = [`unknown provider ${closedUnknown.join(', ')}`];
+    const extraUnknown = unknown((input.extraRoutes ?? []).map((route) => route.provider));
+    if (extraUnknown.length) fields.extraRoutes = [`unknown provider ${extraUnknown.join(', ')}`];
+    if (Object.keys(fields).length) {
+      throw new TollgateError('TG_ERR_VALIDATION', `invalid input: ${Object.entries(fields).map(([field, messages]) => `${field}: ${messages.join('; ')}`).join(' | ')}`, fields);
+    }
+  }
+
   /** Creates an app. The app token is in the answer and nowhere else, ever. */
   async createApp(plain: unknown): Promise<AppView & { appToken: string }> {
     const input = validateInput(CreateAppInput, plain);
+    this.checkRouteSettings(input);
     const now = this.clock();
     const appToken = generateToken('app');
     const row: AppRow = {
@@ -169,6 +186,7 @@ export class ManagementService {
 
   async updateApp(appId: string, plain: unknown): Promise<AppView> {
     const input = validateInput(UpdateAppInput, plain);
+    this.checkRouteSettings(input);
     return this.write(async (transaction) => {
       const app = await this.requireApp(transaction, appId);
       const settings = mergeSettings(app.settings, input);

@@ -53,6 +53,16 @@ const settingsShape = {
   deviceDailyQuota: z.number().int().min(1).optional().describe('requests per rolling day per device'),
   appDailyQuota: z.number().int().min(1).optional().describe('requests per rolling day for the app'),
   maxConcurrentStreamsPerDevice: z.number().int().min(1).max(10_000).optional().describe('open streams per device (default 10)'),
+  openAccountRoutes: z
+    .array(z.string())
+    .nullable()
+    .optional()
+    .describe('provider slugs whose account routes (files, stored completions, vector stores, fine-tunes…) are open for this app; every device of the app can then read and delete that account data (list_providers shows each warning); null closes all'),
+  extraRoutes: z
+    .array(z.object({ provider: z.string(), methods: z.array(z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE'])).min(1), path: z.string() }).strict())
+    .nullable()
+    .optional()
+    .describe('routes a manifest does not know yet, for this app only, e.g. [{"provider":"acme","methods":["GET"],"path":"evals/**"}]; still subject to path safety and deny; null clears'),
 };
 
 type ToolResult = { content: Array<{ type: 'text'; text: string }>; isError?: boolean; structuredContent?: Record<string, unknown> };
@@ -96,9 +106,10 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
       versions: Object.keys(manifest.versions),
       capabilities: manifest.capabilities,
       streaming: manifest.streaming,
+      accountRoutes: (manifest.routes?.account ?? []).map((route) => ({ methods: route.methods, path: route.path, why: route.why })),
     }));
 
-  server.registerTool('list_providers', { description: 'The provider catalog: slug, versions, capabilities, streaming formats.' }, () => run(async () => ({ providers: catalog() })));
+  server.registerTool('list_providers', { description: 'The provider catalog: slug, versions, capabilities, streaming formats, and the account routes an app may open (with what each exposes).' }, () => run(async () => ({ providers: catalog() })));
 
   server.registerTool('list_apps', { description: 'Every app with its settings (never its token).' }, () => run(async () => ({ apps: await management.listApps() })));
 
@@ -113,7 +124,7 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
 
   server.registerTool(
     'update_app',
-    { description: "Change an app's name, attestation policy, allowed providers and routes, or limits.", inputSchema: { appId: z.string(), name: z.string().min(1).max(200).optional(), ...settingsShape } },
+    { description: "Change an app's name, attestation policy, allowed providers and routes, open account routes (openAccountRoutes), extra routes, or limits.", inputSchema: { appId: z.string(), name: z.string().min(1).max(200).optional(), ...settingsShape } },
     ({ appId, ...changes }) => audited('update_app', appId, { fields: Object.keys(defined(changes)) }, () => management.updateApp(appId, defined(changes))),
   );
 

@@ -3,8 +3,9 @@
  *
  * Removed before forwarding:
  * - every `Tollgate-*` header (the gateway's own credentials and metadata);
- * - the client's credentials: `Authorization`, `Cookie`, `Proxy-*`, and every header any registered provider uses for its
- *   key (so an app can never bring its own key, nor learn how the gateway's is sent);
+ * - the client's credentials: `Authorization`, `Cookie`, `Proxy-*`, every header any registered provider uses for its
+ *   key, and every header name or prefix a manifest declares in `clientCredentials` (AWS `x-amz-*`: never signed when a
+ *   client sent it), so an app can never bring its own key, nor learn how the gateway's is sent;
  * - hop-by-hop headers: RFC 9110 §7.6.1 names `Connection`, `Proxy-Connection`, `Keep-Alive`, `TE`, `Transfer-Encoding`
  *   and `Upgrade`, plus every field named in `Connection`; `Trailer` goes with them (RFC 9110 §6.6.2);
  * - `Host` (set from the upstream), `Expect` (the gateway answers 100-continue itself), and client-address headers
@@ -13,6 +14,12 @@
  * Response side: hop-by-hop headers and `Set-Cookie` from the provider never reach the app.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+
+/**
+ * Query parameters that carry a credential at many providers (Google's `key`, `api_key`, OAuth's `access_token`…):
+ * stripped from every client request, whatever the provider (docs/security.md, "Client credentials").
+ */
+export const DEFAULT_CREDENTIAL_QUERY_PARAMETERS: readonly string[] = ['key', 'api_key', 'apikey', 'api-key', 'access_token', 'x-goog-api-key'];
 
 const ALWAYS_STRIPPED = new Set([
   'authorization',
@@ -31,13 +38,14 @@ const ALWAYS_STRIPPED = new Set([
   'api-key',
 ]);
 
-function isStripped(name: string, credentialHeaders: ReadonlySet<string>, connectionTokens: ReadonlySet<string>): boolean {
+function isStripped(name: string, credentialHeaders: ReadonlySet<string>, credentialPrefixes: readonly string[], connectionTokens: ReadonlySet<string>): boolean {
   return (
     ALWAYS_STRIPPED.has(name) ||
     name.startsWith('tollgate-') ||
     name.startsWith('proxy-') ||
     name.startsWith('x-forwarded-') ||
     credentialHeaders.has(name) ||
+    credentialPrefixes.some((prefix) => name.startsWith(prefix)) ||
     connectionTokens.has(name)
   );
 }
@@ -54,12 +62,16 @@ const EMPTY: ReadonlySet<string> = new Set();
  * The client headers that may be forwarded (lower-case names; Node joins duplicates in `headers`, and `rawHeaders` is
  * never forwarded).
  */
-export function forwardableRequestHeaders(headers: IncomingHttpHeaders, credentialHeaders: ReadonlySet<string>): Record<string, string | string[]> {
+export function forwardableRequestHeaders(
+  headers: IncomingHttpHeaders,
+  credentialHeaders: ReadonlySet<string>,
+  credentialPrefixes: readonly string[] = [],
+): Record<string, string | string[]> {
   const connectionTokens = connectionTokensOf(headers.connection);
   const out: Record<string, string | string[]> = {};
   for (const name in headers) {
     const value = headers[name];
-    if (value === undefined || isStripped(name, credentialHeaders, connectionTokens)) continue;
+    if (value === undefined || isStripped(name, credentialHeaders, credentialPrefixes, connectionTokens)) continue;
     out[name] = value;
   }
   return out;
@@ -73,4 +85,25 @@ export function scrubResponseHeaders(headers: IncomingHttpHeaders): void {
   for (const name of Object.keys(headers)) {
     if (RESPONSE_STRIPPED.has(name) || connectionTokens.has(name) || name.startsWith('proxy-')) delete headers[name];
   }
+}
+
+/**
+ * Removes from a raw query string every pair whose decoded name (compared case-insensitively) is one of `names` or
+ * starts with one of `prefixes`: the client's own credential parameters. A pair whose name does not decode is dropped.
+ */
+export function withoutCredentialParameters(query: string, names: ReadonlySet<string>, prefixes: readonly string[]): string {
+  if (!query) return query;
+  return query
+    .split('&')
+    .filter((pair) => {
+      const rawName = pair.split('=', 1)[0]!;
+      let name: string;
+      try {
+        name = decodeURIComponent(rawName.replace(/\+/g, ' ')).trim().toLowerCase();
+      } catch {
+        return false;
+      }
+      return !names.has(name) && !prefixes.some((prefix) => name.startsWith(prefix));
+    })
+    .join('&');
 }

@@ -2,25 +2,10 @@ import { inject, injectable } from 'tsyringe';
 import { CONFIGURATION, GatewayError, type PipelineStage, type ProxyContext, type UpstreamRequestDraft } from '../contract';
 import type { Configuration } from '../configuration/configuration';
 import { ProviderRegistry, type RegisteredProvider } from '../registry/provider-registry';
-import { forwardableRequestHeaders } from './header-hygiene';
+import { forwardableRequestHeaders, withoutCredentialParameters } from './header-hygiene';
 import { readRequestBody } from './request-body';
-import { joinUpstreamUrl, routeAllowed } from './proxy-path';
-
-/** Removes every `name=` pair from a raw query string (compared after decoding the name). */
-function withoutParameter(query: string, name: string): string {
-  if (!query) return query;
-  return query
-    .split('&')
-    .filter((pair) => {
-      const rawName = pair.split('=', 1)[0]!;
-      try {
-        return decodeURIComponent(rawName.replace(/\+/g, ' ')) !== name;
-      } catch {
-        return false;
-      }
-    })
-    .join('&');
-}
+import { joinUpstreamUrl } from './proxy-path';
+import { decideRoute } from './route-class';
 
 /** The base URL for this request: the operator's override, a tenant URL from the secret, or the manifest's choice. */
 function upstreamBase(provider: RegisteredProvider, context: ProxyContext): string {
@@ -76,22 +61,19 @@ export class InjectKeyStage implements PipelineStage {
     const manifest = provider.manifest;
     const { version, providerPath } = context.route;
     const method = context.request.method ?? 'GET';
-    if (!routeAllowed(manifest.routes, provider.methods, method, providerPath)) {
-      throw new GatewayError('invalidRequest', `${method} ${providerPath || '/'} is not an allowed route of provider "${manifest.slug}".`, {
-        ...(provider.methods.has(method) ? { status: 400, reason: 'route_not_allowed' } : { status: 405, reason: 'method_not_allowed' }),
-      });
-    }
+    // Route classes: deny, the app's extra routes, closed account routes, then the allow-list (route-class.ts).
+    decideRoute({ slug: manifest.slug, policy: manifest.routes, methods: provider.methods, accountRoutes: provider.accountRoutes }, context.get('app').settings, method, providerPath);
     const secret = context.get('secret');
     const auth = manifest.auth;
-    let query = context.route.query;
+    // The client's own credential parameters never go upstream (the auth parameter, `key`, `api_key`, declared ones).
+    let query = withoutCredentialParameters(context.route.query, provider.credentialQueryParameters, provider.credentialQueryParameterPrefixes);
     if (auth.kind === 'query') {
-      query = withoutParameter(query, auth.parameter);
       const pair = `${encodeURIComponent(auth.parameter)}=${encodeURIComponent(secret.value.reveal())}`;
       query = query ? `${query}&${pair}` : pair;
     }
     const { base, prefix } = versionBase(provider, context, manifest.versions[version]!);
     const { origin, path } = joinUpstreamUrl(base, prefix, providerPath, query);
-    const headers = forwardableRequestHeaders(context.request.headers, this.registry.credentialHeaders);
+    const headers = forwardableRequestHeaders(context.request.headers, this.registry.credentialHeaders, this.registry.credentialHeaderPrefixes);
     if (manifest.defaultHeaders) {
       for (const [name, value] of Object.entries(manifest.defaultHeaders)) {
         const lower = name.toLowerCase();

@@ -6,7 +6,7 @@
  * read as `..` (../shared/design/style.md, "Known traps"). So the path is checked after percent-decoding (repeatedly,
  * to catch double encoding), joined, and the result is asserted to keep the base's origin and path prefix.
  */
-import { GatewayError, type ProxyRoute, type RoutePolicy } from '../contract';
+import { GatewayError, type ProxyRoute } from '../contract';
 import { SLUG_PATTERN, VERSION_PATTERN } from '../registry/provider-registry';
 
 /** Control characters (C0, DEL, C1). */
@@ -86,22 +86,22 @@ export function parseProxyRoute(rest: string): ProxyRoute {
 
 /** Whole-segment prefix match: `audio/` matches `audio/speech`; `models` matches `models` and `models/x` (and `models:x`). */
 export function matchesPrefix(path: string, prefix: string): boolean {
+  if (prefix.includes('*')) return matchesWildcardPrefix(path, prefix);
   if (prefix.endsWith('/')) return path.startsWith(prefix);
   return path === prefix || path.startsWith(`${prefix}/`) || path.startsWith(`${prefix}:`);
 }
 
-/** Whether the route policy admits `method` on `providerPath` (decoded once for matching). */
-export function routeAllowed(policy: RoutePolicy | undefined, methods: ReadonlySet<string>, method: string, providerPath: string): boolean {
-  if (!methods.has(method)) return false;
-  let path = providerPath;
-  try {
-    path = decodeURIComponent(providerPath);
-  } catch {
-    return false;
-  }
-  if (policy?.deny?.some((prefix) => matchesPrefix(path, prefix))) return false;
-  if (policy?.allow && !policy.allow.some((prefix) => matchesPrefix(path, prefix))) return false;
-  return true;
+/** As {@link matchesPrefix}, where a `*` segment of the prefix matches any one non-empty segment (`*` + `/` + `*`). */
+function matchesWildcardPrefix(path: string, prefix: string): boolean {
+  const trailing = prefix.endsWith('/');
+  const wanted = (trailing ? prefix.slice(0, -1) : prefix).split('/');
+  const segments = path.split('/');
+  if (segments.length < wanted.length || (trailing && segments.length === wanted.length)) return false;
+  return wanted.every((want, index) => {
+    const have = segments[index]!;
+    if (want === '*') return have !== '';
+    return have === want || (!trailing && index === wanted.length - 1 && have.startsWith(`${want}:`));
+  });
 }
 
 /**

@@ -12,6 +12,9 @@ import {
   type ProviderManifest,
 } from '../contract';
 import { providerVariableStem, type Configuration } from '../configuration/configuration';
+import { compileAccountRoutes, routePatternProblem, type CompiledAccountRoute } from '../pipeline/route-class';
+
+import { DEFAULT_CREDENTIAL_QUERY_PARAMETERS } from '../pipeline/header-hygiene';
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,39}$/;
 export const VERSION_PATTERN = /^v[0-9][a-z0-9.-]{0,15}$/;
@@ -28,6 +31,12 @@ export interface RegisteredProvider {
   readonly methods: ReadonlySet<string>;
   /** Lower-case names of headers that carry the credential; a client's own values for them are stripped. */
   readonly credentialHeaders: readonly string[];
+  /** The manifest's `account`-class routes, compiled. */
+  readonly accountRoutes: readonly CompiledAccountRoute[];
+  /** Lower-case query parameter names a client may not send to this provider (credential channels). */
+  readonly credentialQueryParameters: ReadonlySet<string>;
+  /** Lower-case query parameter name prefixes a client may not send to this provider. */
+  readonly credentialQueryParameterPrefixes: readonly string[];
 }
 
 function fail(slug: string, message: string): never {
@@ -83,14 +92,28 @@ export function validateManifest(manifest: ProviderManifest, origin = 'built-in'
     fail(slug, 'auth.kind must be "header", "query" or "computed"');
   }
   for (const method of manifest.routes?.methods ?? []) if (!METHODS.includes(method)) fail(slug, `unknown method "${method}"`);
+  for (const route of manifest.routes?.account ?? []) {
+    const problem = routePatternProblem(route?.path);
+    if (problem) fail(slug, `account route "${String(route?.path)}" ${problem}`);
+    if (!Array.isArray(route.methods) || route.methods.length === 0 || route.methods.some((method) => !METHODS.includes(method))) fail(slug, `account route "${route.path}" needs methods among ${METHODS.join(', ')}`);
+    if (typeof route.why !== 'string' || route.why.trim().length < 10 || /[\r\n]/.test(route.why)) fail(slug, `account route "${route.path}" needs a one-line "why" (what opening it exposes)`);
+  }
+  const channels = manifest.clientCredentials ?? {};
+  for (const name of [...(channels.headers ?? []), ...(channels.headerPrefixes ?? [])]) if (!/^[A-Za-z0-9-]+$/.test(name)) fail(slug, `clientCredentials header "${name}" is not a header name`);
+  for (const name of [...(channels.queryParameters ?? []), ...(channels.queryParameterPrefixes ?? [])]) if (!/^[A-Za-z0-9_.-]+$/.test(name)) fail(slug, `clientCredentials query parameter "${name}" is not a parameter name`);
   if (manifest.tenant && manifest.tenant.allowedHosts.length === 0) fail(slug, 'tenant.allowedHosts must name at least one host pattern');
 }
 
 @injectable()
 export class ProviderRegistry {
   private readonly bySlug = new Map<string, RegisteredProvider>();
-  /** Every header name any registered provider carries its key in (lower case): never accepted from a client. */
+  /**
+   * Every header name any registered provider carries its key in, or declares as a client credential channel (lower
+   * case): never accepted from a client, whatever the provider.
+   */
   readonly credentialHeaders: ReadonlySet<string>;
+  /** Header name prefixes declared as credential channels by any provider (lower case), e.g. `x-amz-`. */
+  readonly credentialHeaderPrefixes: readonly string[];
 
   constructor(
     @injectAll(PROVIDER_MANIFEST) manifests: ProviderManifest[],
@@ -105,17 +128,24 @@ export class ProviderRegistry {
       // An operator override may be plain http (a fake upstream in tests, a mirror on a private network); it is the
       // operator's choice, never the client's.
       const baseUrl = override ? parseBaseUrl(manifest.slug, override, true, `TOLLGATE_PROVIDER_${providerVariableStem(manifest.slug)}_BASE_URL`).href.replace(/\/$/, '') : manifest.baseUrl.replace(/\/$/, '');
-      const credentialHeaders = new Set<string>();
+      const channels = manifest.clientCredentials ?? {};
+      const credentialHeaders = new Set<string>((channels.headers ?? []).map((name) => name.toLowerCase()));
       if (manifest.auth.kind === 'header') credentialHeaders.add(manifest.auth.header.toLowerCase());
+      const credentialQueryParameters = new Set([...DEFAULT_CREDENTIAL_QUERY_PARAMETERS, ...(channels.queryParameters ?? [])].map((name) => name.toLowerCase()));
+      if (manifest.auth.kind === 'query') credentialQueryParameters.add(manifest.auth.parameter.toLowerCase());
       this.bySlug.set(manifest.slug, {
         manifest,
         baseUrl,
         overridden: Boolean(override),
         methods: new Set(manifest.routes?.methods ?? ['GET', 'POST']),
         credentialHeaders: [...credentialHeaders],
+        accountRoutes: compileAccountRoutes(manifest.routes?.account),
+        credentialQueryParameters,
+        credentialQueryParameterPrefixes: (channels.queryParameterPrefixes ?? []).map((name) => name.toLowerCase()),
       });
     }
     this.credentialHeaders = new Set([...this.bySlug.values()].flatMap((provider) => provider.credentialHeaders));
+    this.credentialHeaderPrefixes = [...new Set(manifests.flatMap((manifest) => manifest.clientCredentials?.headerPrefixes ?? []).map((prefix) => prefix.toLowerCase()))];
   }
 
   /** The provider for `slug`, or undefined. */

@@ -65,6 +65,8 @@ export interface Provider {
   capabilities: string[];
   streaming: string[];
   perTenantHost: boolean;
+  /** Account-class routes, closed unless an app opens them; `why` says what opening exposes. */
+  accountRoutes: Array<{ methods: string[]; path: string; why: string }>;
 }
 
 export interface Usage {

@@ -154,6 +154,7 @@ const TABS: Array<[string, string]> = [
   ['', 'Overview'],
   ['secrets', 'Secrets'],
   ['limits', 'Limits'],
+  ['routes', 'Routes'],
   ['devices', 'Devices'],
   ['usage', 'Usage'],
   ['integrate', 'Integrate'],
@@ -287,6 +288,52 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
       onSubmit(attestationForm, async (values) => {
         await api('PUT', `/apps/${app.id}/attestation-secrets/${encodeURIComponent(String(values.name))}`, { value: values.value });
         say(`${String(values.name)} is saved.`);
+        await route();
+      }),
+    ];
+  },
+
+  async routes(app) {
+    const catalog = (await loadProviders()).filter((provider) => provider.accountRoutes.length > 0);
+    const opened = new Set((app.settings.openAccountRoutes as string[] | undefined) ?? []);
+    const extra = ((app.settings.extraRoutes as Array<{ provider: string; methods: string[]; path: string }> | undefined) ?? [])
+      .map((route) => `${route.provider}:${route.methods.join(',')}:${route.path}`)
+      .join('\n');
+    const form = h(
+      'form',
+      { 'aria-label': 'Account routes' },
+      h(
+        'p',
+        { class: 'muted' },
+        'Account routes list, read or delete data shared by every user of the provider key (files, stored completions, fine-tunes, voice libraries…). ',
+        'They are closed by default. Opening them lets every device of this app reach that data.',
+      ),
+      ...catalog.map((provider) =>
+        h(
+          'fieldset',
+          {},
+          h('legend', {}, checkbox(`Open ${provider.name} account routes`, `account:${provider.slug}`, opened.has(provider.slug))),
+          h('ul', { class: 'muted' }, ...provider.accountRoutes.map((route) => h('li', {}, h('code', {}, `${route.methods.join(', ')} ${route.path}`), `: ${route.why}`))),
+        ),
+      ),
+      field(
+        'Extra routes (one SLUG:METHOD[,METHOD]:PATTERN a line, e.g. openai:GET:evals/**)',
+        h('textarea', { name: 'extraRoutes', rows: 3 }, extra),
+        'Routes a provider offers that Tollgate does not list yet, for this app only. Path safety rules and the provider’s refused paths still apply.',
+      ),
+      h('button', { type: 'submit', class: 'primary' }, 'Save routes'),
+    );
+    return [
+      onSubmit(form, async (values) => {
+        const open = catalog.filter((provider) => values[`account:${provider.slug}`] === true).map((provider) => provider.slug);
+        const routes = String(values.extraRoutes).split('\n').map((line) => line.trim()).filter(Boolean).map((line) => {
+          const first = line.indexOf(':');
+          const second = first < 0 ? -1 : line.indexOf(':', first + 1);
+          if (first <= 0 || second <= first + 1) throw new Error(`"${line}" is not SLUG:METHOD[,METHOD]:PATTERN.`);
+          return { provider: line.slice(0, first), methods: line.slice(first + 1, second).split(',').map((method) => method.trim().toUpperCase()).filter(Boolean), path: line.slice(second + 1) };
+        });
+        await api('PATCH', `/apps/${app.id}`, { openAccountRoutes: open.length ? open : null, extraRoutes: routes.length ? routes : null });
+        say('Routes saved.');
         await route();
       }),
     ];

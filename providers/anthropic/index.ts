@@ -15,7 +15,18 @@ export const manifest = defineProvider({
   defaultHeaders: { 'anthropic-version': '2023-06-01' },
   capabilities: ['chat'],
   streaming: ['sse'],
-  routes: { methods: ['GET', 'POST'], allow: ['messages', 'models', 'complete'], deny: ['organizations/'] },
+  routes: {
+    methods: ['GET', 'POST'],
+    // `files`: uploading a document or image for a message (https://docs.anthropic.com/en/api/files-create) is inference.
+    allow: ['messages', 'models', 'complete', 'files'],
+    deny: ['organizations/'],
+    // Account routes, from https://docs.anthropic.com/en/api/files-list and /en/api/creating-message-batches.
+    account: [
+      { methods: ['GET'], path: 'files', why: 'lists every file uploaded with the operator key, by any user' },
+      { methods: ['GET', 'DELETE'], path: 'files/{file_id}/**', why: 'reads the metadata and content of, or deletes, any file of the workspace' },
+      { methods: ['GET', 'POST', 'DELETE'], path: 'messages/batches/**', why: 'lists, creates, cancels or deletes message batches and reads their results, for every user' },
+    ],
+  },
   examples: {
     chat: { method: 'POST', version: 'v1', path: 'messages', body: { model: 'claude-sonnet-4-5', max_tokens: 1024, messages: [{ role: 'user', content: 'Hello!' }] } },
     streaming: { method: 'POST', version: 'v1', path: 'messages', body: { model: 'claude-sonnet-4-5', max_tokens: 1024, stream: true, messages: [{ role: 'user', content: 'Hello!' }] }, streams: true },

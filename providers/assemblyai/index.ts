@@ -13,6 +13,18 @@ export const manifest = defineProvider({
   auth: { kind: 'header', header: 'Authorization' },
   capabilities: ['stt'],
   streaming: [],
-  routes: { methods: ['GET', 'POST', 'DELETE'], allow: ['upload', 'transcript'] },
+  routes: {
+    methods: ['GET', 'POST', 'DELETE'],
+    allow: ['upload', 'transcript'],
+    // Account routes, from https://www.assemblyai.com/docs/api-reference/transcripts/list and /delete. Uploading audio,
+    // creating a transcript and reading one's own job by id (`GET transcript/{id}`, its sentences, subtitles…) stay
+    // inference: the id is the caller's own.
+    account: [
+      { methods: ['GET'], path: 'transcript', why: 'lists every transcript made with the key, by any user' },
+      { methods: ['DELETE'], path: 'transcript/{transcript_id}/**', why: 'deletes any transcript by id' },
+    ],
+  },
+  // Temporary streaming tokens travel as `?token=` (https://www.assemblyai.com/docs/api-reference/streaming-api/generate-streaming-token).
+  clientCredentials: { queryParameters: ['token'] },
   tenant: { baseUrl: 'optional', allowedHosts: ['api.assemblyai.com', 'api.eu.assemblyai.com'], pathPattern: '^$' },
 });

@@ -8,7 +8,7 @@
  *   own, so a prefix of `/deployments` here doubled it.
  * Auth: `api-key: <key>`.
  */
-import { OPENAI_COMPATIBLE_ROUTES } from '../_shared';
+import { OPENAI_ACCOUNT_ROUTES, OPENAI_COMPATIBLE_ROUTES } from '../_shared';
 import { PLUGIN_CONTRACT_VERSION, defineProvider } from '../../core/contract';
 
 export const manifest = defineProvider({
@@ -20,7 +20,9 @@ export const manifest = defineProvider({
   auth: { kind: 'header', header: 'api-key' },
   capabilities: ['chat', 'embeddings', 'image', 'tts', 'stt'],
   streaming: ['sse', 'binary'],
-  routes: { methods: ['GET', 'POST'], deny: OPENAI_COMPATIBLE_ROUTES.deny },
+  // Account routes: Azure serves OpenAI's data-plane shapes (files, batches, fine-tuning, vector stores, stored
+  // completions and responses: https://learn.microsoft.com/azure/ai-foundry/openai/reference-preview), so OpenAI's list.
+  routes: { methods: ['GET', 'POST'], deny: OPENAI_COMPATIBLE_ROUTES.deny, account: OPENAI_ACCOUNT_ROUTES },
   tenant: { baseUrl: 'required', allowedHosts: ['*.openai.azure.com', '*.cognitiveservices.azure.com'], pathPattern: '^/openai$' },
   notes: 'Per-resource host from the secret record. v1-deployments maps to /openai (clients send deployments/{deployment}/…?api-version=…).',
 });

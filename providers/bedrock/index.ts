@@ -62,6 +62,9 @@ export const manifest = defineProvider({
   capabilities: ['chat', 'embeddings', 'image'],
   streaming: ['aws-event-stream'],
   routes: { methods: ['POST'], allow: ['model/'] },
+  // A client's own AWS credentials or signature parts (`x-amz-security-token`, `x-amz-date`, `x-amz-content-sha256`,
+  // a presigned `X-Amz-Signature`…) are stripped before signing: the gateway never signs a client-supplied header.
+  clientCredentials: { headerPrefixes: ['x-amz-'], queryParameterPrefixes: ['x-amz-'] },
   tenant: { baseUrl: 'optional', allowedHosts: ['bedrock-runtime.*.amazonaws.com', 'bedrock-runtime-fips.*.amazonaws.com'], pathPattern: '^$' },
   notes: 'Secret: JSON AWS credentials. Streams are AWS binary event-stream frames, passed through intact.',
 });

@@ -3,7 +3,18 @@
  * `Cartesia-Version` header (a date; the gateway sends the one the official `@cartesia/cartesia-js` 4.2 pins when the
  * client sends none). `/tts/bytes` answers audio bytes, `/tts/sse` streams SSE.
  */
-import { PLUGIN_CONTRACT_VERSION, defineProvider } from '../../core/contract';
+import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute } from '../../core/contract';
+
+/**
+ * Account routes, from https://docs.cartesia.ai/api-reference/voices: managing the voice library (create, clone,
+ * localize, update, delete). Listing voices and reading one (to pick a voice for speech) stay inference.
+ */
+const ACCOUNT: AccountRoute[] = [
+  { methods: ['POST'], path: 'voices', why: "adds voices to the account's library" },
+  { methods: ['POST'], path: 'voices/clone', why: "clones a voice from uploaded audio into the account's library" },
+  { methods: ['POST'], path: 'voices/localize', why: "creates localized voices in the account's library" },
+  { methods: ['PATCH', 'DELETE'], path: 'voices/{voice_id}', why: "renames or deletes any voice of the account's library" },
+];
 
 export const manifest = defineProvider({
   contractVersion: PLUGIN_CONTRACT_VERSION,
@@ -15,5 +26,5 @@ export const manifest = defineProvider({
   defaultHeaders: { 'Cartesia-Version': '2026-08-14' },
   capabilities: ['tts'],
   streaming: ['binary', 'sse'],
-  routes: { methods: ['GET', 'POST'], allow: ['tts/', 'voices', 'stt'] },
+  routes: { methods: ['GET', 'POST'], allow: ['tts/', 'voices', 'stt'], account: ACCOUNT },
 });

@@ -14,6 +14,17 @@ export const manifest = defineProvider({
   auth: BEARER,
   capabilities: ['chat', 'embeddings', 'rerank'],
   streaming: ['sse', 'ndjson'],
-  routes: { methods: ['GET', 'POST'], allow: ['chat', 'embed', 'rerank', 'generate', 'classify', 'tokenize', 'detokenize', 'models'], deny: ['datasets', 'connectors', 'finetuning', 'api-keys'] },
+  routes: {
+    methods: ['GET', 'POST'],
+    allow: ['chat', 'embed', 'rerank', 'generate', 'classify', 'tokenize', 'detokenize', 'models'],
+    // Connectors hold the operator's OAuth grants and api-keys the account's keys: never reachable.
+    deny: ['connectors', 'api-keys'],
+    // Account routes, from https://docs.cohere.com/reference (Datasets, Embed Jobs, Finetuning).
+    account: [
+      { methods: ['GET', 'POST', 'DELETE'], path: 'datasets/**', why: "lists, uploads, reads or deletes the account's datasets" },
+      { methods: ['GET', 'POST'], path: 'embed-jobs/**', why: "lists, creates or cancels batch embed jobs over the account's datasets" },
+      { methods: ['GET', 'POST', 'PATCH', 'DELETE'], path: 'finetuning/**', why: "lists, creates, changes or deletes the account's fine-tuned models" },
+    ],
+  },
   notes: 'v2 chat: SSE with event names; v1 generate: NDJSON.',
 });

@@ -7,7 +7,16 @@
  * https://developers.deepl.com/api-reference/multilingual-glossaries). The official `deepl-node` client writes
  * `/v2/…` and `/v3/…` itself, so its `serverUrl` is the provider root `…/v1/proxy/deepl`.
  */
-import { PLUGIN_CONTRACT_VERSION, defineProvider } from '../../core/contract';
+import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute } from '../../core/contract';
+
+/**
+ * Account routes, from https://developers.deepl.com/api-reference/multilingual-glossaries: glossaries are the account's
+ * shared dictionaries. Translating with one (`glossary_id`) and a document's own status and result (its
+ * `document_key` is the uploader's) stay inference.
+ */
+const ACCOUNT: AccountRoute[] = [
+  { methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], path: 'glossaries/**', why: "lists, reads, creates, changes or deletes the account's glossaries and their entries" },
+];
 
 const PRO = 'https://api.deepl.com';
 const FREE = 'https://api-free.deepl.com';
@@ -24,6 +33,6 @@ export const manifest = defineProvider({
   capabilities: ['translation'],
   streaming: [],
   examples: { translation: { method: 'POST', version: 'v2', path: 'translate', body: { text: ['Hello!'], target_lang: 'DE' } } },
-  routes: { methods: ['GET', 'POST'], allow: ['translate', 'languages', 'document', 'glossary-language-pairs', 'write/rephrase', 'write/correct', 'usage', 'glossaries'] },
+  routes: { methods: ['GET', 'POST'], allow: ['translate', 'languages', 'document', 'glossary-language-pairs', 'write/rephrase', 'write/correct', 'usage', 'glossaries'], account: ACCOUNT },
   notes: 'Keys ending in :fx use the Free host.',
 });

@@ -8,7 +8,24 @@
  * `v1-root` version maps to the host root and allows only the upload routes: `@google/genai` reaches it with
  * `files.upload({ file, config: { httpOptions: { baseUrl: '<gateway>/v1/proxy/gemini/v1-root' } } })`.
  */
-import { PLUGIN_CONTRACT_VERSION, defineProvider } from '../../core/contract';
+import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute } from '../../core/contract';
+
+/**
+ * Account routes, from https://ai.google.dev/api/files, /api/caching and /api/batch-mode. Uploading a file for a request
+ * (`POST files`, `upload/…`) and reading one file's state by name (`GET files/{name}`: a video is usable once it is
+ * ACTIVE, https://ai.google.dev/gemini-api/docs/video-understanding) stay inference: the name is the uploader's own.
+ * Listing and deleting files, context caches and batch jobs are account routes. `tunedModels` stays in `deny`.
+ */
+const ACCOUNT: AccountRoute[] = [
+  { methods: ['GET'], path: 'files', why: 'lists every file uploaded with the operator key, by any user, for 48 hours' },
+  { methods: ['DELETE'], path: 'files/{file}', why: 'deletes any uploaded file by name' },
+  { methods: ['GET'], path: 'files/{file}:download', why: 'downloads any generated file of the project' },
+  { methods: ['POST'], path: 'files:register', why: "registers Cloud Storage files into the project's file list" },
+  { methods: ['GET', 'POST', 'PATCH', 'DELETE'], path: 'cachedContents/**', why: "lists, reads, changes or deletes the project's context caches (their contents are other users' prompts)" },
+  { methods: ['POST'], path: 'models/{model}:batchGenerateContent', why: 'starts a batch job billed to the project, listed with every other batch' },
+  { methods: ['POST'], path: 'models/{model}:asyncBatchEmbedContent', why: 'starts a batch embedding job billed to the project, listed with every other batch' },
+  { methods: ['GET', 'POST', 'DELETE'], path: 'batches/**', why: "lists, reads, cancels or deletes the project's batch jobs and their results" },
+];
 
 export const manifest = defineProvider({
   contractVersion: PLUGIN_CONTRACT_VERSION,
@@ -19,7 +36,7 @@ export const manifest = defineProvider({
   auth: { kind: 'header', header: 'x-goog-api-key' },
   capabilities: ['chat', 'embeddings', 'image'],
   streaming: ['sse', 'json-array'],
-  routes: { methods: ['GET', 'POST'], allow: ['models', 'cachedContents', 'files', 'upload/v1beta/files', 'upload/v1/files', 'upload/v1alpha/files'], deny: ['tunedModels', 'operations', 'corpora'] },
+  routes: { methods: ['GET', 'POST'], allow: ['models', 'cachedContents', 'files', 'upload/v1beta/files', 'upload/v1/files', 'upload/v1alpha/files'], deny: ['tunedModels', 'operations', 'corpora'], account: ACCOUNT },
   examples: {
     chat: { method: 'POST', version: 'v1beta', path: 'models/gemini-2.0-flash:generateContent', body: { contents: [{ parts: [{ text: 'Hello!' }] }] } },
     streaming: { method: 'POST', version: 'v1beta', path: 'models/gemini-2.0-flash:streamGenerateContent?alt=sse', body: { contents: [{ parts: [{ text: 'Hello!' }] }] }, streams: true },

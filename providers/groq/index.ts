@@ -17,6 +17,12 @@ export const manifest = openAiCompatible({
   versions: { v1: '/openai/v1', 'v1-root': '' },
   capabilities: ['chat', 'stt', 'translation', 'tts'],
   streaming: ['sse', 'binary'],
-  routes: { ...OPENAI_COMPATIBLE_ROUTES, allow: under(OPENAI_COMPATIBLE_ROUTES.allow), deny: under(OPENAI_COMPATIBLE_ROUTES.deny) },
+  // The account routes (stored data, files, fine-tunes…) hold under both roots: `openai/v1/files` is the same listing.
+  routes: {
+    ...OPENAI_COMPATIBLE_ROUTES,
+    allow: under(OPENAI_COMPATIBLE_ROUTES.allow),
+    deny: under(OPENAI_COMPATIBLE_ROUTES.deny),
+    account: (OPENAI_COMPATIBLE_ROUTES.account ?? []).flatMap((route) => [route, { ...route, path: `openai/v1/${route.path}` }]),
+  },
   notes: 'v1 maps to /openai/v1 (OpenAI-style clients); v1-root maps to the host root for groq-sdk, which sends /openai/v1/… itself.',
 });

@@ -1,10 +1,29 @@
 /** Mistral AI (https://docs.mistral.ai/api/): OpenAI-compatible, Bearer, OpenAI SSE; also FIM and embeddings. */
 import { openAiCompatible, OPENAI_COMPATIBLE_ROUTES } from '../_shared';
+import type { AccountRoute } from '../../core/contract';
+
+/**
+ * Account routes, from https://docs.mistral.ai/api/ (Files, Fine Tuning, Batch, Agents, Conversations, Libraries):
+ * what the key stores for every user. `agents/completions` (a generation) stays inference.
+ */
+const ACCOUNT: AccountRoute[] = [
+  { methods: ['GET', 'POST', 'DELETE'], path: 'files/**', why: "lists, uploads to, reads (signed URLs, content) or deletes the account's files" },
+  { methods: ['GET', 'POST', 'PATCH'], path: 'fine_tuning/**', why: 'lists, starts or cancels fine-tuning jobs billed to the account, and changes its fine-tuned models' },
+  { methods: ['GET', 'POST'], path: 'batch/**', why: "lists, creates or cancels batch jobs over the account's files" },
+  { methods: ['GET', 'POST'], path: 'agents', why: "lists or creates the account's agents" },
+  { methods: ['GET', 'PATCH', 'PUT', 'DELETE'], path: 'agents/{agent_id}/**', why: "reads, changes or deletes any of the account's agents" },
+  { methods: ['GET', 'POST', 'DELETE'], path: 'conversations/**', why: 'reads, continues or deletes any stored conversation by id' },
+  { methods: ['GET', 'POST', 'PUT', 'DELETE'], path: 'libraries/**', why: "lists, reads, changes or deletes the account's document libraries" },
+];
 
 export const manifest = openAiCompatible({
   slug: 'mistral',
   name: 'Mistral AI',
   baseUrl: 'https://api.mistral.ai',
   capabilities: ['chat', 'embeddings'],
-  routes: { ...OPENAI_COMPATIBLE_ROUTES, allow: [...(OPENAI_COMPATIBLE_ROUTES.allow ?? []), 'fim/completions', 'agents/completions', 'ocr'] },
+  routes: {
+    ...OPENAI_COMPATIBLE_ROUTES,
+    allow: [...(OPENAI_COMPATIBLE_ROUTES.allow ?? []), 'fim/completions', 'agents/completions', 'ocr'],
+    account: [...(OPENAI_COMPATIBLE_ROUTES.account ?? []), ...ACCOUNT],
+  },
 });

@@ -2,7 +2,7 @@
  * OpenAI (https://platform.openai.com/docs/api-reference). `Authorization: Bearer <key>`; chat streams as SSE ending in
  * `data: [DONE]`; `/audio/speech` answers with audio bytes. Organization admin routes (`/v1/organization/...`) are refused.
  */
-import { openAiCompatible, OPENAI_COMPATIBLE_ROUTES } from '../_shared';
+import { openAiCompatible, OPENAI_ACCOUNT_ROUTES, OPENAI_COMPATIBLE_ROUTES } from '../_shared';
 
 export const manifest = openAiCompatible({
   slug: 'openai',
@@ -15,6 +15,10 @@ export const manifest = openAiCompatible({
     // Files and uploads back the Responses and Assistants features; vector stores back file search.
     allow: [...(OPENAI_COMPATIBLE_ROUTES.allow ?? []), 'files', 'uploads', 'vector_stores', 'conversations', 'realtime/sessions'],
     methods: ['GET', 'POST', 'DELETE'],
+    // Account routes (providers.md, "Route classes"), from https://platform.openai.com/docs/api-reference: listing,
+    // reading and deleting what the key stored for every user. `POST files` (a file input for one request) and
+    // `GET models` (the catalog) stay inference.
+    account: OPENAI_ACCOUNT_ROUTES,
   },
   exampleModel: 'gpt-4o-mini',
   notes: 'Chat: OpenAI SSE ending in [DONE]; Responses API: SSE with event names; /audio/speech: audio bytes.',

@@ -11,5 +11,11 @@ export const manifest = defineProvider({
   auth: BEARER,
   capabilities: ['image'],
   streaming: [],
-  routes: { methods: ['GET', 'POST'], allow: ['images/', 'styles'] },
+  routes: {
+    methods: ['GET', 'POST'],
+    allow: ['images/', 'styles'],
+    // Account routes, from https://www.recraft.ai/docs (Styles): custom styles are the account's shared assets; a
+    // generation names one by id (inference).
+    account: [{ methods: ['GET', 'POST', 'DELETE'], path: 'styles/**', why: "lists, creates or deletes the account's custom styles" }],
+  },
 });

@@ -15,6 +15,25 @@ export const manifest = defineProvider({
   auth: BEARER,
   capabilities: ['chat', 'image', 'audio', 'video'],
   streaming: ['sse'],
-  routes: { methods: ['GET', 'POST'], allow: ['predictions', 'models/', 'deployments/'], deny: ['account', 'trainings'] },
+  routes: {
+    methods: ['GET', 'POST'],
+    // `files`: uploading an input file for a prediction (https://replicate.com/docs/reference/http#files.create; the JS
+    // client does it for Blob inputs) is inference.
+    allow: ['predictions', 'models/', 'deployments/', 'files'],
+    deny: ['account'],
+    // Account routes, from https://replicate.com/docs/reference/http. A prediction's own id (get, cancel, stream) and
+    // running a model or deployment stay inference.
+    account: [
+      { methods: ['GET'], path: 'predictions', why: 'lists every prediction made with the token, with its inputs and outputs, by any user' },
+      { methods: ['GET'], path: 'files', why: 'lists every file uploaded with the token, by any user' },
+      { methods: ['GET', 'DELETE'], path: 'files/{file_id}/**', why: 'reads or deletes any uploaded file by id' },
+      { methods: ['GET', 'POST'], path: 'deployments', why: "lists or creates the account's deployments (billed while running)" },
+      { methods: ['GET', 'PATCH', 'DELETE'], path: 'deployments/{owner}/{name}', why: "reads, scales or deletes the account's deployments" },
+      { methods: ['POST'], path: 'models', why: 'creates models under the account' },
+      { methods: ['DELETE'], path: 'models/**', why: "deletes the account's models and model versions" },
+      { methods: ['POST'], path: 'models/{owner}/{name}/versions/{version_id}/trainings', why: 'starts a training (fine-tune) billed to the account' },
+      { methods: ['GET', 'POST'], path: 'trainings/**', why: "lists, reads or cancels the account's trainings" },
+    ],
+  },
   notes: 'Streams live on a second host: version v1-stream, path predictions/{id}.',
 });

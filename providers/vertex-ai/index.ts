@@ -10,7 +10,41 @@
  * `TOLLGATE_PROVIDER_VERTEX_AI_TOKEN_URL` (a fake one in tests).
  */
 import { SignJWT, importPKCS8 } from 'jose';
-import { PLUGIN_CONTRACT_VERSION, defineProvider, type ResolvedSecret, type UpstreamRequestDraft } from '../../core/contract';
+import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute, type ResolvedSecret, type UpstreamRequestDraft } from '../../core/contract';
+
+/** Resources under `projects/{p}/locations/{l}/` that hold the project's data, not one request's. */
+const LOCATION = 'projects/{project}/locations/{location}';
+
+/**
+ * Account routes, from https://cloud.google.com/vertex-ai/docs/reference/rest (v1): the project's caches, jobs,
+ * datasets, corpora, model registry and endpoint management. Generating with a publisher model or calling a deployed
+ * endpoint (`…/endpoints/{id}:predict`, `:generateContent`, `:rawPredict`…) stays inference.
+ */
+const ACCOUNT: AccountRoute[] = [
+  ...(
+    [
+      ['cachedContents', "the project's context caches (other users' prompts)"],
+      ['tuningJobs', 'tuning jobs billed to the project'],
+      ['batchPredictionJobs', 'batch prediction jobs and their results'],
+      ['datasets', "the project's datasets"],
+      ['ragCorpora', "the project's RAG corpora and their files"],
+      ['customJobs', 'custom training jobs billed to the project'],
+      ['hyperparameterTuningJobs', 'hyperparameter tuning jobs billed to the project'],
+      ['pipelineJobs', "the project's pipeline runs"],
+      ['trainingPipelines', "the project's training pipelines"],
+      ['models', "the project's model registry"],
+      ['indexes', "the project's vector search indexes"],
+      ['indexEndpoints', "the project's vector search endpoints"],
+      ['reasoningEngines', "the project's agent engines and their sessions"],
+      ['operations', "the project's long-running operations"],
+    ] as const
+  ).map(([collection, what]): AccountRoute => ({ methods: ['GET', 'POST', 'PATCH', 'DELETE'], path: `${LOCATION}/${collection}/**`, why: `lists, reads, creates, changes or deletes ${what}` })),
+  { methods: ['GET', 'POST'], path: `${LOCATION}/endpoints`, why: "lists or creates the project's endpoints" },
+  { methods: ['GET', 'PATCH', 'DELETE'], path: `${LOCATION}/endpoints/{endpoint}`, why: "reads, changes or deletes any endpoint of the project" },
+  { methods: ['POST'], path: `${LOCATION}/endpoints/{endpoint}:deployModel`, why: 'deploys models on billed machines' },
+  { methods: ['POST'], path: `${LOCATION}/endpoints/{endpoint}:undeployModel`, why: 'takes models off an endpoint other apps use' },
+  { methods: ['POST'], path: `${LOCATION}/endpoints/{endpoint}:mutateDeployedModel`, why: 'changes a deployed model other apps use' },
+];
 
 const GOOGLE_TOKEN_URL = 'https://oauth2.googleapis.com/token';
 const SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
@@ -85,7 +119,10 @@ export const manifest = defineProvider({
   },
   capabilities: ['chat', 'embeddings', 'image'],
   streaming: ['sse', 'json-array'],
-  routes: { methods: ['GET', 'POST'], allow: ['projects/'] },
+  routes: { methods: ['GET', 'POST'], allow: ['projects/'], account: ACCOUNT },
+  // Google APIs also take an API key (`x-goog-api-key`, `?key=`), an OAuth token (`?access_token=`) and a billing
+  // project (`x-goog-user-project`) from the caller (https://cloud.google.com/docs/authentication/api-keys-use).
+  clientCredentials: { headers: ['x-goog-api-key', 'x-goog-user-project'], queryParameters: ['key', 'access_token'] },
   tenant: { baseUrl: 'optional', allowedHosts: ['aiplatform.googleapis.com', '*-aiplatform.googleapis.com'], pathPattern: '^$' },
   notes: 'Secret: a service-account JSON key. Paths: projects/{p}/locations/{r}/publishers/{pub}/models/{m}:streamGenerateContent?alt=sse.',
 });

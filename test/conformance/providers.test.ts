@@ -28,8 +28,15 @@ const CLIENT_CREDENTIALS: Record<string, string> = {
   'x-subscription-token': 'client-own-credential-F',
   cookie: 'session=client-own-credential-G',
   'proxy-authorization': 'Basic client-own-credential-H',
+  // AWS SigV4 parts: stripped before any signing (Bedrock declares the x-amz- prefix; it applies to every provider).
+  'x-amz-security-token': 'client-own-credential-S',
+  'x-amz-date': 'client-own-credential-T',
+  'x-amz-content-sha256': 'client-own-credential-U',
   'tollgate-sdk': 'ios/1.2.0',
 };
+
+/** Query parameters that carry a key at many providers (`?key=` at Google, `?api_key=`…): dropped for every provider. */
+const CLIENT_QUERY_CREDENTIALS = 'key=client-own-credential-K&api_key=client-own-credential-L&Api_Key=client-own-credential-M&access_token=client-own-credential-N';
 
 function loadFixture(slug: string): ProviderFixture {
   const file = path.join(BUILT_IN_PROVIDERS_DIRECTORY, slug, 'test', 'fixture.js');
@@ -161,8 +168,17 @@ describe('provider conformance (every registered provider)', function () {
         const auth = manifest().auth;
         const extra: Record<string, string> = { ...CLIENT_CREDENTIALS };
         if (auth.kind === 'header') extra[auth.header.toLowerCase()] = 'client-own-credential-I';
+        // Every channel the manifest declares in clientCredentials, too.
+        const channels = manifest().clientCredentials ?? {};
+        for (const name of channels.headers ?? []) extra[name.toLowerCase()] = 'client-own-credential-P';
+        for (const prefix of channels.headerPrefixes ?? []) extra[`${prefix}client-probe`] = 'client-own-credential-Q';
+        const declared = [
+          ...(channels.queryParameters ?? []).map((name) => `${name}=client-own-credential-R`),
+          ...(channels.queryParameterPrefixes ?? []).map((prefix) => `${prefix}Signature=client-own-credential-V`),
+        ];
         const call = { ...fixture().call };
-        if (auth.kind === 'query') call.query = `${call.query ? `${call.query}&` : ''}${auth.parameter}=client-own-credential-J`;
+        const owned = [CLIENT_QUERY_CREDENTIALS, ...declared, ...(auth.kind === 'query' ? [`${auth.parameter}=client-own-credential-J`] : [])].join('&');
+        call.query = `${call.query ? `${call.query}&` : ''}${owned}`;
         const exchange = await send(gateway.url, slug, call, { ...headers, ...extra });
         expect(exchange.status, joined(exchange.chunks).toString()).to.equal(fixture().response.status);
         const received = providerRequest(fixture());

@@ -80,6 +80,31 @@ describe('tollgate CLI', () => {
     expect(run(cwd, ['apps', 'disable', '--app', app.id]).json().status).to.equal('disabled');
   });
 
+  it('opens and closes account routes and sets extra routes (apps update), refusing unknown slugs and bad patterns', () => {
+    const app = run(cwd, ['apps', 'create', '--name', 'Routes']).json();
+    // Account routes (issue 15): opened and closed relative to the current list; extra routes as SLUG:METHODS:PATTERN.
+    const opened = run(cwd, ['apps', 'update', '--app', app.id, '--open-account-routes', 'openai,gemini', '--extra-route', 'openai:GET,post:evals/**', '--extra-route', 'openai:DELETE:models/ft:*']);
+    expect(opened.status, opened.stderr).to.equal(0);
+    expect(opened.json().settings.openAccountRoutes).to.deep.equal(['gemini', 'openai']);
+    expect(opened.json().settings.extraRoutes).to.deep.equal([
+      { provider: 'openai', methods: ['GET', 'POST'], path: 'evals/**' },
+      { provider: 'openai', methods: ['DELETE'], path: 'models/ft:*' },
+    ]);
+    const closed = run(cwd, ['apps', 'update', '--app', app.id, '--close-account-routes', 'openai', '--no-extra-routes']).json().settings;
+    expect(closed.openAccountRoutes).to.deep.equal(['gemini']);
+    expect(closed.extraRoutes).to.equal(undefined);
+    for (const [args, message] of [
+      [['--open-account-routes', 'no-such-provider'], /openAccountRoutes: unknown provider/],
+      [['--extra-route', 'openai:GET'], /--extra-route takes SLUG:METHOD/],
+      [['--extra-route', 'openai:GET:../admin'], /extraRoutes/],
+    ] as Array<[string[], RegExp]>) {
+      const result = run(cwd, ['apps', 'update', '--app', app.id, ...args]);
+      expect(result.status, args.join(' ')).to.be.greaterThan(0);
+      expect(result.stderr, args.join(' ')).to.match(message);
+    }
+    expect(run(cwd, ['apps', 'get', '--app', app.id]).json().settings.openAccountRoutes).to.deep.equal(['gemini']);
+  });
+
   it('refuses bad input with a one-line error, a non-zero exit and no partial state', () => {
     const app = run(cwd, ['apps', 'create', '--name', 'Strict']).json();
     const cases: Array<[string[], string | undefined, RegExp]> = [

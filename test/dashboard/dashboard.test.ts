@@ -141,6 +141,34 @@ describe('dashboard in Chromium', function () {
     await checkpoint('limits');
   });
 
+  it('opens account routes per provider with their warnings, and takes extra routes', async () => {
+    await page.getByRole('link', { name: 'Routes' }).click();
+    const openai = page.getByLabel('Open OpenAI account routes');
+    await openai.waitFor();
+    expect(await openai.isChecked()).to.equal(false);
+    expect(await page.content()).to.include('lists every file uploaded with the operator key');
+    await page.getByLabel(/Extra routes/).fill('openai:GET:../admin');
+    await page.getByRole('button', { name: 'Save routes' }).click();
+    await page.getByRole('alert').waitFor();
+    expect((await gateway.gateway.management.getApp(appId)).settings.extraRoutes).to.equal(undefined);
+    await openai.check();
+    await page.getByLabel(/Extra routes/).fill('openai:GET,POST:evals/**');
+    await page.getByRole('button', { name: 'Save routes' }).click();
+    await page.getByText('Routes saved.').waitFor();
+    const settings = (await gateway.gateway.management.getApp(appId)).settings;
+    expect(settings.openAccountRoutes).to.deep.equal(['openai']);
+    expect(settings.extraRoutes).to.deep.equal([{ provider: 'openai', methods: ['GET', 'POST'], path: 'evals/**' }]);
+    expect(await page.getByLabel('Open OpenAI account routes').isChecked()).to.equal(true);
+    await page.getByLabel('Open OpenAI account routes').uncheck();
+    await page.getByLabel(/Extra routes/).fill('');
+    await page.getByRole('button', { name: 'Save routes' }).click();
+    await page.getByText('Routes saved.').waitFor();
+    const cleared = (await gateway.gateway.management.getApp(appId)).settings;
+    expect(cleared.openAccountRoutes).to.equal(undefined);
+    expect(cleared.extraRoutes).to.equal(undefined);
+    await checkpoint('routes');
+  });
+
   let deviceHeaders: Record<string, string> = {};
   let deviceId = '';
 

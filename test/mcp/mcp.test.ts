@@ -103,6 +103,19 @@ async function scenario(client: Client, gateway: TestGateway, upstream: FakeUpst
   expect(unknown.text).to.match(/unknown provider/);
   const missing = await callTool(client, seen, 'update_app', { appId: 'app_missing', deviceLimitPerMinute: 5 });
   expect(missing.isError).to.equal(true);
+  // Account routes and extra routes (issue 15): opened, validated against the registry, cleared with null.
+  const opened = await callTool(client, seen, 'update_app', { appId, openAccountRoutes: ['openai'], extraRoutes: [{ provider: 'openai', methods: ['GET'], path: 'evals/**' }] });
+  expect(opened.isError, opened.text).to.equal(false);
+  expect(opened.json.settings).to.deep.include({ openAccountRoutes: ['openai'], extraRoutes: [{ provider: 'openai', methods: ['GET'], path: 'evals/**' }] });
+  const unknownSlug = await callTool(client, seen, 'update_app', { appId, openAccountRoutes: ['no-such-provider'] });
+  expect(unknownSlug.isError).to.equal(true);
+  expect(unknownSlug.text).to.match(/openAccountRoutes: unknown provider no-such-provider/);
+  const unsafe = await callTool(client, seen, 'update_app', { appId, extraRoutes: [{ provider: 'openai', methods: ['GET'], path: '../admin' }] });
+  expect(unsafe.isError).to.equal(true);
+  const cleared = await callTool(client, seen, 'update_app', { appId, openAccountRoutes: null, extraRoutes: null });
+  expect(cleared.isError, cleared.text).to.equal(false);
+  expect(cleared.json.settings.openAccountRoutes).to.equal(undefined);
+  expect(cleared.json.settings.extraRoutes).to.equal(undefined);
 
   const usage = await callTool(client, seen, 'get_usage', { appId, sinceMinutes: 5 });
   expect(usage.isError).to.equal(false);
@@ -110,6 +123,8 @@ async function scenario(client: Client, gateway: TestGateway, upstream: FakeUpst
   expect((apps.json as { apps: unknown[] }).apps.length).to.be.at.least(1);
   const providers = await callTool(client, seen, 'list_providers');
   expect((providers.json as { providers: unknown[] }).providers.length).to.be.at.least(30);
+  const openai = (providers.json as { providers: Array<{ slug: string; accountRoutes: Array<{ path: string; why: string }> }> }).providers.find((provider) => provider.slug === 'openai')!;
+  expect(openai.accountRoutes.find((route) => route.path === 'files')?.why).to.match(/lists every file/);
 
   const protocol = await client.readResource({ uri: 'tollgate://protocol' });
   expect(JSON.stringify(protocol)).to.include('Tollgate-App-Token');

@@ -12,7 +12,7 @@ import { serviceAccountKey } from '../../providers/vertex-ai/test/fixture';
 import os from 'node:os';
 import path from 'node:path';
 import { decodeJwt, decodeProtectedHeader, importSPKI, jwtVerify } from 'jose';
-import { ProxyContext, SecretValue, TollgateError, type ProviderManifest } from '../../core/contract';
+import { DEFAULT_APP_SETTINGS, ProxyContext, SecretValue, TollgateError, type ProviderManifest } from '../../core/contract';
 import { loadConfiguration } from '../../core/configuration/configuration';
 import { InjectKeyStage } from '../../core/pipeline/inject-key';
 import { ProviderRegistry } from '../../core/registry/provider-registry';
@@ -33,6 +33,7 @@ describe('provider plugins', () => {
       const manifest = registry.find(slug)!.manifest;
       const request = { method: 'POST', headers: {} } as never;
       const context = new ProxyContext('id', request, {} as never, { slug, version, providerPath, query: '' }, manifest, 0);
+      context.set('app', { id: 'app', name: 'app', settings: DEFAULT_APP_SETTINGS, devicesRevokedBefore: 0 });
       context.set('secret', { provider: slug, value: new SecretValue(secret), baseUrl });
       void stage.run(context);
       return context.get('upstream');

@@ -1,0 +1,158 @@
+/**
+ * Route classes (providers.md, "Route classes"): every route a provider allows is `inference` (open by default) or
+ * `account` (closed unless the operator opens the provider's account routes for an app). An app may also be given extra
+ * routes a manifest does not know yet. Core decides from the manifest's data and the app's settings only; it never
+ * names a provider.
+ *
+ * Decision order for one request (after the path passed every safety rule of `proxy-path.ts`):
+ * 1. `deny` refuses, always;
+ * 2. an extra route of the app matching method and pattern allows (the operator named that exact route);
+ * 3. an `account` entry matching method and pattern allows only when the app opened this provider's account routes;
+ * 4. otherwise `methods` and `allow` decide, and the route is `inference`.
+ */
+import { GatewayError, type AccountRoute, type AppSettings, type HttpMethod, type RoutePolicy } from '../contract';
+import { matchesPrefix } from './proxy-path';
+
+/** Methods a pattern may name. */
+export const ROUTE_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/** A segment of a route pattern: letters, digits, `-._~:@+,=`, `*` wildcards and `{name}` placeholders. */
+const PATTERN_SEGMENT = /^(?:[A-Za-z0-9._~:@+,=*-]|\{[A-Za-z_][A-Za-z0-9_]{0,39}\})+$/;
+
+/**
+ * Checks a route pattern (`files/{file_id}/content`, `vector_stores/**`) and returns a problem, or null when it is
+ * well-formed. The rules of provider paths apply: no empty, `.` or `..` segment, no leading `/`, no backslash, no
+ * control character, no scheme; `**` only as the last segment.
+ */
+export function routePatternProblem(pattern: string): string | null {
+  if (typeof pattern !== 'string' || pattern.length === 0 || pattern.length > 300) return 'must be 1 to 300 characters';
+  const segments = pattern.split('/');
+  for (const [index, segment] of segments.entries()) {
+    if (segment === '**') {
+      if (index !== segments.length - 1) return '"**" may only be the last segment';
+      continue;
+    }
+    if (segment === '' ) return 'must not start with "/", end with "/" or contain "//"';
+    if (segment === '.' || segment === '..' || /^\.+$/.test(segment.replace(/\*/g, ''))) return 'must not contain "." or ".." segments';
+    if (segment.includes('**')) return '"**" must be a whole segment';
+    if (!PATTERN_SEGMENT.test(segment)) return `segment "${segment}" may hold letters, digits, - . _ ~ : @ + , =, "*" and {name} only`;
+  }
+  if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(pattern)) return 'must not carry a URL scheme';
+  return null;
+}
+
+/** Compiles a checked pattern into an anchored, case-insensitive expression over a normalized path. */
+export function compileRoutePattern(pattern: string): RegExp {
+  const problem = routePatternProblem(pattern);
+  if (problem) throw new Error(`route pattern "${pattern}" ${problem}`);
+  const segments = pattern.split('/');
+  const rest = segments.at(-1) === '**';
+  const fixed = (rest ? segments.slice(0, -1) : segments).map((segment) =>
+    segment
+      .replace(/\{[A-Za-z_][A-Za-z0-9_]*\}/g, '*')
+      .split('*')
+      .map((piece) => piece.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('[^/]*'),
+  );
+  const body = fixed.join('/');
+  const tail = rest ? (fixed.length ? '(?:/.*)?' : '.*') : '';
+  return new RegExp(`^${body}${tail}$`, 'i');
+}
+
+/**
+ * The path as account and extra patterns see it: decoded once (as the upstream will), each segment without `;…` matrix
+ * parameters (some servers drop them), without trailing `/`. Undefined when the path does not decode.
+ */
+export function normalizeForMatching(providerPath: string): string | undefined {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(providerPath);
+  } catch {
+    return undefined;
+  }
+  return decoded
+    .split('/')
+    .map((segment) => segment.split(';', 1)[0]!)
+    .join('/')
+    .replace(/\/+$/, '');
+}
+
+/** An account route with its compiled pattern. */
+export interface CompiledAccountRoute {
+  readonly route: AccountRoute;
+  readonly methods: ReadonlySet<string>;
+  readonly pattern: RegExp;
+}
+
+/** What the policy needs to know about a provider. */
+export interface RouteTable {
+  readonly slug: string;
+  readonly policy: RoutePolicy | undefined;
+  readonly methods: ReadonlySet<string>;
+  readonly accountRoutes: readonly CompiledAccountRoute[];
+}
+
+export function compileAccountRoutes(routes: readonly AccountRoute[] | undefined): CompiledAccountRoute[] {
+  return (routes ?? []).map((route) => ({ route, methods: new Set(route.methods), pattern: compileRoutePattern(route.path) }));
+}
+
+/** Compiled extra-route patterns, cached by pattern text (settings change rarely; patterns are few). */
+const compiledExtra = new Map<string, RegExp | null>();
+function extraPattern(path: string): RegExp | null {
+  let found = compiledExtra.get(path);
+  if (found === undefined) {
+    found = routePatternProblem(path) === null ? compileRoutePattern(path) : null;
+    if (compiledExtra.size < 10_000) compiledExtra.set(path, found);
+  }
+  return found;
+}
+
+/** The class a request was admitted under. */
+export type RouteClass = 'inference' | 'account' | 'extra';
+
+function notAllowed(message: string): GatewayError {
+  return new GatewayError('invalidRequest', message, { status: 400, reason: 'route_not_allowed' });
+}
+
+function methodNotAllowed(message: string): GatewayError {
+  return new GatewayError('invalidRequest', message, { status: 405, reason: 'method_not_allowed' });
+}
+
+/**
+ * Decides whether `method providerPath` may go to the provider for an app with `settings`.
+ *
+ * @returns the route's class when admitted.
+ * @throws GatewayError `invalidRequest`: 400 `route_not_allowed` (denied, outside the allow-list, or a closed account
+ *   route), 405 `method_not_allowed` (a method the provider never allows).
+ */
+export function decideRoute(table: RouteTable, settings: Pick<AppSettings, 'openAccountRoutes' | 'extraRoutes'>, method: string, providerPath: string): RouteClass {
+  const shown = `${method} ${providerPath || '/'}`;
+  const path = normalizeForMatching(providerPath);
+  if (path === undefined) throw notAllowed(`${shown} is not an allowed route of provider "${table.slug}".`);
+  let decoded = providerPath;
+  try {
+    decoded = decodeURIComponent(providerPath);
+  } catch {
+    /* normalizeForMatching already refused */
+  }
+  const lower = path.toLowerCase();
+  // Deny is absolute: checked on the decoded path and on its normalized, lower-case form.
+  if (table.policy?.deny?.some((prefix) => matchesPrefix(decoded, prefix) || matchesPrefix(lower, prefix.toLowerCase()) || matchesPrefix(`${lower}/`, prefix.toLowerCase()))) {
+    throw notAllowed(`${shown} is refused for provider "${table.slug}".`);
+  }
+  for (const extra of settings.extraRoutes ?? []) {
+    if (extra.provider === table.slug && extra.methods.includes(method as HttpMethod) && extraPattern(extra.path)?.test(path)) return 'extra';
+  }
+  const account = table.accountRoutes.find((entry) => entry.methods.has(method) && entry.pattern.test(path));
+  if (account) {
+    if (settings.openAccountRoutes?.includes(table.slug)) return 'account';
+    throw notAllowed(
+      `${shown} is an account route of provider "${table.slug}" (${account.route.why}); it is closed unless the operator opens ${table.slug} account routes for this app.`,
+    );
+  }
+  if (!table.methods.has(method)) throw methodNotAllowed(`${shown} is not an allowed route of provider "${table.slug}".`);
+  if (table.policy?.allow && !table.policy.allow.some((prefix) => matchesPrefix(decoded, prefix))) {
+    throw notAllowed(`${shown} is not an allowed route of provider "${table.slug}".`);
+  }
+  return 'inference';
+}

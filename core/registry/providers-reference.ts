@@ -1,0 +1,91 @@
+/**
+ * Renders `docs/reference/providers.md` from the manifests: base URL, versions, auth, streaming, inference and account
+ * routes (with what opening each exposes). Written by `scripts/providers-reference.js` during `npm run build`; a test
+ * fails when the committed file differs, so the page and the manifests cannot drift.
+ */
+import type { AuthStyle, ProviderManifest } from '../contract';
+import { DEFAULT_CREDENTIAL_QUERY_PARAMETERS } from '../pipeline/header-hygiene';
+
+const code = (text: string) => `\`${text.replace(/`/g, "'")}\``;
+const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+
+function describeAuth(auth: AuthStyle): string {
+  if (auth.kind === 'header') return `header ${code(`${auth.header}: ${auth.scheme ? `${auth.scheme} ` : ''}<key>`)}`;
+  if (auth.kind === 'query') return `query parameter ${code(`${auth.parameter}=<key>`)} (added by the gateway; redacted in logs)`;
+  return 'computed by the manifest (signature or minted token)';
+}
+
+function versionTarget(manifest: ProviderManifest, target: string): string {
+  return /^https?:/.test(target) ? target : `${manifest.baseUrl}${target}`;
+}
+
+function section(manifest: ProviderManifest): string[] {
+  const routes = manifest.routes ?? {};
+  const methods = routes.methods ?? ['GET', 'POST'];
+  const channels = manifest.clientCredentials;
+  const stripped = [
+    ...(channels?.headers ?? []).map((name) => `header ${code(name)}`),
+    ...(channels?.headerPrefixes ?? []).map((prefix) => `headers ${code(`${prefix}*`)}`),
+    ...(channels?.queryParameters ?? []).map((name) => `query ${code(name)}`),
+    ...(channels?.queryParameterPrefixes ?? []).map((prefix) => `query ${code(`${prefix}*`)}`),
+  ];
+  const lines = [
+    `## ${manifest.name} (${code(manifest.slug)})`,
+    '',
+    '| fact | value |',
+    '|---|---|',
+    `| route | ${code(`/v1/proxy/${manifest.slug}/{version}/{path}`)} |`,
+    `| base URL | ${code(manifest.baseUrl)}${manifest.alternateBaseUrls?.length ? `; also ${manifest.alternateBaseUrls.map(code).join(', ')}` : ''}${manifest.tenant ? ` (per tenant, ${manifest.tenant.baseUrl}: ${manifest.tenant.allowedHosts.map(code).join(', ')})` : ''} |`,
+    `| versions | ${Object.entries(manifest.versions).map(([version, target]) => `${code(version)} → ${code(versionTarget(manifest, target))}`).join(', ')} |`,
+    `| auth | ${describeAuth(manifest.auth)} |`,
+    `| default headers | ${Object.entries(manifest.defaultHeaders ?? {}).map(([name, value]) => code(`${name}: ${value}`)).join(', ') || '—'} |`,
+    `| capabilities | ${manifest.capabilities.join(', ')} |`,
+    `| streaming | ${manifest.streaming.join(', ') || 'none'} |`,
+    `| client credentials also stripped | ${stripped.join(', ') || 'the core set only'} |`,
+    '',
+    `**Inference routes** (open by default): ${methods.join(', ')} on ${routes.allow ? routes.allow.map((prefix) => code(prefix || '(root)')).join(', ') : 'every path'}${routes.deny?.length ? `; never ${routes.deny.map(code).join(', ')}` : ''}; except the account routes below.`,
+    '',
+  ];
+  if (routes.account?.length) {
+    lines.push('**Account routes** (closed unless the app opens this provider\'s account routes):', '', '| methods | path | opening it exposes |', '|---|---|---|');
+    for (const route of routes.account) lines.push(`| ${route.methods.join(', ')} | ${code(route.path)} | ${cell(route.why)} |`);
+    lines.push('');
+  } else {
+    lines.push('**Account routes**: none.', '');
+  }
+  if (manifest.notes) lines.push(`Notes: ${cell(manifest.notes)}`, '');
+  return lines;
+}
+
+/** The whole page, for the manifests given (sorted by slug). */
+export function renderProvidersReference(manifests: readonly ProviderManifest[]): string {
+  const sorted = [...manifests].sort((a, b) => a.slug.localeCompare(b.slug));
+  const lines = [
+    '# Providers',
+    '',
+    '<!-- Generated from providers/*/index.ts by scripts/providers-reference.js during `npm run build`; edit the manifests, not this file. -->',
+    '',
+    'Every built-in provider as its manifest declares it. Routes are relative to the version root. **Inference** routes',
+    '(generate, stream, embed, transcribe, speak, translate, search, and the per-request upload or status poll a generation',
+    'needs) are open by default. **Account** routes list, read or delete what the provider key stores for every user of the',
+    'app (files, stored completions, vector stores, fine-tunes, batches, voice libraries…): they answer `invalidRequest`',
+    '(`route_not_allowed`) until the operator opens them for one app (`openAccountRoutes`: dashboard, `tollgate apps update',
+    '--open-account-routes SLUG`, the management API or MCP). Path patterns: `*` or `{name}` is one segment, a final `**`',
+    'the rest. A client credential sent in any auth header of any provider, in the query parameters',
+    `${DEFAULT_CREDENTIAL_QUERY_PARAMETERS.map((name) => code(name)).join(', ')} (any provider) or in a channel listed below never reaches`,
+    'the provider.',
+    '',
+    `${sorted.length} providers: ${sorted.map((manifest) => `[${manifest.slug}](#${anchor(manifest)})`).join(', ')}.`,
+    '',
+  ];
+  for (const manifest of sorted) lines.push(...section(manifest));
+  return `${lines.join('\n').replace(/\n+$/, '')}\n`;
+}
+
+/** GitHub's heading anchor for `## Name (`slug`)`. */
+function anchor(manifest: ProviderManifest): string {
+  return `${manifest.name} (${manifest.slug})`
+    .toLowerCase()
+    .replace(/[^a-z0-9 _-]/g, '')
+    .replace(/ /g, '-');
+}

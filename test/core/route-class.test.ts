@@ -1,0 +1,122 @@
+/**
+ * Route patterns and the route decision (core/pipeline/route-class.ts), unit by unit: what a pattern matches, what a
+ * pattern may not contain, and the order deny > extra route > account route > allow-list.
+ */
+import { expect } from 'chai';
+import { GatewayError, DEFAULT_APP_SETTINGS, type AppSettings } from '../../core/contract';
+import { matchesPrefix } from '../../core/pipeline/proxy-path';
+import { compileAccountRoutes, compileRoutePattern, decideRoute, normalizeForMatching, routePatternProblem, type RouteTable } from '../../core/pipeline/route-class';
+import { ProviderRegistry } from '../../core/registry/provider-registry';
+import { loadConfiguration } from '../../core/configuration/configuration';
+import { BUILT_IN_PROVIDERS_DIRECTORY, discoverProviderFolders } from '../../core/server/plugin-loader';
+
+function matches(pattern: string, path: string): boolean {
+  const normalized = normalizeForMatching(path);
+  return normalized !== undefined && compileRoutePattern(pattern).test(normalized);
+}
+
+describe('route classes (units)', () => {
+  it('matches literal segments exactly, {name} and * as one segment, a final ** as the rest', () => {
+    expect(matches('files', 'files')).to.equal(true);
+    expect(matches('files', 'files/file-1')).to.equal(false);
+    expect(matches('files', 'filesx')).to.equal(false);
+    expect(matches('files/{file_id}/**', 'files/file-1')).to.equal(true);
+    expect(matches('files/{file_id}/**', 'files/file-1/content')).to.equal(true);
+    expect(matches('files/{file_id}/**', 'files')).to.equal(false);
+    expect(matches('vector_stores/**', 'vector_stores')).to.equal(true);
+    expect(matches('vector_stores/**', 'vector_stores/vs_1/files/f')).to.equal(true);
+    expect(matches('models/ft:*', 'models/ft:gpt-4o-mini:acme::abc')).to.equal(true);
+    expect(matches('models/ft:*', 'models/gpt-4o')).to.equal(false);
+    expect(matches('{owner}/{app}/requests', 'fal-ai/flux/requests')).to.equal(true);
+    expect(matches('{owner}/{app}/requests', 'fal-ai/flux/requests/1')).to.equal(false);
+    expect(matches('files/{file}:download', 'files/abc:download')).to.equal(true);
+    expect(matches('**', 'anything/at/all')).to.equal(true);
+  });
+
+  it('sees through disguises: case, a trailing slash, matrix parameters, one round of percent-encoding', () => {
+    for (const path of ['FILES', 'files/', 'files;v=1', 'fil%65s', 'Files%2F']) expect(matches('files', path), path).to.equal(true);
+    expect(normalizeForMatching('%E0%A4%A')).to.equal(undefined);
+  });
+
+  it('refuses malformed or unsafe patterns', () => {
+    for (const pattern of ['', '/files', 'files/', 'a//b', '..', 'a/../b', './a', 'a\\b', '**/x', 'a**', 'a/**b', 'http://evil', 'a\u0000b', 'a b', 'a?b', 'a#b', 'x'.repeat(301)]) {
+      expect(routePatternProblem(pattern), JSON.stringify(pattern)).to.be.a('string');
+    }
+    for (const pattern of ['files', 'files/{file_id}/content', 'vector_stores/**', 'models/ft:*', '**', 'v1.2/a-b_c~d']) {
+      expect(routePatternProblem(pattern), pattern).to.equal(null);
+    }
+  });
+
+  it('matches allow and deny prefixes with * segments (fal: {owner}/{app}/…)', () => {
+    expect(matchesPrefix('fal-ai/flux/dev', '*/*')).to.equal(true);
+    expect(matchesPrefix('fal-ai/flux', '*/*')).to.equal(true);
+    expect(matchesPrefix('fal-ai', '*/*')).to.equal(false);
+    expect(matchesPrefix('', '*/*')).to.equal(false);
+    expect(matchesPrefix('a/b/c', '*/b/')).to.equal(true);
+    expect(matchesPrefix('a/b', '*/b/')).to.equal(false);
+    expect(matchesPrefix('models/x', 'models')).to.equal(true);
+  });
+
+  describe('decideRoute', () => {
+    const table: RouteTable = {
+      slug: 'acme',
+      policy: { methods: ['GET', 'POST'], allow: ['chat', 'files'], deny: ['admin/'] },
+      methods: new Set(['GET', 'POST']),
+      accountRoutes: compileAccountRoutes([
+        { methods: ['GET'], path: 'files', why: 'lists every file of the account' },
+        { methods: ['GET', 'DELETE'], path: 'files/{id}/**', why: 'reads or deletes any file of the account' },
+      ]),
+    };
+    const settings = (changes: Partial<AppSettings>) => ({ ...DEFAULT_APP_SETTINGS, ...changes });
+    const reason = (run: () => unknown) => {
+      try {
+        run();
+      } catch (error) {
+        expect(error).to.be.instanceOf(GatewayError);
+        return `${(error as GatewayError).status} ${(error as GatewayError).reason}`;
+      }
+      return 'admitted';
+    };
+
+    it('keeps inference open, account closed by default, and opens account routes per app', () => {
+      expect(decideRoute(table, settings({}), 'POST', 'chat')).to.equal('inference');
+      expect(decideRoute(table, settings({}), 'POST', 'files')).to.equal('inference');
+      expect(reason(() => decideRoute(table, settings({}), 'GET', 'files'))).to.equal('400 route_not_allowed');
+      expect(reason(() => decideRoute(table, settings({}), 'DELETE', 'files/f1'))).to.equal('400 route_not_allowed');
+      expect(reason(() => decideRoute(table, settings({ openAccountRoutes: ['other'] }), 'GET', 'files'))).to.equal('400 route_not_allowed');
+      expect(decideRoute(table, settings({ openAccountRoutes: ['acme'] }), 'GET', 'files')).to.equal('account');
+      // Opened, an account route is reachable outside `methods` (DELETE) and outside `allow`.
+      expect(decideRoute(table, settings({ openAccountRoutes: ['acme'] }), 'DELETE', 'files/f1')).to.equal('account');
+      expect(reason(() => decideRoute(table, settings({}), 'DELETE', 'chat'))).to.equal('405 method_not_allowed');
+      expect(reason(() => decideRoute(table, settings({}), 'GET', 'other'))).to.equal('400 route_not_allowed');
+    });
+
+    it('lets an extra route allow its own method and pattern, even an account one, but never a denied prefix', () => {
+      const extra = settings({ extraRoutes: [{ provider: 'acme', methods: ['GET'], path: 'files' }, { provider: 'acme', methods: ['PUT'], path: 'jobs/*' }, { provider: 'acme', methods: ['GET'], path: 'admin/**' }, { provider: 'other', methods: ['GET'], path: 'reports' }] });
+      expect(decideRoute(table, extra, 'GET', 'files')).to.equal('extra');
+      expect(decideRoute(table, extra, 'PUT', 'jobs/j1')).to.equal('extra');
+      expect(reason(() => decideRoute(table, extra, 'PUT', 'jobs/j1/x'))).to.equal('405 method_not_allowed');
+      expect(reason(() => decideRoute(table, extra, 'GET', 'files/f1'))).to.equal('400 route_not_allowed');
+      expect(reason(() => decideRoute(table, extra, 'GET', 'reports'))).to.equal('400 route_not_allowed');
+      for (const path of ['admin/keys', 'ADMIN/keys', 'admin;x/keys', 'admin/']) expect(reason(() => decideRoute(table, extra, 'GET', path)), path).to.equal('400 route_not_allowed');
+    });
+
+    it('names the warning of the closed route in the message', () => {
+      try {
+        decideRoute(table, settings({}), 'GET', 'files');
+        expect.fail('admitted');
+      } catch (error) {
+        expect((error as Error).message).to.include('lists every file of the account').and.include('account routes');
+      }
+    });
+  });
+
+  it('every built-in manifest compiles: each account route has methods, a pattern and a one-line why', () => {
+    const registry = new ProviderRegistry(discoverProviderFolders(BUILT_IN_PROVIDERS_DIRECTORY), loadConfiguration({}, '/tmp'));
+    const withAccount = registry.list().filter((provider) => provider.accountRoutes.length > 0).map((provider) => provider.manifest.slug);
+    for (const slug of ['openai', 'azure-openai', 'anthropic', 'gemini', 'mistral', 'together', 'cohere', 'replicate', 'assemblyai', 'fal', 'elevenlabs', 'cartesia', 'deepl', 'vertex-ai']) {
+      expect(withAccount, slug).to.include(slug);
+    }
+    expect(registry.credentialHeaderPrefixes).to.include('x-amz-');
+  });
+});
