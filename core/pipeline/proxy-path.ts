@@ -116,10 +116,13 @@ export function joinUpstreamUrl(baseUrl: string, versionPrefix: string, provider
     if (parsedBases.size < 10_000) parsedBases.set(baseUrl, base);
   }
   const prefix = `${base.pathname}${versionPrefix}`;
-  const path = `${prefix}/${providerPath}${query ? `?${query}` : ''}`;
+  // The version root itself (an empty provider path) is the prefix as the provider documents it, with no slash added
+  // (Google Translate's `POST /language/translate/v2` differs from `/v2/`); at the host root it is `/`.
+  const root = providerPath === '';
+  const path = `${root ? prefix || '/' : `${prefix}/${providerPath}`}${query ? `?${query}` : ''}`;
   // Belt and braces: the path was checked segment by segment, and the joined URL must still keep origin and prefix.
   const joined = new URL(`${base.origin}${path}`);
-  if (joined.origin !== base.origin || !(joined.pathname === `${prefix}/` || joined.pathname.startsWith(`${prefix}/`))) {
+  if (joined.origin !== base.origin || !((root && joined.pathname === (prefix || '/')) || joined.pathname === `${prefix}/` || joined.pathname.startsWith(`${prefix}/`))) {
     throw unsafe('escapes_base', 'it leaves the provider base URL');
   }
   return { origin: base.origin, path };

@@ -81,6 +81,9 @@ describe('unsafe provider paths', () => {
     it('keeps the base origin and path prefix', () => {
       expect(joinUpstreamUrl('https://api.groq.com/openai', '/v1', 'chat/completions', 'a=1')).to.deep.equal({ origin: 'https://api.groq.com', path: '/openai/v1/chat/completions?a=1' });
       expect(joinUpstreamUrl('https://api.perplexity.ai', '', 'chat/completions', '')).to.deep.equal({ origin: 'https://api.perplexity.ai', path: '/chat/completions' });
+      // The version root goes upstream as documented, without a slash added (Google Translate: POST /language/translate/v2).
+      expect(joinUpstreamUrl('https://translation.googleapis.com/language/translate', '/v2', '', 'q=1')).to.deep.equal({ origin: 'https://translation.googleapis.com', path: '/language/translate/v2?q=1' });
+      expect(joinUpstreamUrl('https://api.perplexity.ai', '', '', '')).to.deep.equal({ origin: 'https://api.perplexity.ai', path: '/' });
     });
   });
 });
