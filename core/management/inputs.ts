@@ -98,6 +98,12 @@ export class SetSecretInput {
   @IsOptional() @IsString() @Length(1, 2048) baseUrl?: string;
 }
 
+/** The body of `POST /v1/admin/apps/{appId}/rotate-token` (optional). */
+export class RotateTokenInput {
+  /** Hours the old token keeps working (default 168 = 7 days; 0 ends it at once; at most 8760). */
+  @IsOptional() @IsInt() @Min(0) @Max(8760) graceHours?: number;
+}
+
 export class NameInput {
   @IsString() @Length(1, 200) @Matches(PRINTABLE, { message: 'name must not contain control characters' }) name!: string;
 }
@@ -126,6 +132,18 @@ const USERNAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$/;
 export class SignInInput {
   @IsString() @Matches(USERNAME, { message: 'username must be 1-100 letters, digits, or . _ @ -' }) username!: string;
   @IsString() @Length(1, 1024) password!: string;
+}
+
+/** The body of `POST /v1/admin/users`: a new dashboard administrator. */
+export class CreateUserInput {
+  @IsString() @Matches(USERNAME, { message: 'username must be 1-100 letters, digits, or . _ @ -' }) username!: string;
+  @IsString() @Length(12, 1024, { message: 'password must be at least 12 characters' }) password!: string;
+}
+
+/** The body of `POST /v1/admin/session/password`: change one's own password. */
+export class ChangePasswordInput {
+  @IsString() @Length(1, 1024) currentPassword!: string;
+  @IsString() @Length(12, 1024, { message: 'newPassword must be at least 12 characters' }) newPassword!: string;
 }
 
 export class SetupInput {

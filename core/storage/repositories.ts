@@ -10,6 +10,10 @@ export interface AppRow {
   readonly name: string;
   readonly tokenHash: string;
   readonly tokenHint: string;
+  /** The token replaced by the last rotation, accepted until {@link previousTokenExpiresAt} (null: none). */
+  readonly previousTokenHash?: string | null;
+  readonly previousTokenHint?: string | null;
+  readonly previousTokenExpiresAt?: number | null;
   readonly status: 'active' | 'disabled';
   readonly settings: AppSettings;
   readonly devicesRevokedBefore: number;
@@ -59,6 +63,12 @@ export interface UsageEvent {
   readonly bytesOut: number;
   readonly truncated: boolean;
   readonly createdAt: number;
+  /** For the request log: the HTTP method, `{version}/{provider path}` (never the query, which may hold a key), the
+   * gateway's error reason and the request id. Absent in events written before the request log existed. */
+  readonly method?: string | null;
+  readonly route?: string | null;
+  readonly reason?: string | null;
+  readonly requestId?: string | null;
 }
 
 type Row = Record<string, unknown>;
@@ -75,6 +85,9 @@ function toApp(row: Row): AppRow {
     name: row.name as string,
     tokenHash: row.token_hash as string,
     tokenHint: row.token_hint as string,
+    previousTokenHash: (row.previous_token_hash as string | null | undefined) ?? null,
+    previousTokenHint: (row.previous_token_hint as string | null | undefined) ?? null,
+    previousTokenExpiresAt: row.previous_token_expires_at === null || row.previous_token_expires_at === undefined ? null : Number(row.previous_token_expires_at),
     status: row.status as 'active' | 'disabled',
     settings: parseSettings(row.settings as string),
     devicesRevokedBefore: Number(row.devices_revoked_before),
@@ -143,7 +156,8 @@ export class AppRepository {
   }
 
   async findByTokenHash(tokenHash: string): Promise<AppRow | undefined> {
-    const row = (await this.database('apps').where({ token_hash: tokenHash }).first()) as Row | undefined;
+    // The current token, or the previous one during its grace period (the caller checks the expiry on every request).
+    const row = (await this.database('apps').where({ token_hash: tokenHash }).orWhere({ previous_token_hash: tokenHash }).first()) as Row | undefined;
     return row ? toApp(row) : undefined;
   }
 
@@ -154,13 +168,16 @@ export class AppRepository {
 
   async update(
     id: string,
-    changes: Partial<Pick<AppRow, 'name' | 'tokenHash' | 'tokenHint' | 'status' | 'settings' | 'devicesRevokedBefore'>>,
+    changes: Partial<Pick<AppRow, 'name' | 'tokenHash' | 'tokenHint' | 'previousTokenHash' | 'previousTokenHint' | 'previousTokenExpiresAt' | 'status' | 'settings' | 'devicesRevokedBefore'>>,
     now: number,
   ): Promise<number> {
     const columns: Row = { updated_at: now };
     if (changes.name !== undefined) columns.name = changes.name;
     if (changes.tokenHash !== undefined) columns.token_hash = changes.tokenHash;
     if (changes.tokenHint !== undefined) columns.token_hint = changes.tokenHint;
+    if (changes.previousTokenHash !== undefined) columns.previous_token_hash = changes.previousTokenHash;
+    if (changes.previousTokenHint !== undefined) columns.previous_token_hint = changes.previousTokenHint;
+    if (changes.previousTokenExpiresAt !== undefined) columns.previous_token_expires_at = changes.previousTokenExpiresAt;
     if (changes.status !== undefined) columns.status = changes.status;
     if (changes.settings !== undefined) columns.settings = JSON.stringify(changes.settings);
     if (changes.devicesRevokedBefore !== undefined) columns.devices_revoked_before = changes.devicesRevokedBefore;
@@ -358,8 +375,76 @@ export class SigningKeyRepository {
   }
 }
 
+/** One row of the request log (a usage event as the operator reads it). */
+export interface RequestLogEntry {
+  readonly id: number;
+  readonly createdAt: number;
+  readonly deviceId: string | null;
+  readonly provider: string;
+  readonly method: string | null;
+  readonly route: string | null;
+  readonly status: number;
+  readonly errorType: string | null;
+  readonly reason: string | null;
+  readonly latencyMs: number;
+  readonly bytesIn: number;
+  readonly bytesOut: number;
+  readonly truncated: boolean;
+  readonly requestId: string | null;
+}
+
+/** Filters of the request log; `before` is the id cursor of the previous page (newest first). */
+export interface RequestLogQuery {
+  readonly appId: string;
+  readonly deviceId?: string | undefined;
+  readonly provider?: string | undefined;
+  readonly outcome?: 'ok' | 'error' | undefined;
+  /** A substring of the route, request id or reason. */
+  readonly search?: string | undefined;
+  readonly before?: number | undefined;
+  readonly limit: number;
+}
+
 export class UsageRepository {
   constructor(private readonly database: Knex) {}
+
+  /** The request log of one app, newest first, filtered; at most `limit` rows before the `before` cursor. */
+  async requestLog(query: RequestLogQuery): Promise<RequestLogEntry[]> {
+    let rows = this.database('usage_events').where({ app_id: query.appId });
+    if (query.deviceId !== undefined) rows = rows.andWhere({ device_id: query.deviceId });
+    if (query.provider !== undefined) rows = rows.andWhere({ provider: query.provider });
+    if (query.outcome === 'ok') rows = rows.andWhere('status', '<', 400).whereNull('error_type');
+    if (query.outcome === 'error') rows = rows.andWhere((builder) => builder.where('status', '>=', 400).orWhereNotNull('error_type'));
+    if (query.search !== undefined) {
+      const pattern = `%${query.search.replace(/[\\%_]/g, (character) => `\\${character}`)}%`;
+      rows = rows.andWhere((builder) =>
+        builder.whereRaw("route like ? escape '\\'", [pattern]).orWhereRaw("request_id like ? escape '\\'", [pattern]).orWhereRaw("reason like ? escape '\\'", [pattern]),
+      );
+    }
+    if (query.before !== undefined) rows = rows.andWhere('id', '<', query.before);
+    const found = (await rows.orderBy('id', 'desc').limit(query.limit)) as Row[];
+    return found.map((row) => ({
+      id: Number(row.id),
+      createdAt: Number(row.created_at),
+      deviceId: (row.device_id as string | null) ?? null,
+      provider: row.provider as string,
+      method: (row.method as string | null) ?? null,
+      route: (row.route as string | null) ?? null,
+      status: Number(row.status),
+      errorType: (row.error_type as string | null) ?? null,
+      reason: (row.reason as string | null) ?? null,
+      latencyMs: Number(row.latency_ms),
+      bytesIn: Number(row.bytes_in),
+      bytesOut: Number(row.bytes_out),
+      truncated: Boolean(row.truncated),
+      requestId: (row.request_id as string | null) ?? null,
+    }));
+  }
+
+  /** Deletes usage events (request-log rows) created before `beforeMs`; returns how many. */
+  async prune(beforeMs: number): Promise<number> {
+    return this.database('usage_events').where('created_at', '<', beforeMs).delete();
+  }
 
   async insertBatch(events: readonly UsageEvent[]): Promise<void> {
     if (events.length === 0) return;
@@ -376,6 +461,10 @@ export class UsageRepository {
         bytes_out: event.bytesOut,
         truncated: event.truncated,
         created_at: event.createdAt,
+        method: event.method ?? null,
+        route: event.route === undefined || event.route === null ? null : event.route.slice(0, 300),
+        reason: event.reason ?? null,
+        request_id: event.requestId ?? null,
       })),
       200,
     );
