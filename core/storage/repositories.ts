@@ -491,10 +491,11 @@ export class UsageRepository {
     const byError = (await scope().whereNotNull('error_type').select('error_type').count({ count: '*' }).groupBy('error_type').orderBy('count', 'desc')) as Row[];
     const upstreamErrors = (await scope().whereNull('error_type').andWhere('status', '>=', 400).count({ count: '*' }).first()) as Row | undefined;
     const topDevices = (await scope().whereNotNull('device_id').select('device_id').count({ count: '*' }).groupBy('device_id').orderBy('count', 'desc').limit(10)) as Row[];
-    const providers = (await scope().select('provider').count({ count: '*' }).groupBy('provider').orderBy('count', 'desc')) as Row[];
+    // Latency is the provider's: requests the gateway refused itself (error_type set) never reached it and are left out.
+    const providers = (await scope().whereNull('error_type').select('provider').count({ count: '*' }).groupBy('provider').orderBy('count', 'desc')) as Row[];
     const latency = [] as UsageSummary['latencyByProvider'][number][];
     for (const row of providers) {
-      const sample = ((await scope().where({ provider: row.provider }).select('latency_ms').orderBy('created_at', 'desc').limit(latencySample)) as Row[])
+      const sample = ((await scope().whereNull('error_type').where({ provider: row.provider }).select('latency_ms').orderBy('created_at', 'desc').limit(latencySample)) as Row[])
         .map((entry) => Number(entry.latency_ms))
         .sort((a, b) => a - b);
       const at = (fraction: number) => sample[Math.min(sample.length - 1, Math.ceil(fraction * sample.length) - 1)] ?? 0;
