@@ -32,6 +32,8 @@ Usage:
                        [--device-limit N] [--app-limit N] [--provider-limit SLUG=N …] [--device-daily-quota N] [--app-daily-quota N] [--max-streams N]
   tollgate apps update --app ID [--name NAME] [--device-limit N] [--app-limit N] [--allow-development-attestation true|false] [--device-token-ttl SECONDS] [--allowed-providers a,b] [--allowed-routes openai/chat/completions,…]
                         [--provider-limit SLUG=N …] [--device-daily-quota N] [--app-daily-quota N] [--max-streams N]
+                        [--attestation-mode enforce|monitor] [--allow-monitor-in-production]      (an empty value, e.g. --device-daily-quota '', clears a setting)
+  tollgate requests --app ID [--device ID] [--limit N]                      (the request log, newest first)
   tollgate apps list | get --app ID | rotate-token --app ID [--grace HOURS] | disable --app ID | enable --app ID | delete --app ID
   tollgate secrets set --app ID --provider SLUG [--base-url URL]     (the value is read from stdin, never from argv)
   tollgate secrets list --app ID | delete --app ID --provider SLUG
@@ -70,6 +72,8 @@ const OPTIONS = {
   'app-daily-quota': { type: 'string' },
   'max-streams': { type: 'string' },
   grace: { type: 'string' },
+  'attestation-mode': { type: 'string' },
+  'allow-monitor-in-production': { type: 'boolean' },
   limit: { type: 'string' },
   label: { type: 'string' },
   device: { type: 'string' },
@@ -408,9 +412,13 @@ async function main(argv: string[]): Promise<void> {
             deviceDailyQuota: clearable(options, 'device-daily-quota', integerOption),
             appDailyQuota: clearable(options, 'app-daily-quota', integerOption),
             maxConcurrentStreamsPerDevice: clearable(options, 'max-streams', integerOption),
+            attestationMode: options['attestation-mode'],
+            allowMonitorInProduction: options['allow-monitor-in-production'] ? true : undefined,
           }),
         ),
       );
+    case 'requests':
+      return withCore(async (core) => core.management.requestLog({ appId: required(options, 'app'), deviceId: options.device, limit: integerOption(options, 'limit') ?? 50 }));
     case 'apps list':
       return withCore(async (core) => ({ apps: await core.management.listApps() }));
     case 'apps get':

@@ -62,6 +62,7 @@ const RESPONSE_SCHEMAS: Record<string, Schema> = {
     errorsByType: { type: 'array', items: object({ type: string, count: { type: 'integer' } }) },
     latencyByProvider: { type: 'array', items: object({ provider: string, requests: { type: 'integer' }, p50Ms: { type: 'number' }, p95Ms: { type: 'number' } }) },
     topDevices: { type: 'array', items: object({ deviceId: string, requests: { type: 'integer' } }) },
+    verification: object({ verified: { type: 'integer' }, unverified: { type: 'integer' } }),
   }),
   Integration: object({
     platform: { type: 'string', enum: ['ios', 'android', 'flutter', 'react-native'] },

@@ -80,6 +80,10 @@ export class AppSettingsInput {
   @IsOptional() @IsBoolean() allowAppAttestDevelopment?: boolean;
   @IsOptional() @IsIn(['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY', 'MEETS_STRONG_INTEGRITY'])
   playIntegrityDeviceVerdict?: 'MEETS_BASIC_INTEGRITY' | 'MEETS_DEVICE_INTEGRITY' | 'MEETS_STRONG_INTEGRITY';
+  @IsOptional() @IsIn(['enforce', 'monitor']) attestationMode?: 'enforce' | 'monitor';
+  @IsOptional() @IsArray() @ArrayMaxSize(100) @Matches(SLUG, { each: true, message: 'monitorProviders must be provider slugs' })
+  monitorProviders?: string[];
+  @IsOptional() @IsBoolean() allowMonitorInProduction?: boolean;
 }
 
 export class CreateAppInput extends AppSettingsInput {

@@ -67,6 +67,8 @@ export interface ManagementOptions {
   readonly onChange?: () => void;
   /** Allow tenant base URLs on private or loopback addresses (tests only). Default false. */
   readonly allowPrivateUpstreams?: boolean;
+  /** A production gateway: `attestationMode: "monitor"` needs `allowMonitorInProduction` too. */
+  readonly production?: boolean;
   readonly clock?: () => number;
 }
 
@@ -152,6 +154,7 @@ export class ManagementService {
   /** Creates an app. The app token is in the answer and nowhere else, ever. */
   async createApp(plain: unknown): Promise<AppView & { appToken: string }> {
     const input = validateInput(CreateAppInput, plain);
+    this.checkMonitorMode(mergeSettings(DEFAULT_APP_SETTINGS, input));
     const now = this.clock();
     const appToken = generateToken('app');
     const row: AppRow = {
@@ -182,10 +185,20 @@ export class ManagementService {
     return this.write(async (transaction) => {
       const app = await this.requireApp(transaction, appId);
       const settings = mergeSettings(app.settings, input);
+      this.checkMonitorMode(settings);
       const now = this.clock();
       await new AppRepository(transaction).update(appId, { name: input.name, settings }, now);
       return appView({ ...app, name: input.name ?? app.name, settings, updatedAt: now }, this.clock());
     });
+  }
+
+  /** Monitor mode forwards unattested requests: on a production gateway only with the explicit opt-in beside it. */
+  private checkMonitorMode(settings: AppSettings): void {
+    if (this.options.production && settings.attestationMode === 'monitor' && !settings.allowMonitorInProduction) {
+      throw new TollgateError('TG_ERR_VALIDATION', 'attestationMode "monitor" forwards requests without a valid device token; on a production gateway set allowMonitorInProduction: true with it.', {
+        attestationMode: ['"monitor" on a production gateway needs allowMonitorInProduction: true'],
+      });
+    }
   }
 
   /**

@@ -53,6 +53,9 @@ const settingsShape = {
   deviceDailyQuota: z.number().int().min(1).optional().describe('requests per rolling day per device'),
   appDailyQuota: z.number().int().min(1).optional().describe('requests per rolling day for the app'),
   maxConcurrentStreamsPerDevice: z.number().int().min(1).max(10_000).optional().describe('open streams per device (default 10)'),
+  attestationMode: z.enum(['enforce', 'monitor']).optional().describe('monitor: forward requests without a valid device token and count them as unverified (a rollout aid; production needs allowMonitorInProduction)'),
+  monitorProviders: z.array(z.string()).optional().describe('with monitor: only these providers are monitored, the rest enforced'),
+  allowMonitorInProduction: z.boolean().optional().describe('the explicit opt-in for monitor mode on a production gateway'),
 };
 
 /** `update_app`: every setting may also be null, which clears it (as in the management API). */

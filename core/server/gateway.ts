@@ -215,6 +215,7 @@ export async function createGatewayCore(options: GatewayOptions = {}): Promise<G
   const management = new ManagementService(database, cipher, registry, {
     onChange: () => directory.invalidate(),
     allowPrivateUpstreams: options.allowPrivateUpstreams ?? false,
+    production: configuration.production,
     clock,
   });
   return {
@@ -312,9 +313,12 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     onResponse(context) {
       const app = context.peek('app');
       if (!app) return;
+      const device = context.peek('device');
       usage.record({
         appId: app.id,
-        deviceId: context.peek('device')?.deviceId ?? null,
+        // An unverified (monitor-mode) request has no device: its per-address bucket is for the limits only.
+        deviceId: device && device.verified !== false ? device.deviceId : null,
+        verified: device ? device.verified !== false : null,
         provider: context.provider.slug,
         status: context.outcome.status,
         errorType: context.outcome.errorType ?? null,

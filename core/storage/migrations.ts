@@ -169,11 +169,13 @@ const tokenGraceAndRequestLog: Migration = {
       table.string('route', 300).nullable();
       table.string('reason', 80).nullable();
       table.string('request_id', 64).nullable();
+      // True: a valid device token; false: forwarded in monitor mode without one; null: refused before any device check.
+      table.boolean('verified').nullable();
     });
   },
   async down(knex) {
     await knex.schema.alterTable('usage_events', (table) => {
-      for (const column of ['method', 'route', 'reason', 'request_id']) table.dropColumn(column);
+      for (const column of ['method', 'route', 'reason', 'request_id', 'verified']) table.dropColumn(column);
     });
     await knex.schema.alterTable('admin_users', (table) => {
       for (const column of ['failed_sign_ins', 'locked_until']) table.dropColumn(column);

@@ -69,6 +69,8 @@ export interface UsageEvent {
   readonly route?: string | null;
   readonly reason?: string | null;
   readonly requestId?: string | null;
+  /** True: a valid device token; false: forwarded in monitor mode without one; null/absent: no device was established. */
+  readonly verified?: boolean | null;
 }
 
 type Row = Record<string, unknown>;
@@ -465,6 +467,7 @@ export class UsageRepository {
         route: event.route === undefined || event.route === null ? null : event.route.slice(0, 300),
         reason: event.reason ?? null,
         request_id: event.requestId ?? null,
+        verified: event.verified ?? null,
       })),
       200,
     );
@@ -501,6 +504,7 @@ export class UsageRepository {
       const at = (fraction: number) => sample[Math.min(sample.length - 1, Math.ceil(fraction * sample.length) - 1)] ?? 0;
       latency.push({ provider: row.provider as string, requests: Number(row.count), p50Ms: at(0.5), p95Ms: at(0.95) });
     }
+    const verification = (await scope().whereNotNull('verified').select('verified').count({ count: '*' }).groupBy('verified')) as Row[];
     const errorsByType = byError.map((row) => ({ type: row.error_type as string, count: Number(row.count) }));
     const upstream = Number(upstreamErrors?.count ?? 0);
     if (upstream > 0) errorsByType.push({ type: 'providerError', count: upstream });
@@ -512,6 +516,10 @@ export class UsageRepository {
       errorsByType: errorsByType.sort((a, b) => b.count - a.count || a.type.localeCompare(b.type)),
       latencyByProvider: latency,
       topDevices: topDevices.map((row) => ({ deviceId: row.device_id as string, requests: Number(row.count) })),
+      verification: {
+        verified: verification.filter((row) => Boolean(row.verified)).reduce((sum, row) => sum + Number(row.count), 0),
+        unverified: verification.filter((row) => !row.verified).reduce((sum, row) => sum + Number(row.count), 0),
+      },
     };
   }
 
@@ -548,6 +556,8 @@ export interface UsageSummary {
   readonly errorsByType: ReadonlyArray<{ readonly type: string; readonly count: number }>;
   readonly latencyByProvider: ReadonlyArray<{ readonly provider: string; readonly requests: number; readonly p50Ms: number; readonly p95Ms: number }>;
   readonly topDevices: ReadonlyArray<{ readonly deviceId: string; readonly requests: number }>;
+  /** Requests with a valid device token, and those forwarded unverified in monitor mode. */
+  readonly verification: { readonly verified: number; readonly unverified: number };
 }
 
 export interface AuditEntry {

@@ -102,4 +102,5 @@ export interface Usage {
   errorsByType: Array<{ type: string; count: number }>;
   latencyByProvider: Array<{ provider: string; requests: number; p50Ms: number; p95Ms: number }>;
   topDevices: Array<{ deviceId: string; requests: number }>;
+  verification: { verified: number; unverified: number };
 }

@@ -211,12 +211,24 @@ function tabs(app: App, current: string): HTMLElement {
   return h('nav', { class: 'tabs', 'aria-label': `${app.name} sections` }, ...TABS.map(([tab, label]) => h('a', { href: `#/apps/${app.id}${tab ? `/${tab}` : ''}`, 'aria-current': tab === current ? 'page' : null }, label)));
 }
 
+/** The warning every page of an app in monitor mode shows: unattested requests reach the providers. */
+function monitorBanner(app: App): HTMLElement | null {
+  if (app.settings.attestationMode !== 'monitor') return null;
+  const providers = (app.settings.monitorProviders as string[] | undefined) ?? [];
+  return h(
+    'div',
+    { class: 'warning', role: 'note', 'data-testid': 'monitor-banner' },
+    h('strong', {}, 'Monitor mode: '),
+    `requests without a valid device token are forwarded${providers.length ? ` (for ${providers.join(', ')})` : ''} and counted as unverified. Watch Usage, then switch to Enforce in the settings below.`,
+  );
+}
+
 async function appPage(appId: string, tab: string): Promise<void> {
   const app = await api<App>('GET', `/apps/${encodeURIComponent(appId)}`);
   const title = `${app.name}${tab ? ` · ${TABS.find(([key]) => key === tab)?.[1] ?? tab}` : ''}`;
   const page = PAGES[tab.split('?')[0]!];
   if (!page) throw new Error('No such page.');
-  show(title, tabs(app, tab.split('?')[0]!), ...(await page(app)));
+  show(title, tabs(app, tab.split('?')[0]!), tab ? monitorBanner(app) : null, ...(await page(app)));
 }
 
 const text = (value: unknown) => (value === undefined || value === null ? '' : String(value));
@@ -240,6 +252,13 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
         'Play Integrity device verdict required',
         h('select', { name: 'playIntegrityDeviceVerdict' }, ...['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY', 'MEETS_STRONG_INTEGRITY'].map((value) => h('option', { value, selected: app.settings.playIntegrityDeviceVerdict === value }, value))),
       ),
+      field(
+        'Attestation mode',
+        h('select', { name: 'attestationMode' }, ...[['enforce', 'Enforce: refuse requests without a valid device token'], ['monitor', 'Monitor only: forward them and count them as unverified (rollout)']].map(([value, label]) => h('option', { value, selected: (app.settings.attestationMode ?? 'enforce') === value }, label ?? ''))),
+        'Ship the SDK in monitor mode, watch verified against unverified traffic under Usage, then enforce. Revoked devices are refused in both modes.',
+      ),
+      field('Monitor only these providers (comma-separated slugs; empty: all)', h('input', { name: 'monitorProviders', value: ((app.settings.monitorProviders as string[] | undefined) ?? []).join(', ') })),
+      checkbox('Allow monitor mode on a production gateway (explicit opt-in)', 'allowMonitorInProduction', app.settings.allowMonitorInProduction === true),
       field('Device token lifetime (seconds)', h('input', { name: 'deviceTokenTtlSeconds', type: 'number', min: 60, value: text(app.settings.deviceTokenTtlSeconds) })),
       field('Allowed providers (comma-separated slugs; empty allows all)', h('input', { name: 'allowedProviders', value: ((app.settings.allowedProviders as string[] | undefined) ?? []).join(', ') })),
       h('button', { type: 'submit', class: 'primary' }, 'Save settings'),
@@ -254,6 +273,7 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
       h('button', { type: 'submit' }, 'Rotate app token'),
     );
     return [
+      monitorBanner(app),
       table(['', ''], [
         ['Id', h('span', {}, h('code', {}, app.id), ' ', copyButton(app.id, 'Copy id'))],
         ['Status', badge(app.status, app.status === 'active' ? 'ok' : 'bad')],
@@ -286,7 +306,11 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
           allowAppAttestDevelopment: values.allowAppAttestDevelopment,
           assertionMode: values.assertionMode,
           playIntegrityDeviceVerdict: values.playIntegrityDeviceVerdict,
+          attestationMode: values.attestationMode,
+          allowMonitorInProduction: values.allowMonitorInProduction,
         };
+        const monitorProviders = String(values.monitorProviders).split(',').map((slug) => slug.trim()).filter(Boolean);
+        patch.monitorProviders = monitorProviders.length ? monitorProviders : null;
         // An emptied field clears its setting (null), so that what the form shows is what is saved.
         for (const key of ['appleAppId', 'androidPackage', 'androidCertSha256'] as const) patch[key] = values[key] ? values[key] : null;
         patch.deviceTokenTtlSeconds = values.deviceTokenTtlSeconds ? Number(values.deviceTokenTtlSeconds) : null;
@@ -511,6 +535,7 @@ async function usageContent(path: string): Promise<Node[]> {
           { label: 'p95', values: usage.latencyByProvider.map((entry) => entry.p95Ms), className: 'alt' },
         ], ' ms'),
         barChart('chart-devices', 'Top devices', usage.topDevices.map((entry) => entry.deviceId), [{ label: 'requests', values: usage.topDevices.map((entry) => entry.requests) }]),
+        barChart('chart-verification', 'Verified and unverified requests', ['verified', 'unverified'], [{ label: 'requests', values: [usage.verification.verified, usage.verification.unverified] }]),
       ),
     );
   };

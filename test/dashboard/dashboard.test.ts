@@ -211,6 +211,35 @@ describe('dashboard in Chromium', function () {
     await checkpoint('usage');
   });
 
+  it('monitor-only mode forwards a request without a device token and counts it as unverified', async () => {
+    await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Overview' }).click();
+    await page.getByLabel('Attestation mode').selectOption('monitor');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByText('Settings saved.').waitFor();
+    await page.getByTestId('monitor-banner').waitFor();
+    const before = upstream.requests.length;
+    const response = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers: { 'Tollgate-App-Token': deviceHeaders['Tollgate-App-Token']!, 'content-type': 'application/json' }, body: '{"model":"gpt-4o-mini","messages":[]}' });
+    expect(response.status).to.equal(200);
+    await response.text();
+    expect(upstream.requests.length).to.equal(before + 1);
+    expect(upstream.last().headers.authorization).to.equal(`Bearer ${CANARY}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await gateway.gateway.usage.flush();
+    await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Usage' }).click();
+    await page.getByTestId('chart-verification').waitFor();
+    const bars = await page.locator('#chart-verification rect.bar').evaluateAll((rects) => rects.map((rect) => `${rect.getAttribute('data-label')}|${rect.getAttribute('data-value')}`));
+    expect(bars).to.deep.equal(['verified|3', 'unverified|1']);
+    await checkpoint('monitor');
+    // Back to enforce: the same request is refused again.
+    await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Overview' }).click();
+    await page.getByLabel('Attestation mode').selectOption('enforce');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByText('Settings saved.').waitFor();
+    const refused = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers: { 'Tollgate-App-Token': deviceHeaders['Tollgate-App-Token']!, 'content-type': 'application/json' }, body: '{}' });
+    expect(refused.status).to.equal(403);
+    await refused.text();
+  });
+
   it('lists the requests just sent in the request log, filtered by device, with a CSV export', async () => {
     // One request from another device of the app, which the device filter must leave out.
     const app = await gateway.gateway.management.getApp(appId);
