@@ -33,7 +33,9 @@ Usage:
   tollgate apps update --app ID [--name NAME] [--device-limit N] [--app-limit N] [--allow-development-attestation true|false] [--device-token-ttl SECONDS] [--allowed-providers a,b] [--allowed-routes openai/chat/completions,…]
                         [--provider-limit SLUG=N …] [--device-daily-quota N] [--app-daily-quota N] [--max-streams N]
                         [--open-account-routes SLUG,…] [--close-account-routes SLUG,…] [--extra-route SLUG:METHOD[,METHOD…]:PATTERN …] [--no-extra-routes]
-  tollgate apps list | get --app ID | rotate-token --app ID | disable --app ID | enable --app ID | delete --app ID
+                        [--attestation-mode enforce|monitor] [--allow-monitor-in-production]      (an empty value, e.g. --device-daily-quota '', clears a setting)
+  tollgate requests --app ID [--device ID] [--limit N]                      (the request log, newest first)
+  tollgate apps list | get --app ID | rotate-token --app ID [--grace HOURS] | disable --app ID | enable --app ID | delete --app ID
   tollgate secrets set --app ID --provider SLUG [--base-url URL]     (the value is read from stdin, never from argv)
   tollgate secrets list --app ID | delete --app ID --provider SLUG
   tollgate dev-tokens create --app ID [--label TEXT]
@@ -70,6 +72,10 @@ const OPTIONS = {
   'device-daily-quota': { type: 'string' },
   'app-daily-quota': { type: 'string' },
   'max-streams': { type: 'string' },
+  grace: { type: 'string' },
+  'attestation-mode': { type: 'string' },
+  'allow-monitor-in-production': { type: 'boolean' },
+  limit: { type: 'string' },
   label: { type: 'string' },
   device: { type: 'string' },
   method: { type: 'string' },
@@ -151,6 +157,14 @@ function required(values: Values, name: keyof Values): string {
   return value;
 }
 
+/** `apps update`: an empty value (`--device-limit ''`) clears the setting (null), as a JSON null does in the API. */
+function clearable<T>(values: Values, name: keyof Values, read: (values: Values, name: keyof Values) => T | undefined): T | null | undefined {
+  return values[name] === '' ? null : read(values, name);
+}
+
+const stringOption = (values: Values, name: keyof Values): string | undefined => values[name] as string | undefined;
+const listOption = (values: Values, name: keyof Values): string[] | undefined => (values[name] as string | undefined)?.split(',').map((entry) => entry.trim()).filter(Boolean);
+
 function integerOption(values: Values, name: keyof Values): number | undefined {
   const raw = values[name];
   if (raw === undefined) return undefined;
@@ -209,11 +223,13 @@ function banner(gateway: RunningGateway): string {
         ]
       : ['  sign in:    with your dashboard administrator name and password (the first was created from the set-up link)']),
     '',
-    'Get started (in another terminal, from this directory):',
-    `  1. An admin key for the management API:   ${cli} admin-keys create --name admin`,
-    `  2. Your first app (prints its app token):  ${cli} apps create --name "My App" --allow-development-attestation`,
-    `  3. Its provider key, read from stdin:      ${cli} secrets set --app <app id> --provider openai < key.txt`,
-    `  4. A token for simulators and emulators:   ${cli} dev-tokens create --app <app id>`,
+    'Get started in the dashboard: create an app (its app token is shown once), add a provider key under Secrets,',
+    'create a development token under Devices for simulators, then copy the code from Integrate.',
+    'Or from the command line (in another terminal, from this directory):',
+    `  1. Your first app (prints its app token):  ${cli} apps create --name "My App" --allow-development-attestation`,
+    `  2. Its provider key, read from stdin:      ${cli} secrets set --app <app id> --provider openai < key.txt`,
+    `  3. A token for simulators and emulators:   ${cli} dev-tokens create --app <app id>`,
+    `  4. An admin key for the management API:    ${cli} admin-keys create --name admin`,
     '  Walkthrough: README.md, "Five minutes with curl".',
   ];
   if (configuration.production) lines.push('', 'Production mode: development attestation is refused for every app.');
@@ -221,8 +237,34 @@ function banner(gateway: RunningGateway): string {
 }
 
 async function serve(): Promise<void> {
-  const gateway = await startGateway();
+  let gateway: RunningGateway;
+  try {
+    gateway = await startGateway();
+  } catch (error) {
+    // A port in use must not leave a half-started process behind (open database, timers): say so and exit.
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE' || code === 'EACCES') {
+      const port = process.env.TOLLGATE_PORT ?? '8080';
+      process.stderr.write(
+        code === 'EADDRINUSE'
+          ? `tollgate: port ${port} is already in use (another Tollgate, or another server). Stop it, or pick another port: TOLLGATE_PORT=8081 npm start\n`
+          : `tollgate: no permission to listen on port ${port}; pick a port above 1023: TOLLGATE_PORT=8080 npm start\n`,
+      );
+      process.exit(1);
+    }
+    throw error;
+  }
   process.stderr.write(banner(gateway));
+  // Request logs scroll the set-up link away: remind the terminal (never the log stream) until an administrator exists.
+  if (gateway.setupToken && process.stderr.isTTY) {
+    const reminder = setInterval(() => {
+      void new DashboardAuth(gateway.database).countUsers().then((users) => {
+        if (users > 0) clearInterval(reminder);
+        else process.stderr.write(`\nTollgate: no dashboard administrator yet. Set-up link: ${gateway.url}/dashboard/setup#token=${gateway.setupToken}\n\n`);
+      });
+    }, 5 * 60_000);
+    reminder.unref();
+  }
   gateway.logger.info({ url: gateway.url, environment: gateway.configuration.environment, version: TOLLGATE_VERSION }, 'listening');
   let stopping = false;
   const stop = (signal: string) => {
@@ -402,28 +444,32 @@ async function main(argv: string[]): Promise<void> {
               : undefined,
             extraRoutes: extraRoutes(options),
             name: options.name,
-            deviceLimitPerMinute: integerOption(options, 'device-limit'),
-            appLimitPerMinute: integerOption(options, 'app-limit'),
+            deviceLimitPerMinute: clearable(options, 'device-limit', integerOption),
+            appLimitPerMinute: clearable(options, 'app-limit', integerOption),
             allowDevelopmentAttestation: booleanOption(options, 'allow-development-attestation'),
-            deviceTokenTtlSeconds: integerOption(options, 'device-token-ttl'),
-            appleAppId: options['apple-app-id'],
-            androidPackage: options['android-package'],
-            androidCertSha256: options['android-cert-sha256'],
-            allowedProviders: options['allowed-providers']?.split(',').map((slug) => slug.trim()).filter(Boolean),
-            allowedRoutes: options['allowed-routes']?.split(',').map((route) => route.trim()).filter(Boolean),
-            providerLimitsPerMinute: providerLimits(options),
-            deviceDailyQuota: integerOption(options, 'device-daily-quota'),
-            appDailyQuota: integerOption(options, 'app-daily-quota'),
-            maxConcurrentStreamsPerDevice: integerOption(options, 'max-streams'),
+            deviceTokenTtlSeconds: clearable(options, 'device-token-ttl', integerOption),
+            appleAppId: clearable(options, 'apple-app-id', stringOption),
+            androidPackage: clearable(options, 'android-package', stringOption),
+            androidCertSha256: clearable(options, 'android-cert-sha256', stringOption),
+            allowedProviders: clearable(options, 'allowed-providers', listOption),
+            allowedRoutes: clearable(options, 'allowed-routes', listOption),
+            providerLimitsPerMinute: options['provider-limit']?.length === 1 && options['provider-limit'][0] === '' ? null : providerLimits(options),
+            deviceDailyQuota: clearable(options, 'device-daily-quota', integerOption),
+            appDailyQuota: clearable(options, 'app-daily-quota', integerOption),
+            maxConcurrentStreamsPerDevice: clearable(options, 'max-streams', integerOption),
+            attestationMode: options['attestation-mode'],
+            allowMonitorInProduction: options['allow-monitor-in-production'] ? true : undefined,
           }),
         ),
       );
+    case 'requests':
+      return withCore(async (core) => core.management.requestLog({ appId: required(options, 'app'), deviceId: options.device, limit: integerOption(options, 'limit') ?? 50 }));
     case 'apps list':
       return withCore(async (core) => ({ apps: await core.management.listApps() }));
     case 'apps get':
       return withCore((core) => core.management.getApp(required(options, 'app')));
     case 'apps rotate-token':
-      return withCore((core) => core.management.rotateAppToken(required(options, 'app')));
+      return withCore((core) => core.management.rotateAppToken(required(options, 'app'), integerOption(options, 'grace')));
     case 'apps disable':
       return withCore((core) => core.management.setAppStatus(required(options, 'app'), 'disabled'));
     case 'apps enable':

@@ -13,12 +13,12 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import { parse as parseCookies } from 'cookie';
 import { GatewayError, type RateLimitStore } from '../contract';
 import { generateIntegrationCode, INTEGRATION_CAPABILITIES, INTEGRATION_PLATFORMS, type IntegrationCapability, type IntegrationPlatform } from '../integration/code-generator';
-import { ATTESTATION_SECRET_NAMES, AttestationSecretBodyInput, CreateAppInput, DevelopmentTokenInput, NameInput, SecretBodyInput, SetupInput, SignInInput, UpdateAppInput, validateInput } from '../management/inputs';
+import { ATTESTATION_SECRET_NAMES, AttestationSecretBodyInput, ChangePasswordInput, CreateAppInput, CreateUserInput, DevelopmentTokenInput, NameInput, RotateTokenInput, SecretBodyInput, SetupInput, SignInInput, UpdateAppInput, validateInput } from '../management/inputs';
 import type { ManagementService } from '../management/management-service';
 import { authenticateAdminKey } from '../management/admin-auth';
 import type { ProviderRegistry } from '../registry/provider-registry';
 import { sendGatewayError, toGatewayError } from '../routes/errors';
-import { AuditRepository } from '../storage/repositories';
+import { AuditRepository, type RequestLogQuery } from '../storage/repositories';
 import { CSRF_HEADER, SESSION_COOKIE, csrfTokensEqual, type DashboardAuth, type DashboardSession } from './dashboard-auth';
 import { buildOpenApiDocument } from './openapi';
 
@@ -76,7 +76,8 @@ export interface AdminRoute {
   readonly body?: new () => object;
   readonly query?: readonly QueryParameter[];
   readonly status?: number;
-  readonly response: { readonly schema: string; readonly description: string; readonly array?: boolean };
+  /** `csv`: the handler returns CSV text, sent as `text/csv` (an export); otherwise JSON of `schema`. */
+  readonly response: { readonly schema: string; readonly description: string; readonly array?: boolean; readonly csv?: boolean };
   /** Written to the audit log after the route succeeds, with the actor: what was done to what (never a secret value). */
   readonly audit?: {
     readonly action: string;
@@ -86,10 +87,55 @@ export interface AdminRoute {
   /** No credentials needed (sign-in, set-up). */
   readonly public?: boolean;
   readonly rateLimited?: boolean;
+  /** The change may conflict with the current state (409 documented). */
+  readonly conflicts?: boolean;
   handle(context: RouteContext): Promise<unknown>;
 }
 
 const MINUTES: QueryParameter = { name: 'minutes', description: 'the window, ending now (default 60, at most 10080 = 7 days)', schema: { type: 'integer', minimum: 1, maximum: 10_080 } };
+
+const REQUEST_LOG_QUERY: readonly QueryParameter[] = [
+  { name: 'device', description: 'only this device id', schema: { type: 'string', minLength: 1, maxLength: 200 } },
+  { name: 'provider', description: 'only this provider slug', schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,39}$' } },
+  { name: 'outcome', description: 'ok (2xx/3xx) or error (refused by the gateway or a provider error)', schema: { type: 'string', enum: ['ok', 'error'] } },
+  { name: 'q', description: 'a piece of the route, request id or error reason', schema: { type: 'string', minLength: 1, maxLength: 200 } },
+  { name: 'before', description: 'the cursor: rows older than this id (nextBefore of the previous page)', schema: { type: 'integer', minimum: 1 } },
+  { name: 'limit', description: 'rows per page (default 50, at most 500; the CSV export defaults to 10,000)', schema: { type: 'integer', minimum: 1, maximum: 10_000 } },
+];
+
+/** A short text query parameter, or undefined. */
+function textQuery(query: Readonly<Record<string, unknown>>, name: string, pattern: RegExp): string | undefined {
+  const raw = query[name];
+  if (raw === undefined) return undefined;
+  if (typeof raw !== 'string' || !pattern.test(raw)) {
+    throw new GatewayError('invalidRequest', `The query parameter ${name} is not valid.`, { reason: 'validation', fields: { [name]: ['is not valid'] } });
+  }
+  return raw;
+}
+
+function requestLogQuery(appId: string, query: Readonly<Record<string, unknown>>, defaultLimit = 50): RequestLogQuery {
+  const outcome = textQuery(query, 'outcome', /^(ok|error)$/) as 'ok' | 'error' | undefined;
+  return {
+    appId,
+    deviceId: textQuery(query, 'device', /^[^\u0000-\u001f]{1,200}$/),
+    provider: textQuery(query, 'provider', /^[a-z0-9][a-z0-9-]{0,39}$/),
+    outcome,
+    search: textQuery(query, 'q', /^[^\u0000-\u001f]{1,200}$/),
+    before: query.before === undefined ? undefined : integerQuery(query, 'before', 1, 1, Number.MAX_SAFE_INTEGER),
+    limit: integerQuery(query, 'limit', defaultLimit, 1, 10_000),
+  };
+}
+
+/** RFC 4180 CSV; a cell that a spreadsheet would run as a formula (=, +, -, @) is prefixed with a quote (OWASP CSV injection). */
+function requestLogCsv(rows: ReadonlyArray<Record<string, unknown>>): string {
+  const columns = ['createdAt', 'requestId', 'deviceId', 'provider', 'method', 'route', 'status', 'errorType', 'reason', 'latencyMs', 'bytesIn', 'bytesOut', 'truncated'];
+  const cell = (value: unknown) => {
+    let text = value === null || value === undefined ? '' : String(value);
+    if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+    return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  };
+  return `${[columns.join(','), ...rows.map((row) => columns.map((column) => cell(row[column])).join(','))].join('\r\n')}\r\n`;
+}
 
 /** A whole number query parameter within [min, max], or the default. */
 function integerQuery(query: Readonly<Record<string, unknown>>, name: string, fallback: number, min: number, max: number): number {
@@ -134,7 +180,7 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       response: { schema: 'Session', description: 'signed in; the session cookie is set' }, status: 201,
       async handle({ body, request, response }) {
         const input = validateInput(SetupInput, body);
-        await limitSignIn(deps, request, input.username);
+        await limitSignIn(deps, request);
         const user = await auth.completeSetup(input.setupToken, input.username, input.password);
         await new AuditRepository(deps.database).append({ actor: `user:${user.username}`, action: 'admin.setup', target: user.id, details: null, createdAt: deps.clock() });
         return signIn(deps, response, input.username, input.password);
@@ -146,7 +192,7 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       response: { schema: 'Session', description: 'signed in; the session cookie is set' },
       async handle({ body, request, response }) {
         const input = validateInput(SignInInput, body);
-        await limitSignIn(deps, request, input.username);
+        await limitSignIn(deps, request);
         return signIn(deps, response, input.username, input.password);
       },
     },
@@ -168,6 +214,43 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
         response.clearCookie(SESSION_COOKIE, { path: '/' });
         return { signedOut: true };
       },
+    },
+    {
+      method: 'post', path: '/session/password', operationId: 'changeOwnPassword', tag: 'session', body: ChangePasswordInput,
+      summary: 'Change your own password (the current one is required); your other sessions end',
+      response: { schema: 'PasswordChanged', description: 'changed' },
+      audit: { action: 'user.change_password', target: ({ actor }) => actor?.session?.user.id },
+      async handle({ actor, body, request }) {
+        if (!actor?.session) throw new GatewayError('unauthorized', 'Not signed in to the dashboard.', { reason: 'no_session' });
+        const input = validateInput(ChangePasswordInput, body);
+        return auth.changeOwnPassword(actor.session.user.id, input.currentPassword, input.newPassword, parseCookies(request.headers.cookie ?? '')[SESSION_COOKIE]);
+      },
+    },
+    // Dashboard administrators.
+    {
+      method: 'get', path: '/users', operationId: 'listUsers', tag: 'admin', summary: 'List dashboard administrators',
+      response: { schema: 'User', description: 'administrators', array: true },
+      async handle() {
+        return (await auth.listUsers()).map((user) => ({ id: user.id, username: user.username, createdAt: new Date(user.createdAt).toISOString(), lockedUntil: user.lockedUntil === null ? null : new Date(user.lockedUntil).toISOString() }));
+      },
+    },
+    {
+      method: 'post', path: '/users', operationId: 'createUser', tag: 'admin', body: CreateUserInput, status: 201, conflicts: true,
+      summary: 'Add a dashboard administrator',
+      response: { schema: 'User', description: 'the new administrator' },
+      audit: { action: 'user.create', target: (_context, user) => user.id, details: (_context, user) => ({ name: user.name }) },
+      async handle({ body }) {
+        const input = validateInput(CreateUserInput, body);
+        const user = await auth.createUser(input.username, input.password);
+        return { id: user.id, username: user.username, name: user.username, createdAt: new Date(deps.clock()).toISOString(), lockedUntil: null };
+      },
+    },
+    {
+      method: 'delete', path: '/users/{userId}', operationId: 'deleteUser', tag: 'admin', conflicts: true,
+      summary: 'Remove a dashboard administrator and end their sessions (not yourself, not the last one)',
+      response: { schema: 'Deleted', description: 'removed' },
+      audit: { action: 'user.delete', target: ({ params }) => params.userId! },
+      handle: ({ params, actor }) => auth.deleteUser(params.userId!, actor?.session?.user.id ?? null),
     },
     // Apps.
     {
@@ -213,10 +296,14 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       handle: ({ params }) => management.setAppStatus(params.appId!, 'active'),
     },
     {
-      method: 'post', path: '/apps/{appId}/rotate-token', operationId: 'rotateAppToken', tag: 'apps', summary: 'Issue a new app token; the old one stops working at once',
-      response: { schema: 'RotatedToken', description: 'the new token (shown once)' },
-      audit: { action: 'app.rotate_token', target: ({ params }) => params.appId! },
-      handle: ({ params }) => management.rotateAppToken(params.appId!),
+      method: 'post', path: '/apps/{appId}/rotate-token', operationId: 'rotateAppToken', tag: 'apps', body: RotateTokenInput,
+      summary: 'Issue a new app token; the old one keeps working for graceHours (default 168 = 7 days; 0 ends it at once)',
+      response: { schema: 'RotatedToken', description: 'the new token (shown once) and the previous one while it still works' },
+      audit: { action: 'app.rotate_token', target: ({ params }) => params.appId!, details: ({ body }) => ({ graceHours: (body as RotateTokenInput | undefined)?.graceHours ?? 168 }) },
+      async handle({ params, body }) {
+        const input = validateInput(RotateTokenInput, body ?? {});
+        return management.rotateAppToken(params.appId!, input.graceHours);
+      },
     },
     // Secrets: write-only.
     {
@@ -298,6 +385,22 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       response: { schema: 'DevicesRevoked', description: 'revoked' },
       audit: { action: 'device.revoke_all', target: ({ params }) => params.appId! },
       handle: ({ params }) => management.revokeAllDevices(params.appId!),
+    },
+    // The request log: one row per proxied request (usage events), newest first.
+    {
+      method: 'get', path: '/apps/{appId}/requests', operationId: 'listRequests', tag: 'usage', query: REQUEST_LOG_QUERY,
+      summary: 'The request log: time, device, provider, route, status, error type and reason, latency, bytes; newest first, filtered and paged',
+      response: { schema: 'RequestLog', description: 'one page of the log; nextBefore is the cursor of the next page (null at the end)' },
+      handle: ({ params, query }) => management.requestLog(requestLogQuery(params.appId!, query)),
+    },
+    {
+      method: 'get', path: '/apps/{appId}/requests.csv', operationId: 'exportRequests', tag: 'usage', query: REQUEST_LOG_QUERY,
+      summary: 'The same request log as CSV (at most 10,000 rows a file; page with before)',
+      response: { schema: 'RequestLogCsv', description: 'CSV with a header row', csv: true },
+      async handle({ params, query }) {
+        const { requests } = await management.requestLog({ ...requestLogQuery(params.appId!, query, 10_000) });
+        return requestLogCsv(requests);
+      },
     },
     // Usage and integration.
     {
@@ -390,24 +493,26 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
   ];
 }
 
-/** Charges one sign-in attempt to the client address and to the user name (10 and 5 per 5 minutes). */
-async function limitSignIn(deps: AdminApiDependencies, request: Request, username: string): Promise<void> {
+/**
+ * Charges one sign-in attempt to the client address (30 per 5 minutes: password spraying from one address). Failed
+ * attempts per user name are counted by DashboardAuth (a lock after 5 failures in a row), so normal re-logins never
+ * lock anyone out.
+ */
+async function limitSignIn(deps: AdminApiDependencies, request: Request): Promise<void> {
   const address = request.socket.remoteAddress ?? 'unknown';
-  const results = await deps.rateLimits.consume(
-    [
-      { policy: 'signin-address', key: `signin:a:${address}`, limit: 10, windowSeconds: 300 },
-      { policy: 'signin-user', key: `signin:u:${username.toLowerCase()}`, limit: 5, windowSeconds: 300 },
-    ],
-    deps.clock(),
-  );
+  const results = await deps.rateLimits.consume([{ policy: 'signin-address', key: `signin:a:${address}`, limit: 30, windowSeconds: 300 }], deps.clock());
   const refused = results.find((result) => !result.allowed);
   if (refused) {
-    throw new GatewayError('rateLimited', 'Too many sign-in attempts; try again later.', { retryAfterSeconds: Math.max(1, Math.ceil(refused.retryAfterSeconds)), reason: `rate_limited_${refused.rule.policy.replace(/-/g, '_')}` });
+    const seconds = Math.max(1, Math.ceil(refused.retryAfterSeconds));
+    throw new GatewayError('rateLimited', `Too many sign-in attempts from this address; try again in ${seconds} s.`, { retryAfterSeconds: seconds, reason: 'rate_limited_signin_address' });
   }
 }
 
 async function signIn(deps: AdminApiDependencies, response: Response, username: string, password: string) {
   const result = await deps.auth.signIn(username, password);
+  if (result && 'lockedForSeconds' in result) {
+    throw new GatewayError('rateLimited', `Too many failed sign-ins for this user; try again in ${result.lockedForSeconds} s.`, { retryAfterSeconds: result.lockedForSeconds, reason: 'rate_limited_signin_user' });
+  }
   if (!result) throw new GatewayError('unauthorized', 'The user name or the password is wrong.', { reason: 'sign_in_failed' });
   response.cookie(SESSION_COOKIE, result.sessionId, cookieOptions(deps.production, result.session.expiresAt - deps.clock()));
   return sessionView(result.session);
@@ -475,7 +580,12 @@ export function createAdminRouter(deps: AdminApiDependencies): Router {
           });
         }
         response.setHeader('Cache-Control', 'no-store');
-        response.status(route.status ?? 200).json(result);
+        if (route.response.csv) {
+          response.setHeader('Content-Disposition', 'attachment; filename="tollgate-requests.csv"');
+          response.status(route.status ?? 200).type('text/csv; charset=utf-8').send(result);
+        } else {
+          response.status(route.status ?? 200).json(result);
+        }
       } catch (error) {
         next(error);
       }

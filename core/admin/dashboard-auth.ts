@@ -66,6 +66,10 @@ export async function verifyPassword(password: string, stored: string): Promise<
 /** Spent on unknown user names, so that they take as long as a wrong password. */
 const DUMMY_HASH = hashPassword(randomBase62(24));
 
+/** Failed sign-ins in a row before a user is locked out, and for how long. */
+export const MAX_FAILED_SIGN_INS = 5;
+export const SIGN_IN_LOCK_MS = 5 * 60_000;
+
 export class DashboardAuth {
   private readonly clock: () => number;
   private readonly sessionTtlMs: number;
@@ -141,13 +145,27 @@ export class DashboardAuth {
     return { id: row.id, username: row.username };
   }
 
-  /** Checks the password and opens a session; null when the name or the password is wrong (the same answer). */
-  async signIn(username: string, password: string): Promise<{ sessionId: string; session: DashboardSession } | null> {
-    const row = (await this.database('admin_users').where({ username }).first()) as { id: string; username: string; password_hash: string; disabled_at: unknown } | undefined;
-    const valid = await verifyPassword(password, row?.password_hash ?? (await DUMMY_HASH));
-    if (!row || !valid || row.disabled_at != null) return null;
-    const sessionId = SESSION_PREFIX + randomBase62(43);
+  /**
+   * Checks the password and opens a session; null when the name or the password is wrong (the same answer), or
+   * `{ lockedForSeconds }` while the user is locked out. Only failed attempts count: after
+   * {@link MAX_FAILED_SIGN_INS} in a row the user is locked for {@link SIGN_IN_LOCK_MS}, checked before the password,
+   * so a correct guess during the lock tells nothing. A successful sign-in resets the count.
+   */
+  async signIn(username: string, password: string): Promise<{ sessionId: string; session: DashboardSession } | { lockedForSeconds: number } | null> {
+    const row = (await this.database('admin_users').where({ username }).first()) as
+      | { id: string; username: string; password_hash: string; disabled_at: unknown; failed_sign_ins: number | string | null; locked_until: number | string | null }
+      | undefined;
     const now = this.clock();
+    if (row && row.locked_until !== null && Number(row.locked_until) > now) return { lockedForSeconds: Math.ceil((Number(row.locked_until) - now) / 1000) };
+    const valid = await verifyPassword(password, row?.password_hash ?? (await DUMMY_HASH));
+    if (row && !valid) {
+      const failed = Number(row.failed_sign_ins ?? 0) + 1;
+      const locked = failed >= MAX_FAILED_SIGN_INS;
+      await this.database('admin_users').where({ id: row.id }).update({ failed_sign_ins: locked ? 0 : failed, locked_until: locked ? now + SIGN_IN_LOCK_MS : null });
+    }
+    if (!row || !valid || row.disabled_at != null) return null;
+    if (Number(row.failed_sign_ins ?? 0) !== 0 || row.locked_until !== null) await this.database('admin_users').where({ id: row.id }).update({ failed_sign_ins: 0, locked_until: null });
+    const sessionId = SESSION_PREFIX + randomBase62(43);
     const session: DashboardSession = { user: { id: row.id, username: row.username }, csrfToken: randomBytes(24).toString('base64url'), expiresAt: now + this.sessionTtlMs };
     await this.database('admin_sessions').insert({ id_hash: hashToken(sessionId), user_id: row.id, csrf_token: session.csrfToken, created_at: now, expires_at: session.expiresAt });
     // Expired sessions are dropped here rather than by a timer.
@@ -165,6 +183,42 @@ export class DashboardAuth {
       .first()) as { id_hash: string; csrf_token: string; expires_at: number | string; id: string; username: string; disabled_at: unknown } | undefined;
     if (!row || !digestsEqual(row.id_hash, hash) || Number(row.expires_at) <= this.clock() || row.disabled_at != null) return null;
     return { user: { id: row.id, username: row.username }, csrfToken: row.csrf_token, expiresAt: Number(row.expires_at) };
+  }
+
+  /** Every administrator (never a password hash). */
+  async listUsers(): Promise<Array<{ id: string; username: string; createdAt: number; lockedUntil: number | null }>> {
+    const rows = (await this.database('admin_users').orderBy('created_at', 'asc').select('id', 'username', 'created_at', 'locked_until')) as Array<{ id: string; username: string; created_at: number | string; locked_until: number | string | null }>;
+    const now = this.clock();
+    return rows.map((row) => ({ id: row.id, username: row.username, createdAt: Number(row.created_at), lockedUntil: row.locked_until !== null && Number(row.locked_until) > now ? Number(row.locked_until) : null }));
+  }
+
+  /** Removes an administrator and their sessions; never oneself, never the last one (nobody could sign in). */
+  async deleteUser(userId: string, actingUserId: string | null): Promise<{ id: string; deleted: true }> {
+    return this.database.transaction(async (transaction) => {
+      const row = (await transaction('admin_users').where({ id: userId }).first()) as { id: string } | undefined;
+      if (!row) throw new TollgateError('TG_ERR_NOT_FOUND', `no dashboard user "${userId}"`);
+      if (userId === actingUserId) throw new TollgateError('TG_ERR_CONFLICT', 'you cannot remove yourself; another administrator can');
+      const users = (await transaction('admin_users').count({ count: '*' }).first()) as { count: number | string };
+      if (Number(users.count) <= 1) throw new TollgateError('TG_ERR_CONFLICT', 'the last administrator cannot be removed');
+      await transaction('admin_sessions').where({ user_id: userId }).delete();
+      await transaction('admin_users').where({ id: userId }).delete();
+      return { id: userId, deleted: true as const };
+    });
+  }
+
+  /** Changes one's own password after checking the current one; other sessions of the user end, this one stays. */
+  async changeOwnPassword(userId: string, currentPassword: string, newPassword: string, keepSessionId: string | undefined): Promise<{ changed: true }> {
+    const row = (await this.database('admin_users').where({ id: userId }).first()) as { id: string; password_hash: string } | undefined;
+    if (!row || !(await verifyPassword(currentPassword, row.password_hash))) {
+      throw new GatewayError('invalidRequest', 'The current password is wrong.', { reason: 'validation', fields: { currentPassword: ['is wrong'] } });
+    }
+    const passwordHash = await hashPassword(newPassword);
+    const keep = typeof keepSessionId === 'string' ? hashToken(keepSessionId) : '';
+    await this.database.transaction(async (transaction) => {
+      await transaction('admin_users').where({ id: userId }).update({ password_hash: passwordHash });
+      await transaction('admin_sessions').where({ user_id: userId }).whereNot({ id_hash: keep }).delete();
+    });
+    return { changed: true };
   }
 
   async signOut(sessionId: string | undefined): Promise<void> {

@@ -34,6 +34,7 @@ const RESPONSE_SCHEMAS: Record<string, Schema> = {
     name: string,
     status: { type: 'string', enum: ['active', 'disabled'] },
     tokenHint: string,
+    previousToken: nullable(object({ tokenHint: string, expiresAt: dateTime })),
     settings: ref('AppSettings'),
     createdAt: dateTime,
     updatedAt: dateTime,
@@ -41,7 +42,7 @@ const RESPONSE_SCHEMAS: Record<string, Schema> = {
   CreatedApp: {
     allOf: [ref('App'), object({ appToken: { type: 'string', pattern: '^at_[0-9A-Za-z]{32}$', description: 'shown once, never again' } })],
   },
-  RotatedToken: object({ id: string, appToken: { type: 'string', pattern: '^at_[0-9A-Za-z]{32}$' }, tokenHint: string }),
+  RotatedToken: object({ id: string, appToken: { type: 'string', pattern: '^at_[0-9A-Za-z]{32}$' }, tokenHint: string, previousToken: nullable(object({ tokenHint: string, expiresAt: dateTime })) }),
   Deleted: object({ id: string, deleted: { const: true } }),
   Secret: object({ appId: string, provider: string, masked: { type: 'string', description: 'the value masked, e.g. sk-…abcd; never the value' }, baseUrl: nullable(string), updatedAt: dateTime }),
   AttestationSecret: object({ appId: string, name: string, masked: { type: 'string', description: 'the last characters only; never the value' }, updatedAt: dateTime }),
@@ -61,6 +62,7 @@ const RESPONSE_SCHEMAS: Record<string, Schema> = {
     errorsByType: { type: 'array', items: object({ type: string, count: { type: 'integer' } }) },
     latencyByProvider: { type: 'array', items: object({ provider: string, requests: { type: 'integer' }, p50Ms: { type: 'number' }, p95Ms: { type: 'number' } }) },
     topDevices: { type: 'array', items: object({ deviceId: string, requests: { type: 'integer' } }) },
+    verification: object({ verified: { type: 'integer' }, unverified: { type: 'integer' } }),
   }),
   Integration: object({
     platform: { type: 'string', enum: ['ios', 'android', 'flutter', 'react-native'] },
@@ -88,6 +90,31 @@ const RESPONSE_SCHEMAS: Record<string, Schema> = {
       items: object({ methods: { type: 'array', items: string }, path: string, why: string }),
     },
   }),
+  RequestLog: object({
+    requests: {
+      type: 'array',
+      items: object({
+        id: { type: 'integer' },
+        createdAt: dateTime,
+        deviceId: nullable(string),
+        provider: string,
+        method: nullable(string),
+        route: nullable(string),
+        status: { type: 'integer' },
+        errorType: nullable(string),
+        reason: nullable(string),
+        latencyMs: { type: 'integer' },
+        bytesIn: { type: 'integer' },
+        bytesOut: { type: 'integer' },
+        truncated: { type: 'boolean' },
+        requestId: nullable(string),
+      }),
+    },
+    nextBefore: nullable({ type: 'integer' }),
+  }),
+  User: object({ id: string, username: string, createdAt: dateTime, lockedUntil: nullable(dateTime) }),
+  PasswordChanged: object({ changed: { const: true } }),
+  RequestLogCsv: { type: 'string', description: 'CSV (RFC 4180) with a header row' },
   Session: object({ user: object({ id: string, username: string }), csrfToken: string, expiresAt: dateTime }),
   SignedOut: object({ signedOut: { const: true } }),
 };
@@ -123,7 +150,7 @@ export function buildOpenApiDocument(routes: readonly AdminRoute[], version: str
       ...(route.query ?? []).map((parameter) => ({ name: parameter.name, in: 'query', required: false, description: parameter.description, schema: parameter.schema })),
     ];
     const responses: Record<string, unknown> = {
-      [String(route.status ?? 200)]: { description: route.response.description, content: { 'application/json': { schema: responseSchema(route.response) } } },
+      [String(route.status ?? 200)]: { description: route.response.description, content: { [route.response.csv ? 'text/csv' : 'application/json']: { schema: responseSchema(route.response) } } },
       '400': errorResponse('invalid input: error.fields names each failing field'),
     };
     responses['401'] = errorResponse(route.public ? 'wrong user name or password, or an invalid set-up token' : 'missing or wrong credentials');
@@ -132,6 +159,7 @@ export function buildOpenApiDocument(routes: readonly AdminRoute[], version: str
     }
     if (route.path.includes('{')) responses['404'] = errorResponse('no such app, secret, device or key');
     if (route.rateLimited) responses['429'] = errorResponse('too many attempts; see Retry-After');
+    if (route.conflicts) responses['409'] = errorResponse('conflicts with the current state (a taken name, yourself, the last administrator)');
     paths[route.path] ??= {};
     paths[route.path]![route.method] = {
       operationId: route.operationId,

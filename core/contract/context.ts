@@ -51,7 +51,7 @@ const PROVIDED_BY: Readonly<Record<keyof ProxyFacts, string>> = {
 export class ProxyContext {
   private readonly facts: Partial<ProxyFacts> = {};
   /** Set by `forward` or the error path: the outcome, for usage events and logs. */
-  outcome: { status: number; errorType?: string; bytesIn: number; bytesOut: number; truncated: boolean } = {
+  outcome: { status: number; errorType?: string; reason?: string; bytesIn: number; bytesOut: number; truncated: boolean } = {
     status: 0,
     bytesIn: 0,
     bytesOut: 0,

@@ -8,6 +8,12 @@ import type { AppIdentity } from './records';
 /** An app as `verifyToken` sees it. */
 export interface AppEntry extends AppIdentity {
   readonly tokenHash: string;
+  /**
+   * The token replaced by the last rotation and when its grace period ends (unix ms): a request with that token is
+   * admitted until then. Absent or null: no previous token.
+   */
+  readonly previousTokenHash?: string | null;
+  readonly previousTokenExpiresAt?: number | null;
   readonly status: 'active' | 'disabled';
 }
 

@@ -44,6 +44,17 @@ export interface AppSettings {
   /** The Play Integrity device verdict required. Default `MEETS_DEVICE_INTEGRITY`. */
   readonly playIntegrityDeviceVerdict: 'MEETS_BASIC_INTEGRITY' | 'MEETS_DEVICE_INTEGRITY' | 'MEETS_STRONG_INTEGRITY';
   /**
+   * `enforce` (default): a request without a valid device token is refused. `monitor` (a rollout aid, as Firebase App
+   * Check's unenforced mode): such a request is forwarded and counted as unverified, so that an operator can ship the
+   * SDK, watch verified against unverified traffic, then enforce. A revoked device is refused in both modes. Refused in
+   * production unless {@link allowMonitorInProduction} is set too.
+   */
+  readonly attestationMode: 'enforce' | 'monitor';
+  /** With `monitor`: only these providers are monitored, the rest enforced. Absent: every provider. */
+  readonly monitorProviders: readonly string[] | undefined;
+  /** The explicit opt-in for `monitor` on a production gateway. Default false. */
+  readonly allowMonitorInProduction: boolean;
+  /**
    * Provider slugs whose `account`-class routes (files, stored data, fine-tunes…: each manifest's `routes.account`) are
    * open for this app. Absent: none; every account route answers `invalidRequest` (`route_not_allowed`).
    */
@@ -83,6 +94,9 @@ export const DEFAULT_APP_SETTINGS: AppSettings = Object.freeze({
   playIntegrityDeviceVerdict: 'MEETS_DEVICE_INTEGRITY',
   openAccountRoutes: undefined,
   extraRoutes: undefined,
+  attestationMode: 'enforce',
+  monitorProviders: undefined,
+  allowMonitorInProduction: false,
 });
 
 /** The app a request's `Tollgate-App-Token` belongs to (set by `verifyToken`). */
@@ -106,6 +120,11 @@ export interface DeviceIdentity {
   readonly issuedAt: number;
   /** Unix ms. */
   readonly expiresAt: number;
+  /**
+   * False for a request forwarded in `monitor` mode without a valid device token: `deviceId` is then a per-address
+   * bucket (`unverified:<address>`) for the limits only, never recorded as a device. Absent: verified.
+   */
+  readonly verified?: boolean;
 }
 
 /** One quota that applied to a request, for the `RateLimit-Policy` and `RateLimit` headers. */

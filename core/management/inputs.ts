@@ -140,6 +140,10 @@ export class AppSettingsInput {
   @IsOptional() @IsBoolean() allowAppAttestDevelopment?: boolean;
   @IsOptional() @IsIn(['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY', 'MEETS_STRONG_INTEGRITY'])
   playIntegrityDeviceVerdict?: 'MEETS_BASIC_INTEGRITY' | 'MEETS_DEVICE_INTEGRITY' | 'MEETS_STRONG_INTEGRITY';
+  @IsOptional() @IsIn(['enforce', 'monitor']) attestationMode?: 'enforce' | 'monitor';
+  @IsOptional() @IsArray() @ArrayMaxSize(100) @Matches(SLUG, { each: true, message: 'monitorProviders must be provider slugs' })
+  monitorProviders?: string[];
+  @IsOptional() @IsBoolean() allowMonitorInProduction?: boolean;
 }
 
 export class CreateAppInput extends AppSettingsInput {
@@ -156,6 +160,12 @@ export class SetSecretInput {
   @IsString() @Matches(SLUG, { message: 'provider must be a provider slug' }) provider!: string;
   @IsString() @Length(1, 16_384) @Matches(PRINTABLE, { message: 'value must not contain control characters or line breaks' }) value!: string;
   @IsOptional() @IsString() @Length(1, 2048) baseUrl?: string;
+}
+
+/** The body of `POST /v1/admin/apps/{appId}/rotate-token` (optional). */
+export class RotateTokenInput {
+  /** Hours the old token keeps working (default 168 = 7 days; 0 ends it at once; at most 8760). */
+  @IsOptional() @IsInt() @Min(0) @Max(8760) graceHours?: number;
 }
 
 export class NameInput {
@@ -186,6 +196,18 @@ const USERNAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$/;
 export class SignInInput {
   @IsString() @Matches(USERNAME, { message: 'username must be 1-100 letters, digits, or . _ @ -' }) username!: string;
   @IsString() @Length(1, 1024) password!: string;
+}
+
+/** The body of `POST /v1/admin/users`: a new dashboard administrator. */
+export class CreateUserInput {
+  @IsString() @Matches(USERNAME, { message: 'username must be 1-100 letters, digits, or . _ @ -' }) username!: string;
+  @IsString() @Length(12, 1024, { message: 'password must be at least 12 characters' }) password!: string;
+}
+
+/** The body of `POST /v1/admin/session/password`: change one's own password. */
+export class ChangePasswordInput {
+  @IsString() @Length(1, 1024) currentPassword!: string;
+  @IsString() @Length(12, 1024, { message: 'newPassword must be at least 12 characters' }) newPassword!: string;
 }
 
 export class SetupInput {

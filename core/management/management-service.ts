@@ -22,6 +22,8 @@ import {
   type DeviceRow,
   type SecretRow,
   type UsageSummary,
+  type RequestLogEntry,
+  type RequestLogQuery,
 } from '../storage/repositories';
 import { ATTESTATION_SECRET_NAMES, AppSettingsInput, AttestationSecretBodyInput, CreateAppInput, NameInput, SetSecretInput, UpdateAppInput, validateInput } from './inputs';
 
@@ -31,10 +33,17 @@ export interface AppView {
   readonly name: string;
   readonly status: 'active' | 'disabled';
   readonly tokenHint: string;
+  /** The token replaced by the last rotation while it still works (its grace period), else null. */
+  readonly previousToken: { readonly tokenHint: string; readonly expiresAt: string } | null;
   readonly settings: AppSettings;
   readonly createdAt: string;
   readonly updatedAt: string;
 }
+
+/** Default grace period of a rotated-away app token: 7 days (168 hours), time to ship an app update. */
+export const DEFAULT_ROTATION_GRACE_HOURS = 168;
+/** The longest grace period an operator may pick: one year. */
+export const MAX_ROTATION_GRACE_HOURS = 8760;
 
 /** A secret as management shows it: masked, never the value. */
 export interface SecretView {
@@ -58,14 +67,17 @@ export interface ManagementOptions {
   readonly onChange?: () => void;
   /** Allow tenant base URLs on private or loopback addresses (tests only). Default false. */
   readonly allowPrivateUpstreams?: boolean;
+  /** A production gateway: `attestationMode: "monitor"` needs `allowMonitorInProduction` too. */
+  readonly production?: boolean;
   readonly clock?: () => number;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
 
-function appView(row: AppRow): AppView {
-  return { id: row.id, name: row.name, status: row.status, tokenHint: row.tokenHint, settings: row.settings, createdAt: iso(row.createdAt), updatedAt: iso(row.updatedAt) };
+function appView(row: AppRow, nowMs: number): AppView {
+  const previous = row.previousTokenHint && row.previousTokenExpiresAt && row.previousTokenExpiresAt > nowMs ? { tokenHint: row.previousTokenHint, expiresAt: iso(row.previousTokenExpiresAt) } : null;
+  return { id: row.id, name: row.name, status: row.status, tokenHint: row.tokenHint, previousToken: previous, settings: row.settings, createdAt: iso(row.createdAt), updatedAt: iso(row.updatedAt) };
 }
 
 function secretView(row: SecretRow): SecretView {
@@ -159,6 +171,7 @@ export class ManagementService {
   async createApp(plain: unknown): Promise<AppView & { appToken: string }> {
     const input = validateInput(CreateAppInput, plain);
     this.checkRouteSettings(input);
+    this.checkMonitorMode(mergeSettings(DEFAULT_APP_SETTINGS, input));
     const now = this.clock();
     const appToken = generateToken('app');
     const row: AppRow = {
@@ -173,7 +186,7 @@ export class ManagementService {
       updatedAt: now,
     };
     await this.write((transaction) => new AppRepository(transaction).insert(row));
-    return { ...appView(row), appToken };
+    return { ...appView(row, this.clock()), appToken };
   }
 
   async listApps(): Promise<AppView[]> {
@@ -181,7 +194,7 @@ export class ManagementService {
   }
 
   async getApp(appId: string): Promise<AppView> {
-    return appView(await this.requireApp(this.database, appId));
+    return appView(await this.requireApp(this.database, appId), this.clock());
   }
 
   async updateApp(appId: string, plain: unknown): Promise<AppView> {
@@ -190,20 +203,50 @@ export class ManagementService {
     return this.write(async (transaction) => {
       const app = await this.requireApp(transaction, appId);
       const settings = mergeSettings(app.settings, input);
+      this.checkMonitorMode(settings);
       const now = this.clock();
       await new AppRepository(transaction).update(appId, { name: input.name, settings }, now);
-      return appView({ ...app, name: input.name ?? app.name, settings, updatedAt: now });
+      return appView({ ...app, name: input.name ?? app.name, settings, updatedAt: now }, this.clock());
     });
   }
 
-  /** Replaces the app token; the old one stops working at once (and everywhere within the change-poll interval). */
-  async rotateAppToken(appId: string): Promise<{ id: string; appToken: string; tokenHint: string }> {
+  /** Monitor mode forwards unattested requests: on a production gateway only with the explicit opt-in beside it. */
+  private checkMonitorMode(settings: AppSettings): void {
+    if (this.options.production && settings.attestationMode === 'monitor' && !settings.allowMonitorInProduction) {
+      throw new TollgateError('TG_ERR_VALIDATION', 'attestationMode "monitor" forwards requests without a valid device token; on a production gateway set allowMonitorInProduction: true with it.', {
+        attestationMode: ['"monitor" on a production gateway needs allowMonitorInProduction: true'],
+      });
+    }
+  }
+
+  /**
+   * Replaces the app token. The old one keeps working for `graceHours` (default 168 = 7 days), time to ship the new one
+   * in an app update; `0` ends it at once (everywhere within the change-poll interval). A token rotated away before is
+   * dropped: only the current and the previous token ever work.
+   */
+  async rotateAppToken(appId: string, graceHours: number = DEFAULT_ROTATION_GRACE_HOURS): Promise<{ id: string; appToken: string; tokenHint: string; previousToken: AppView['previousToken'] }> {
+    if (typeof graceHours !== 'number' || !Number.isInteger(graceHours) || graceHours < 0 || graceHours > MAX_ROTATION_GRACE_HOURS) {
+      throw new TollgateError('TG_ERR_VALIDATION', `graceHours must be a whole number from 0 to ${MAX_ROTATION_GRACE_HOURS}.`, { graceHours: [`must be a whole number from 0 to ${MAX_ROTATION_GRACE_HOURS}`] });
+    }
     const appToken = generateToken('app');
-    await this.write(async (transaction) => {
-      await this.requireApp(transaction, appId);
-      await new AppRepository(transaction).update(appId, { tokenHash: hashToken(appToken), tokenHint: tokenHint(appToken) }, this.clock());
+    const now = this.clock();
+    const row = await this.write(async (transaction) => {
+      const app = await this.requireApp(transaction, appId);
+      const grace = graceHours > 0;
+      await new AppRepository(transaction).update(
+        appId,
+        {
+          tokenHash: hashToken(appToken),
+          tokenHint: tokenHint(appToken),
+          previousTokenHash: grace ? app.tokenHash : null,
+          previousTokenHint: grace ? app.tokenHint : null,
+          previousTokenExpiresAt: grace ? now + graceHours * 3_600_000 : null,
+        },
+        now,
+      );
+      return this.requireApp(transaction, appId);
     });
-    return { id: appId, appToken, tokenHint: tokenHint(appToken) };
+    return { id: appId, appToken, tokenHint: tokenHint(appToken), previousToken: appView(row, now).previousToken };
   }
 
   async setAppStatus(appId: string, status: 'active' | 'disabled'): Promise<AppView> {
@@ -211,7 +254,7 @@ export class ManagementService {
       const app = await this.requireApp(transaction, appId);
       const now = this.clock();
       await new AppRepository(transaction).update(appId, { status }, now);
-      return appView({ ...app, status, updatedAt: now });
+      return appView({ ...app, status, updatedAt: now }, this.clock());
     });
   }
 
@@ -401,6 +444,21 @@ export class ManagementService {
   async usageSummary(appId: string | null, fromMs: number, toMs: number): Promise<UsageSummary> {
     if (appId !== null) await this.requireApp(this.database, appId);
     return new UsageRepository(this.database).summary(appId, fromMs, toMs);
+  }
+
+  /** The request log of one app, newest first (see {@link RequestLogQuery}). */
+  async requestLog(query: RequestLogQuery): Promise<{ requests: Array<Omit<RequestLogEntry, 'createdAt'> & { createdAt: string }>; nextBefore: number | null }> {
+    await this.requireApp(this.database, query.appId);
+    const rows = await new UsageRepository(this.database).requestLog(query);
+    return {
+      requests: rows.map((row) => ({ ...row, createdAt: iso(row.createdAt) })),
+      nextBefore: rows.length === query.limit ? rows[rows.length - 1]!.id : null,
+    };
+  }
+
+  /** Deletes request-log rows older than `beforeMs` (the retention setting). */
+  async pruneRequestLog(beforeMs: number): Promise<number> {
+    return new UsageRepository(this.database).prune(beforeMs);
   }
 
   async countAdminKeys(): Promise<number> {

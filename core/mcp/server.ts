@@ -63,7 +63,15 @@ const settingsShape = {
     .nullable()
     .optional()
     .describe('routes a manifest does not know yet, for this app only, e.g. [{"provider":"acme","methods":["GET"],"path":"evals/**"}]; still subject to path safety and deny; null clears'),
+  attestationMode: z.enum(['enforce', 'monitor']).optional().describe('monitor: forward requests without a valid device token and count them as unverified (a rollout aid; production needs allowMonitorInProduction)'),
+  monitorProviders: z.array(z.string()).optional().describe('with monitor: only these providers are monitored, the rest enforced'),
+  allowMonitorInProduction: z.boolean().optional().describe('the explicit opt-in for monitor mode on a production gateway'),
 };
+
+/** `update_app`: every setting may also be null, which clears it (as in the management API). */
+function clearable<T extends Record<string, z.ZodTypeAny>>(shape: T): { [K in keyof T]: z.ZodNullable<T[K]> } {
+  return Object.fromEntries(Object.entries(shape).map(([key, schema]) => [key, schema.nullable()])) as { [K in keyof T]: z.ZodNullable<T[K]> };
+}
 
 type ToolResult = { content: Array<{ type: 'text'; text: string }>; isError?: boolean; structuredContent?: Record<string, unknown> };
 
@@ -124,12 +132,17 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
 
   server.registerTool(
     'update_app',
-    { description: "Change an app's name, attestation policy, allowed providers and routes, open account routes (openAccountRoutes), extra routes, or limits.", inputSchema: { appId: z.string(), name: z.string().min(1).max(200).optional(), ...settingsShape } },
+    { description: "Change an app's name, attestation policy, allowed providers and routes, open account routes (openAccountRoutes), extra routes, monitor mode, or limits. A setting given as null is cleared (back to its default, or none).", inputSchema: { appId: z.string(), name: z.string().min(1).max(200).optional(), ...clearable(settingsShape) } },
     ({ appId, ...changes }) => audited('update_app', appId, { fields: Object.keys(defined(changes)) }, () => management.updateApp(appId, defined(changes))),
   );
 
-  server.registerTool('rotate_app_token', { description: 'Replace the app token; the old one stops working. The new token is returned once.', inputSchema: { appId: z.string() } }, ({ appId }) =>
-    audited('rotate_app_token', appId, null, () => management.rotateAppToken(appId)),
+  server.registerTool(
+    'rotate_app_token',
+    {
+      description: 'Replace the app token; the old one keeps working for graceHours (default 168 = 7 days, 0 ends it at once) while the new one ships in an app update. The new token is returned once.',
+      inputSchema: { appId: z.string(), graceHours: z.number().int().min(0).max(8760).optional() },
+    },
+    ({ appId, graceHours }) => audited('rotate_app_token', appId, { graceHours: graceHours ?? 168 }, () => management.rotateAppToken(appId, graceHours)),
   );
 
   server.registerTool(

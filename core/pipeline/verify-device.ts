@@ -54,6 +54,32 @@ export class VerifyDeviceStage implements PipelineStage {
   private readonly verifiers: Map<string, AttestationVerifier>;
 
   run(context: ProxyContext): void | Promise<void> {
+    if (!this.monitored(context)) return this.verify(context);
+    // Monitor mode (a rollout aid): a request whose device cannot prove itself goes through, counted as unverified.
+    // A revoked device is still refused: revocation is the operator's explicit decision.
+    try {
+      const outcome = this.verify(context);
+      return outcome instanceof Promise ? outcome.catch((error: unknown) => this.unverified(context, error)) : outcome;
+    } catch (error) {
+      return this.unverified(context, error);
+    }
+  }
+
+  /** True when the app (for this provider) runs in `monitor` mode on a gateway that allows it. */
+  private monitored(context: ProxyContext): boolean {
+    const settings = context.get('app').settings;
+    if (settings.attestationMode !== 'monitor') return false;
+    if (this.configuration.production && !settings.allowMonitorInProduction) return false;
+    return !settings.monitorProviders?.length || settings.monitorProviders.includes(context.provider.slug);
+  }
+
+  private unverified(context: ProxyContext, error: unknown): void {
+    if (!(error instanceof GatewayError) || error.type !== 'attestationFailed' || error.reason === 'device_revoked') throw error;
+    const address = context.request.socket.remoteAddress ?? 'unknown';
+    context.set('device', { deviceId: `unverified:${address}`, method: 'unverified', tokenId: '', issuedAt: 0, expiresAt: 0, verified: false });
+  }
+
+  private verify(context: ProxyContext): void | Promise<void> {
     const header = context.request.headers['tollgate-device-token'];
     if (typeof header !== 'string' || header.length === 0) {
       throw new GatewayError('attestationFailed', 'Missing Tollgate-Device-Token header: exchange an attestation at /v1/attest/{method} first.', {

@@ -1,9 +1,9 @@
 import { inject, injectable } from 'tsyringe';
-import { GATEWAY_DIRECTORY, GatewayError, type AppEntry, type GatewayDirectory, type PipelineStage, type ProxyContext } from '../contract';
+import { CLOCK, GATEWAY_DIRECTORY, GatewayError, type AppEntry, type GatewayDirectory, type PipelineStage, type ProxyContext } from '../contract';
 import { hashToken, isWellFormedToken } from '../security/tokens';
 
 /** The shared check of `Tollgate-App-Token`, used by the proxy pipeline and the attestation routes. */
-export function checkAppToken(directory: GatewayDirectory, header: string | string[] | undefined): AppEntry | Promise<AppEntry> {
+export function checkAppToken(directory: GatewayDirectory, header: string | string[] | undefined, nowMs: number = Date.now()): AppEntry | Promise<AppEntry> {
   if (typeof header !== 'string' || header.length === 0) {
     throw new GatewayError('unauthorized', 'Missing Tollgate-App-Token header.', { reason: 'app_token_missing' });
   }
@@ -11,12 +11,17 @@ export function checkAppToken(directory: GatewayDirectory, header: string | stri
     throw new GatewayError('unauthorized', 'The app token is malformed (expected at_ followed by 32 letters and digits).', { reason: 'app_token_malformed' });
   }
   // Lookup is by SHA-256 of the token in an index (or a map): the secret is never compared byte by byte.
-  const found = directory.findAppByTokenHash(hashToken(header));
-  return found instanceof Promise ? found.then(admit) : admit(found);
+  const hash = hashToken(header);
+  const found = directory.findAppByTokenHash(hash);
+  return found instanceof Promise ? found.then((app) => admit(app, hash, nowMs)) : admit(found, hash, nowMs);
 }
 
-function admit(app: AppEntry | null): AppEntry {
+function admit(app: AppEntry | null, hash: string, nowMs: number): AppEntry {
   if (!app) throw new GatewayError('unauthorized', 'The app token is not valid.', { reason: 'app_token_unknown' });
+  // A rotated-away token works only during its grace period (the lookup matched the previous token, not the current one).
+  if (app.tokenHash !== hash && !(app.previousTokenHash === hash && (app.previousTokenExpiresAt ?? 0) > nowMs)) {
+    throw new GatewayError('unauthorized', 'This app token was rotated and its grace period has ended: ship the new token.', { reason: 'app_token_rotated' });
+  }
   if (app.status !== 'active') throw new GatewayError('unauthorized', 'This app is disabled.', { reason: 'app_disabled' });
   return app;
 }
@@ -26,10 +31,13 @@ function admit(app: AppEntry | null): AppEntry {
 export class VerifyTokenStage implements PipelineStage {
   readonly name = 'verifyToken' as const;
 
-  constructor(@inject(GATEWAY_DIRECTORY) private readonly directory: GatewayDirectory) {}
+  constructor(
+    @inject(GATEWAY_DIRECTORY) private readonly directory: GatewayDirectory,
+    @inject(CLOCK) private readonly clock: () => number,
+  ) {}
 
   run(context: ProxyContext): void | Promise<void> {
-    const found = checkAppToken(this.directory, context.request.headers['tollgate-app-token']);
+    const found = checkAppToken(this.directory, context.request.headers['tollgate-app-token'], this.clock());
     if (found instanceof Promise) return found.then((app) => context.set('app', app));
     context.set('app', found);
   }

@@ -32,6 +32,7 @@ export function createProxyHandler(dependencies: ProxyRouteDependencies) {
       const gatewayError = toGatewayError(error);
       context.outcome.status = gatewayError.status;
       context.outcome.errorType = gatewayError.type;
+      context.outcome.reason = gatewayError.reason;
       for (const observer of observers) observer.onError?.(context, error);
       sendGatewayError(context.response, context.requestId, gatewayError, context.request);
     }

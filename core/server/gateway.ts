@@ -60,7 +60,7 @@ import { DatabaseDeviceKeys } from '../storage/device-keys';
 import { openDatabase, migrate } from '../storage/database';
 import { SecretCipher } from '../storage/encryption';
 import { resolveMasterKey, type MasterKey } from '../storage/master-key';
-import { AppRepository, AuditRepository, DeviceRepository } from '../storage/repositories';
+import { AppRepository, AuditRepository, DeviceRepository, UsageRepository } from '../storage/repositories';
 import { authenticateAdminKey } from '../management/admin-auth';
 import { createMcpServer, type McpDependencies } from '../mcp/server';
 import { createAdminRouter } from '../admin/admin-routes';
@@ -215,6 +215,7 @@ export async function createGatewayCore(options: GatewayOptions = {}): Promise<G
   const management = new ManagementService(database, cipher, registry, {
     onChange: () => directory.invalidate(),
     allowPrivateUpstreams: options.allowPrivateUpstreams ?? false,
+    production: configuration.production,
     clock,
   });
   return {
@@ -275,6 +276,13 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   });
   usage.start();
   container.register(USAGE_RECORDER, { useValue: usage });
+  // Request-log retention (TOLLGATE_REQUEST_LOG_RETENTION_DAYS): hourly, off the request path; a failure is logged only.
+  const pruneRequestLog = () =>
+    void new UsageRepository(database)
+      .prune(clock() - configuration.requestLogRetentionDays * 86_400_000)
+      .catch((error: unknown) => logger.warn({ err: error }, 'request log retention: old rows could not be deleted'));
+  const retention = setInterval(pruneRequestLog, 3_600_000);
+  retention.unref();
 
   const defaultStages: Record<StageName, new (...args: never[]) => PipelineStage> = {
     verifyToken: VerifyTokenStage,
@@ -305,9 +313,12 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     onResponse(context) {
       const app = context.peek('app');
       if (!app) return;
+      const device = context.peek('device');
       usage.record({
         appId: app.id,
-        deviceId: context.peek('device')?.deviceId ?? null,
+        // An unverified (monitor-mode) request has no device: its per-address bucket is for the limits only.
+        deviceId: device && device.verified !== false ? device.deviceId : null,
+        verified: device ? device.verified !== false : null,
         provider: context.provider.slug,
         status: context.outcome.status,
         errorType: context.outcome.errorType ?? null,
@@ -316,6 +327,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         bytesOut: context.outcome.bytesOut,
         truncated: context.outcome.truncated,
         createdAt: context.startedAt,
+        method: context.request.method ?? null,
+        route: `${context.route.version}/${context.route.providerPath}`,
+        reason: context.outcome.reason ?? null,
+        requestId: context.requestId,
       });
     },
   };
@@ -415,6 +430,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     }),
   );
   app.use('/dashboard', createDashboardRouter());
+  // A person who opens the gateway's address in a browser wants the dashboard, not a JSON 404.
+  app.get('/', (_request, response) => response.redirect(302, '/dashboard/'));
   app.use(
     '/v1/attest',
     createAttestRouter({
@@ -512,6 +529,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         server.closeIdleConnections();
       });
       metrics.stop();
+      clearInterval(retention);
       await usage.stop();
       (forward as ForwardStage).close?.();
       if (!plugins.rateLimitStore) await rateLimits.close?.();

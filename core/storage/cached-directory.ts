@@ -156,6 +156,8 @@ function toEntry(row: AppRow): AppEntry {
     settings: row.settings,
     devicesRevokedBefore: row.devicesRevokedBefore,
     tokenHash: row.tokenHash,
+    previousTokenHash: row.previousTokenHash ?? null,
+    previousTokenExpiresAt: row.previousTokenExpiresAt ?? null,
     status: row.status,
   });
 }

@@ -146,8 +146,49 @@ const dashboardUsers: Migration = {
   },
 };
 
+/**
+ * App-token rotation with a grace period: the previous token keeps working until `previous_token_expires_at`, and the
+ * request log's columns (method, route, reason, request id) beside each usage event.
+ */
+const tokenGraceAndRequestLog: Migration = {
+  name: '0004-token-grace-request-log',
+  async up(knex) {
+    await knex.schema.alterTable('apps', (table) => {
+      table.string('previous_token_hash', 64).nullable();
+      table.string('previous_token_hint', 20).nullable();
+      table.bigInteger('previous_token_expires_at').nullable();
+      table.index(['previous_token_hash']);
+    });
+    // Sign-in lockout counts failed attempts per user only (a successful sign-in resets it).
+    await knex.schema.alterTable('admin_users', (table) => {
+      table.integer('failed_sign_ins').notNullable().defaultTo(0);
+      table.bigInteger('locked_until').nullable();
+    });
+    await knex.schema.alterTable('usage_events', (table) => {
+      table.string('method', 10).nullable();
+      table.string('route', 300).nullable();
+      table.string('reason', 80).nullable();
+      table.string('request_id', 64).nullable();
+      // True: a valid device token; false: forwarded in monitor mode without one; null: refused before any device check.
+      table.boolean('verified').nullable();
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('usage_events', (table) => {
+      for (const column of ['method', 'route', 'reason', 'request_id', 'verified']) table.dropColumn(column);
+    });
+    await knex.schema.alterTable('admin_users', (table) => {
+      for (const column of ['failed_sign_ins', 'locked_until']) table.dropColumn(column);
+    });
+    await knex.schema.alterTable('apps', (table) => {
+      table.dropIndex(['previous_token_hash']);
+      for (const column of ['previous_token_hash', 'previous_token_hint', 'previous_token_expires_at']) table.dropColumn(column);
+    });
+  },
+};
+
 /** Append only; never reorder or edit a migration that has shipped. */
-export const MIGRATIONS: readonly Migration[] = [initial, auditLog, dashboardUsers];
+export const MIGRATIONS: readonly Migration[] = [initial, auditLog, dashboardUsers, tokenGraceAndRequestLog];
 
 /** A knex migration source over {@link MIGRATIONS}. */
 export class CodeMigrationSource implements Knex.MigrationSource<Migration> {

@@ -10,6 +10,10 @@ export interface AppRow {
   readonly name: string;
   readonly tokenHash: string;
   readonly tokenHint: string;
+  /** The token replaced by the last rotation, accepted until {@link previousTokenExpiresAt} (null: none). */
+  readonly previousTokenHash?: string | null;
+  readonly previousTokenHint?: string | null;
+  readonly previousTokenExpiresAt?: number | null;
   readonly status: 'active' | 'disabled';
   readonly settings: AppSettings;
   readonly devicesRevokedBefore: number;
@@ -59,6 +63,14 @@ export interface UsageEvent {
   readonly bytesOut: number;
   readonly truncated: boolean;
   readonly createdAt: number;
+  /** For the request log: the HTTP method, `{version}/{provider path}` (never the query, which may hold a key), the
+   * gateway's error reason and the request id. Absent in events written before the request log existed. */
+  readonly method?: string | null;
+  readonly route?: string | null;
+  readonly reason?: string | null;
+  readonly requestId?: string | null;
+  /** True: a valid device token; false: forwarded in monitor mode without one; null/absent: no device was established. */
+  readonly verified?: boolean | null;
 }
 
 type Row = Record<string, unknown>;
@@ -75,6 +87,9 @@ function toApp(row: Row): AppRow {
     name: row.name as string,
     tokenHash: row.token_hash as string,
     tokenHint: row.token_hint as string,
+    previousTokenHash: (row.previous_token_hash as string | null | undefined) ?? null,
+    previousTokenHint: (row.previous_token_hint as string | null | undefined) ?? null,
+    previousTokenExpiresAt: row.previous_token_expires_at === null || row.previous_token_expires_at === undefined ? null : Number(row.previous_token_expires_at),
     status: row.status as 'active' | 'disabled',
     settings: parseSettings(row.settings as string),
     devicesRevokedBefore: Number(row.devices_revoked_before),
@@ -143,7 +158,8 @@ export class AppRepository {
   }
 
   async findByTokenHash(tokenHash: string): Promise<AppRow | undefined> {
-    const row = (await this.database('apps').where({ token_hash: tokenHash }).first()) as Row | undefined;
+    // The current token, or the previous one during its grace period (the caller checks the expiry on every request).
+    const row = (await this.database('apps').where({ token_hash: tokenHash }).orWhere({ previous_token_hash: tokenHash }).first()) as Row | undefined;
     return row ? toApp(row) : undefined;
   }
 
@@ -154,13 +170,16 @@ export class AppRepository {
 
   async update(
     id: string,
-    changes: Partial<Pick<AppRow, 'name' | 'tokenHash' | 'tokenHint' | 'status' | 'settings' | 'devicesRevokedBefore'>>,
+    changes: Partial<Pick<AppRow, 'name' | 'tokenHash' | 'tokenHint' | 'previousTokenHash' | 'previousTokenHint' | 'previousTokenExpiresAt' | 'status' | 'settings' | 'devicesRevokedBefore'>>,
     now: number,
   ): Promise<number> {
     const columns: Row = { updated_at: now };
     if (changes.name !== undefined) columns.name = changes.name;
     if (changes.tokenHash !== undefined) columns.token_hash = changes.tokenHash;
     if (changes.tokenHint !== undefined) columns.token_hint = changes.tokenHint;
+    if (changes.previousTokenHash !== undefined) columns.previous_token_hash = changes.previousTokenHash;
+    if (changes.previousTokenHint !== undefined) columns.previous_token_hint = changes.previousTokenHint;
+    if (changes.previousTokenExpiresAt !== undefined) columns.previous_token_expires_at = changes.previousTokenExpiresAt;
     if (changes.status !== undefined) columns.status = changes.status;
     if (changes.settings !== undefined) columns.settings = JSON.stringify(changes.settings);
     if (changes.devicesRevokedBefore !== undefined) columns.devices_revoked_before = changes.devicesRevokedBefore;
@@ -358,8 +377,76 @@ export class SigningKeyRepository {
   }
 }
 
+/** One row of the request log (a usage event as the operator reads it). */
+export interface RequestLogEntry {
+  readonly id: number;
+  readonly createdAt: number;
+  readonly deviceId: string | null;
+  readonly provider: string;
+  readonly method: string | null;
+  readonly route: string | null;
+  readonly status: number;
+  readonly errorType: string | null;
+  readonly reason: string | null;
+  readonly latencyMs: number;
+  readonly bytesIn: number;
+  readonly bytesOut: number;
+  readonly truncated: boolean;
+  readonly requestId: string | null;
+}
+
+/** Filters of the request log; `before` is the id cursor of the previous page (newest first). */
+export interface RequestLogQuery {
+  readonly appId: string;
+  readonly deviceId?: string | undefined;
+  readonly provider?: string | undefined;
+  readonly outcome?: 'ok' | 'error' | undefined;
+  /** A substring of the route, request id or reason. */
+  readonly search?: string | undefined;
+  readonly before?: number | undefined;
+  readonly limit: number;
+}
+
 export class UsageRepository {
   constructor(private readonly database: Knex) {}
+
+  /** The request log of one app, newest first, filtered; at most `limit` rows before the `before` cursor. */
+  async requestLog(query: RequestLogQuery): Promise<RequestLogEntry[]> {
+    let rows = this.database('usage_events').where({ app_id: query.appId });
+    if (query.deviceId !== undefined) rows = rows.andWhere({ device_id: query.deviceId });
+    if (query.provider !== undefined) rows = rows.andWhere({ provider: query.provider });
+    if (query.outcome === 'ok') rows = rows.andWhere('status', '<', 400).whereNull('error_type');
+    if (query.outcome === 'error') rows = rows.andWhere((builder) => builder.where('status', '>=', 400).orWhereNotNull('error_type'));
+    if (query.search !== undefined) {
+      const pattern = `%${query.search.replace(/[\\%_]/g, (character) => `\\${character}`)}%`;
+      rows = rows.andWhere((builder) =>
+        builder.whereRaw("route like ? escape '\\'", [pattern]).orWhereRaw("request_id like ? escape '\\'", [pattern]).orWhereRaw("reason like ? escape '\\'", [pattern]),
+      );
+    }
+    if (query.before !== undefined) rows = rows.andWhere('id', '<', query.before);
+    const found = (await rows.orderBy('id', 'desc').limit(query.limit)) as Row[];
+    return found.map((row) => ({
+      id: Number(row.id),
+      createdAt: Number(row.created_at),
+      deviceId: (row.device_id as string | null) ?? null,
+      provider: row.provider as string,
+      method: (row.method as string | null) ?? null,
+      route: (row.route as string | null) ?? null,
+      status: Number(row.status),
+      errorType: (row.error_type as string | null) ?? null,
+      reason: (row.reason as string | null) ?? null,
+      latencyMs: Number(row.latency_ms),
+      bytesIn: Number(row.bytes_in),
+      bytesOut: Number(row.bytes_out),
+      truncated: Boolean(row.truncated),
+      requestId: (row.request_id as string | null) ?? null,
+    }));
+  }
+
+  /** Deletes usage events (request-log rows) created before `beforeMs`; returns how many. */
+  async prune(beforeMs: number): Promise<number> {
+    return this.database('usage_events').where('created_at', '<', beforeMs).delete();
+  }
 
   async insertBatch(events: readonly UsageEvent[]): Promise<void> {
     if (events.length === 0) return;
@@ -376,6 +463,11 @@ export class UsageRepository {
         bytes_out: event.bytesOut,
         truncated: event.truncated,
         created_at: event.createdAt,
+        method: event.method ?? null,
+        route: event.route === undefined || event.route === null ? null : event.route.slice(0, 300),
+        reason: event.reason ?? null,
+        request_id: event.requestId ?? null,
+        verified: event.verified ?? null,
       })),
       200,
     );
@@ -402,15 +494,17 @@ export class UsageRepository {
     const byError = (await scope().whereNotNull('error_type').select('error_type').count({ count: '*' }).groupBy('error_type').orderBy('count', 'desc')) as Row[];
     const upstreamErrors = (await scope().whereNull('error_type').andWhere('status', '>=', 400).count({ count: '*' }).first()) as Row | undefined;
     const topDevices = (await scope().whereNotNull('device_id').select('device_id').count({ count: '*' }).groupBy('device_id').orderBy('count', 'desc').limit(10)) as Row[];
-    const providers = (await scope().select('provider').count({ count: '*' }).groupBy('provider').orderBy('count', 'desc')) as Row[];
+    // Latency is the provider's: requests the gateway refused itself (error_type set) never reached it and are left out.
+    const providers = (await scope().whereNull('error_type').select('provider').count({ count: '*' }).groupBy('provider').orderBy('count', 'desc')) as Row[];
     const latency = [] as UsageSummary['latencyByProvider'][number][];
     for (const row of providers) {
-      const sample = ((await scope().where({ provider: row.provider }).select('latency_ms').orderBy('created_at', 'desc').limit(latencySample)) as Row[])
+      const sample = ((await scope().whereNull('error_type').where({ provider: row.provider }).select('latency_ms').orderBy('created_at', 'desc').limit(latencySample)) as Row[])
         .map((entry) => Number(entry.latency_ms))
         .sort((a, b) => a - b);
       const at = (fraction: number) => sample[Math.min(sample.length - 1, Math.ceil(fraction * sample.length) - 1)] ?? 0;
       latency.push({ provider: row.provider as string, requests: Number(row.count), p50Ms: at(0.5), p95Ms: at(0.95) });
     }
+    const verification = (await scope().whereNotNull('verified').select('verified').count({ count: '*' }).groupBy('verified')) as Row[];
     const errorsByType = byError.map((row) => ({ type: row.error_type as string, count: Number(row.count) }));
     const upstream = Number(upstreamErrors?.count ?? 0);
     if (upstream > 0) errorsByType.push({ type: 'providerError', count: upstream });
@@ -422,6 +516,10 @@ export class UsageRepository {
       errorsByType: errorsByType.sort((a, b) => b.count - a.count || a.type.localeCompare(b.type)),
       latencyByProvider: latency,
       topDevices: topDevices.map((row) => ({ deviceId: row.device_id as string, requests: Number(row.count) })),
+      verification: {
+        verified: verification.filter((row) => Boolean(row.verified)).reduce((sum, row) => sum + Number(row.count), 0),
+        unverified: verification.filter((row) => !row.verified).reduce((sum, row) => sum + Number(row.count), 0),
+      },
     };
   }
 
@@ -458,6 +556,8 @@ export interface UsageSummary {
   readonly errorsByType: ReadonlyArray<{ readonly type: string; readonly count: number }>;
   readonly latencyByProvider: ReadonlyArray<{ readonly provider: string; readonly requests: number; readonly p50Ms: number; readonly p95Ms: number }>;
   readonly topDevices: ReadonlyArray<{ readonly deviceId: string; readonly requests: number }>;
+  /** Requests with a valid device token, and those forwarded unverified in monitor mode. */
+  readonly verification: { readonly verified: number; readonly unverified: number };
 }
 
 export interface AuditEntry {

@@ -1,6 +1,7 @@
 /** The management API client of the dashboard: same origin, session cookie, CSRF token on every change. */
 export interface ApiErrorBody {
   readonly type: string;
+  readonly reason?: string;
   readonly message: string;
   readonly fields?: Record<string, string[]>;
 }
@@ -45,9 +46,37 @@ export interface App {
   name: string;
   status: 'active' | 'disabled';
   tokenHint: string;
+  previousToken: { tokenHint: string; expiresAt: string } | null;
   settings: Record<string, unknown>;
   createdAt: string;
   updatedAt: string;
+}
+
+export interface User {
+  id: string;
+  username: string;
+  createdAt: string;
+  lockedUntil: string | null;
+}
+
+export interface RequestLog {
+  requests: Array<{
+    id: number;
+    createdAt: string;
+    deviceId: string | null;
+    provider: string;
+    method: string | null;
+    route: string | null;
+    status: number;
+    errorType: string | null;
+    reason: string | null;
+    latencyMs: number;
+    bytesIn: number;
+    bytesOut: number;
+    truncated: boolean;
+    requestId: string | null;
+  }>;
+  nextBefore: number | null;
 }
 
 export interface Secret {
@@ -75,4 +104,5 @@ export interface Usage {
   errorsByType: Array<{ type: string; count: number }>;
   latencyByProvider: Array<{ provider: string; requests: number; p50Ms: number; p95Ms: number }>;
   topDevices: Array<{ deviceId: string; requests: number }>;
+  verification: { verified: number; unverified: number };
 }

@@ -3,8 +3,8 @@
  * integration code. A single page over the management API (`/v1/admin/*`) with hash routes; every control is a
  * native, labelled form element, so the whole dashboard works from the keyboard.
  */
-import { api, ApiError, setCsrfToken, type App, type Provider, type Secret, type Session, type Usage } from './api.js';
-import { barChart } from './charts.js';
+import { api, ApiError, setCsrfToken, type App, type Provider, type RequestLog, type Secret, type Session, type Usage, type User } from './api.js';
+import { barChart, bucketLabel, timeBuckets } from './charts.js';
 import { checkbox, field, formValues, h, table } from './dom.js';
 
 const main = document.getElementById('main') as HTMLElement;
@@ -24,12 +24,53 @@ function show(title: string, ...content: (Node | null)[]): void {
   heading.focus();
 }
 
+/** What the forms call each API field, so that an error names the control the operator sees, not an internal name. */
+const FIELD_LABELS: Record<string, string> = {
+  name: 'Name', appleAppId: 'Apple app id', androidPackage: 'Android package', androidCertSha256: 'Android signing certificate',
+  deviceTokenTtlSeconds: 'Device token lifetime', allowedProviders: 'Allowed providers', allowedRoutes: 'Allowed routes',
+  deviceLimitPerMinute: 'Requests per minute per device', appLimitPerMinute: 'Requests per minute for the app',
+  deviceDailyQuota: 'Requests per day per device', appDailyQuota: 'Requests per day for the app', maxConcurrentStreamsPerDevice: 'Open streams per device',
+  providerLimitsPerMinute: 'Per-provider limits', value: 'Key', baseUrl: 'Base URL', username: 'User name', password: 'Password',
+  currentPassword: 'Current password', newPassword: 'New password', graceHours: 'Grace period', label: 'Label',
+};
+
+/** A validator message without its leading field name ("deviceLimitPerMinute must be …" → "must be …"). */
+function fieldMessage(name: string, message: string): string {
+  return message.startsWith(`${name} `) ? message.slice(name.length + 1) : message;
+}
+
 function errorBox(error: unknown): HTMLElement {
   if (error instanceof ApiError) {
     const fields = Object.entries(error.body.fields ?? {});
-    return h('div', { class: 'error', role: 'alert' }, error.body.message, fields.length ? h('ul', {}, ...fields.map(([name, messages]) => h('li', {}, `${name}: ${messages.join('; ')}`))) : null);
+    // With field errors, list each once under the label the operator sees; the summary sentence would repeat them.
+    if (fields.length) {
+      return h('div', { class: 'error', role: 'alert' }, 'Please correct:', h('ul', {}, ...fields.map(([name, messages]) => h('li', {}, `${FIELD_LABELS[name] ?? name}: ${messages.map((message) => fieldMessage(name, message)).join('; ')}`))));
+    }
+    return h('div', { class: 'error', role: 'alert' }, error.body.message);
   }
+  // fetch() rejects with a bare TypeError ("Failed to fetch") when the gateway cannot be reached at all.
+  if (error instanceof TypeError) return h('div', { class: 'error', role: 'alert' }, 'The gateway cannot be reached. Check that it is running and that this page points at it, then try again.');
   return h('div', { class: 'error', role: 'alert' }, error instanceof Error ? error.message : String(error));
+}
+
+/** A button that copies `text` to the clipboard and says so. */
+function copyButton(text: string, label = 'Copy'): HTMLButtonElement {
+  const element = h('button', { type: 'button', class: 'copy' }, label);
+  element.addEventListener('click', () => {
+    void navigator.clipboard?.writeText(text).then(
+      () => {
+        element.textContent = 'Copied';
+        say('Copied to the clipboard.');
+        setTimeout(() => (element.textContent = label), 2000);
+      },
+      () => say('Copying was refused by the browser: select the text and copy it.'),
+    );
+  });
+  return element;
+}
+
+function badge(text: string, tone: 'ok' | 'bad' | 'muted'): HTMLElement {
+  return h('span', { class: `badge ${tone}` }, text);
 }
 
 /** Wires a form: on submit, runs `action`; shows its error next to the form; changes nothing on failure. */
@@ -65,9 +106,15 @@ function button(label: string, action: () => Promise<void>, className = '', conf
   return element;
 }
 
-/** A value shown once (a new token): it cannot be shown again. */
+/**
+ * A value shown once (a new token): it cannot be shown again, so it stays on screen, above the page, across actions and
+ * page changes, until the operator dismisses it.
+ */
 function once(label: string, value: string): HTMLElement {
-  return h('div', { class: 'once', role: 'alert', 'data-testid': 'shown-once' }, h('strong', {}, label), h('p', {}, 'Copy it now: it will not be shown again.'), h('code', {}, value));
+  const box = h('div', { class: 'once', role: 'alert', 'data-testid': 'shown-once' }, h('strong', {}, label), h('p', {}, 'Copy it now: it will not be shown again.'), h('code', {}, value), ' ', copyButton(value));
+  box.append(' ', button('I have copied it', async () => box.remove()));
+  document.getElementById('once')?.append(box);
+  return h('span', { hidden: true });
 }
 
 async function loadProviders(): Promise<Provider[]> {
@@ -79,6 +126,7 @@ async function loadProviders(): Promise<Provider[]> {
 
 function signInPage(): void {
   document.getElementById('top')!.hidden = true;
+  document.getElementById('who')!.textContent = '';
   const form = h(
     'form',
     { 'aria-label': 'Sign in' },
@@ -118,14 +166,14 @@ function signedOut(): void {
 }
 
 document.getElementById('sign-out')!.addEventListener('click', () => {
-  void api('DELETE', '/session').finally(signedOut);
+  if (!session) return signedOut();
+  void api('DELETE', '/session').catch(() => undefined).finally(signedOut);
 });
 
 // Apps.
 
 async function appsPage(): Promise<void> {
   const apps = await api<App[]>('GET', '/apps');
-  const created = h('div', {});
   const form = h(
     'form',
     { class: 'inline', 'aria-label': 'Create an app' },
@@ -137,15 +185,14 @@ async function appsPage(): Promise<void> {
     'Apps',
     table(
       ['Name', 'Status', 'App token', 'Created'],
-      apps.map((app) => [h('a', { href: `#/apps/${app.id}` }, app.name), app.status, h('code', {}, app.tokenHint), new Date(app.createdAt).toLocaleString()]),
-      apps.length ? undefined : 'No apps yet.',
+      apps.map((app) => [h('a', { href: `#/apps/${app.id}` }, app.name), badge(app.status, app.status === 'active' ? 'ok' : 'bad'), h('code', {}, app.tokenHint), new Date(app.createdAt).toLocaleString()]),
+      apps.length ? undefined : 'No apps yet: create the first one below.',
     ),
     h('h2', {}, 'Create an app'),
     onSubmit(form, async (values) => {
       const app = await api<App & { appToken: string }>('POST', '/apps', { name: values.name, allowDevelopmentAttestation: values.allowDevelopmentAttestation });
-      await appsPage();
-      main.append(created);
-      created.replaceChildren(once(`App token of ${app.name}`, app.appToken), h('p', {}, h('a', { href: `#/apps/${app.id}` }, `Open ${app.name}`)));
+      once(`App token of ${app.name}`, app.appToken);
+      location.hash = `#/apps/${app.id}`;
     }),
   );
 }
@@ -156,6 +203,7 @@ const TABS: Array<[string, string]> = [
   ['limits', 'Limits'],
   ['routes', 'Routes'],
   ['devices', 'Devices'],
+  ['requests', 'Requests'],
   ['usage', 'Usage'],
   ['integrate', 'Integrate'],
 ];
@@ -164,19 +212,30 @@ function tabs(app: App, current: string): HTMLElement {
   return h('nav', { class: 'tabs', 'aria-label': `${app.name} sections` }, ...TABS.map(([tab, label]) => h('a', { href: `#/apps/${app.id}${tab ? `/${tab}` : ''}`, 'aria-current': tab === current ? 'page' : null }, label)));
 }
 
+/** The warning every page of an app in monitor mode shows: unattested requests reach the providers. */
+function monitorBanner(app: App): HTMLElement | null {
+  if (app.settings.attestationMode !== 'monitor') return null;
+  const providers = (app.settings.monitorProviders as string[] | undefined) ?? [];
+  return h(
+    'div',
+    { class: 'warning', role: 'note', 'data-testid': 'monitor-banner' },
+    h('strong', {}, 'Monitor mode: '),
+    `requests without a valid device token are forwarded${providers.length ? ` (for ${providers.join(', ')})` : ''} and counted as unverified. Watch Usage, then switch to Enforce in the settings below.`,
+  );
+}
+
 async function appPage(appId: string, tab: string): Promise<void> {
   const app = await api<App>('GET', `/apps/${encodeURIComponent(appId)}`);
   const title = `${app.name}${tab ? ` · ${TABS.find(([key]) => key === tab)?.[1] ?? tab}` : ''}`;
-  const page = PAGES[tab];
+  const page = PAGES[tab.split('?')[0]!];
   if (!page) throw new Error('No such page.');
-  show(title, tabs(app, tab), ...(await page(app)));
+  show(title, tabs(app, tab.split('?')[0]!), tab ? monitorBanner(app) : null, ...(await page(app)));
 }
 
 const text = (value: unknown) => (value === undefined || value === null ? '' : String(value));
 
 const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
   async ''(app) {
-    const rotated = h('div', {});
     const settings = h(
       'form',
       { 'aria-label': 'App settings' },
@@ -194,31 +253,52 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
         'Play Integrity device verdict required',
         h('select', { name: 'playIntegrityDeviceVerdict' }, ...['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY', 'MEETS_STRONG_INTEGRITY'].map((value) => h('option', { value, selected: app.settings.playIntegrityDeviceVerdict === value }, value))),
       ),
+      field(
+        'Attestation mode',
+        h('select', { name: 'attestationMode' }, ...[['enforce', 'Enforce: refuse requests without a valid device token'], ['monitor', 'Monitor only: forward them and count them as unverified (rollout)']].map(([value, label]) => h('option', { value, selected: (app.settings.attestationMode ?? 'enforce') === value }, label ?? ''))),
+        'Ship the SDK in monitor mode, watch verified against unverified traffic under Usage, then enforce. Revoked devices are refused in both modes.',
+      ),
+      field('Monitor only these providers (comma-separated slugs; empty: all)', h('input', { name: 'monitorProviders', value: ((app.settings.monitorProviders as string[] | undefined) ?? []).join(', ') })),
+      checkbox('Allow monitor mode on a production gateway (explicit opt-in)', 'allowMonitorInProduction', app.settings.allowMonitorInProduction === true),
       field('Device token lifetime (seconds)', h('input', { name: 'deviceTokenTtlSeconds', type: 'number', min: 60, value: text(app.settings.deviceTokenTtlSeconds) })),
       field('Allowed providers (comma-separated slugs; empty allows all)', h('input', { name: 'allowedProviders', value: ((app.settings.allowedProviders as string[] | undefined) ?? []).join(', ') })),
       h('button', { type: 'submit', class: 'primary' }, 'Save settings'),
     );
+    const rotate = h(
+      'form',
+      { class: 'inline', 'aria-label': 'Rotate the app token' },
+      field(
+        'Old token keeps working for',
+        h('select', { name: 'graceHours' }, ...[['168', '7 days (ship the new token in an app update)'], ['720', '30 days'], ['24', '1 day'], ['0', 'No grace: it stops at once']].map(([value, label]) => h('option', { value }, label ?? ''))),
+      ),
+      h('button', { type: 'submit' }, 'Rotate app token'),
+    );
     return [
+      monitorBanner(app),
       table(['', ''], [
-        ['Id', h('code', {}, app.id)],
-        ['Status', app.status],
-        ['App token', h('code', {}, app.tokenHint)],
+        ['Id', h('span', {}, h('code', {}, app.id), ' ', copyButton(app.id, 'Copy id'))],
+        ['Status', badge(app.status, app.status === 'active' ? 'ok' : 'bad')],
+        ['App token', h('span', { 'data-testid': 'token-current' }, h('code', {}, app.tokenHint), ' ', badge('active', 'ok'))],
+        ...(app.previousToken
+          ? [['Previous app token', h('span', { 'data-testid': 'token-previous' }, h('code', {}, app.previousToken.tokenHint), ' ', badge(`works until ${new Date(app.previousToken.expiresAt).toLocaleString()}`, 'muted'))]]
+          : []),
       ]),
+      onSubmit(rotate, async (values) => {
+        const graceHours = Number(values.graceHours);
+        if (!window.confirm(graceHours === 0 ? 'The current app token stops working at once. Rotate?' : `The current app token keeps working for ${graceHours} hours. Rotate?`)) return;
+        const result = await api<{ appToken: string }>('POST', `/apps/${app.id}/rotate-token`, { graceHours });
+        once('New app token', result.appToken);
+        await route();
+      }),
       h(
         'p',
         {},
-        button('Rotate app token', async () => {
-          const result = await api<{ appToken: string }>('POST', `/apps/${app.id}/rotate-token`);
-          rotated.replaceChildren(once('New app token', result.appToken));
-        }, '', 'The current app token stops working at once. Rotate?'),
-        ' ',
         app.status === 'active'
           ? button('Disable app', async () => { await api('POST', `/apps/${app.id}/disable`); await route(); }, 'danger', 'Requests with this app’s token will be refused. Disable?')
           : button('Enable app', async () => { await api('POST', `/apps/${app.id}/enable`); await route(); }),
         ' ',
         button('Delete app', async () => { await api('DELETE', `/apps/${app.id}`); location.hash = '#/apps'; }, 'danger', 'Delete this app with its secrets, tokens and devices?'),
       ),
-      rotated,
       h('h2', {}, 'Settings and attestation policy'),
       onSubmit(settings, async (values) => {
         const patch: Record<string, unknown> = {
@@ -227,9 +307,14 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
           allowAppAttestDevelopment: values.allowAppAttestDevelopment,
           assertionMode: values.assertionMode,
           playIntegrityDeviceVerdict: values.playIntegrityDeviceVerdict,
+          attestationMode: values.attestationMode,
+          allowMonitorInProduction: values.allowMonitorInProduction,
         };
-        for (const key of ['appleAppId', 'androidPackage', 'androidCertSha256'] as const) if (values[key]) patch[key] = values[key];
-        if (values.deviceTokenTtlSeconds) patch.deviceTokenTtlSeconds = Number(values.deviceTokenTtlSeconds);
+        const monitorProviders = String(values.monitorProviders).split(',').map((slug) => slug.trim()).filter(Boolean);
+        patch.monitorProviders = monitorProviders.length ? monitorProviders : null;
+        // An emptied field clears its setting (null), so that what the form shows is what is saved.
+        for (const key of ['appleAppId', 'androidPackage', 'androidCertSha256'] as const) patch[key] = values[key] ? values[key] : null;
+        patch.deviceTokenTtlSeconds = values.deviceTokenTtlSeconds ? Number(values.deviceTokenTtlSeconds) : null;
         // Empty means "no narrowing" (null clears the setting); an empty list would allow nothing.
         const allowedProviders = String(values.allowedProviders).split(',').map((slug) => slug.trim()).filter(Boolean);
         patch.allowedProviders = allowedProviders.length ? allowedProviders : null;
@@ -346,8 +431,8 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
     const form = h(
       'form',
       { 'aria-label': 'Limits' },
-      number('deviceLimitPerMinute', 'Requests per minute per device', 'Each attested device.'),
-      number('appLimitPerMinute', 'Requests per minute for the app', 'All devices together.'),
+      number('deviceLimitPerMinute', 'Requests per minute per device', 'Each attested device; empty for the default (60).'),
+      number('appLimitPerMinute', 'Requests per minute for the app', 'All devices together; empty for the default (600).'),
       number('deviceDailyQuota', 'Requests per day per device', 'Rolling 24 hours; empty for none.'),
       number('appDailyQuota', 'Requests per day for the app', 'Rolling 24 hours; empty for none.'),
       number('maxConcurrentStreamsPerDevice', 'Open streams per device', 'Concurrent streaming responses.'),
@@ -358,8 +443,9 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
     return [
       onSubmit(form, async (values) => {
         const patch: Record<string, unknown> = {};
+        // An emptied field clears its limit (null: the default for per-minute limits, none for quotas).
         for (const key of ['deviceLimitPerMinute', 'appLimitPerMinute', 'deviceDailyQuota', 'appDailyQuota', 'maxConcurrentStreamsPerDevice']) {
-          if (values[key] !== '') patch[key] = Number(values[key]);
+          patch[key] = values[key] === '' ? null : Number(values[key]);
         }
         const limits: Record<string, number> = {};
         for (const line of String(values.providerLimitsPerMinute).split('\n').map((entry) => entry.trim()).filter(Boolean)) {
@@ -381,24 +467,31 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
       api<Array<{ id: string; tokenHint: string; label: string | null; createdAt: string; revokedAt: string | null }>>('GET', `/apps/${app.id}/development-tokens`),
       api<Array<{ deviceId: string; method: string; firstSeenAt: string; lastAttestedAt: string; revokedAt: string | null }>>('GET', `/apps/${app.id}/devices`),
     ]);
-    const created = h('div', {});
     const form = h('form', { class: 'inline', 'aria-label': 'Create a development token' }, field('Label', h('input', { name: 'label', placeholder: 'iPhone simulator' })), h('button', { type: 'submit' }, 'Create development token'));
-    return [
-      h('h2', {}, 'Devices'),
-      h('p', {}, button('Revoke every device', async () => { await api('POST', `/apps/${app.id}/devices/revoke-all`); say('Every device token issued until now is revoked.'); await route(); }, 'danger', 'Every device must attest again. Revoke all?')),
+    const search = h('input', { type: 'search', name: 'device-search', placeholder: 'part of a device id' });
+    const deviceTable = () =>
       table(
         ['Device', 'Method', 'First seen', 'Last attested', 'State'],
-        devices.map((device) => [
-          h('code', {}, device.deviceId),
-          device.method,
-          new Date(device.firstSeenAt).toLocaleString(),
-          new Date(device.lastAttestedAt).toLocaleString(),
-          device.revokedAt
-            ? `revoked ${new Date(device.revokedAt).toLocaleString()}`
-            : button(`Revoke ${device.deviceId}`, async () => { await api('POST', `/apps/${app.id}/devices/${encodeURIComponent(device.deviceId)}/revoke`); say(`Device ${device.deviceId} is revoked.`); await route(); }, 'danger'),
-        ]),
+        devices
+          .filter((device) => !search.value || device.deviceId.toLowerCase().includes(search.value.toLowerCase()))
+          .map((device) => [
+            h('a', { href: `#/apps/${app.id}/requests?device=${encodeURIComponent(device.deviceId)}`, title: 'This device’s requests' }, h('code', {}, device.deviceId)),
+            device.method,
+            new Date(device.firstSeenAt).toLocaleString(),
+            new Date(device.lastAttestedAt).toLocaleString(),
+            device.revokedAt
+              ? badge(`revoked ${new Date(device.revokedAt).toLocaleString()}`, 'bad')
+              : button(`Revoke ${device.deviceId}`, async () => { await api('POST', `/apps/${app.id}/devices/${encodeURIComponent(device.deviceId)}/revoke`); say(`Device ${device.deviceId} is revoked.`); await route(); }, 'danger', `Revoke ${device.deviceId}? Its next request is refused, and the SDK will not attest a new key for it.`),
+          ]),
         devices.length ? undefined : 'No device has attested yet.',
-      ),
+      );
+    const listing = h('div', {}, deviceTable());
+    search.addEventListener('input', () => listing.replaceChildren(deviceTable()));
+    return [
+      h('h2', {}, 'Devices'),
+      field('Find a device', search),
+      h('p', {}, button('Revoke every device', async () => { await api('POST', `/apps/${app.id}/devices/revoke-all`); say('Every device token issued until now is revoked.'); await route(); }, 'danger', 'Every device must attest again. Revoke all?')),
+      listing,
       h('h2', {}, 'Development tokens'),
       h('p', { class: 'muted' }, app.settings.allowDevelopmentAttestation ? 'For simulators and emulators, in debug builds only. Refused in production.' : 'Development attestation is off for this app (Overview → settings).'),
       table(
@@ -407,16 +500,19 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
           h('code', {}, token.tokenHint),
           token.label ?? '',
           new Date(token.createdAt).toLocaleString(),
-          token.revokedAt ? 'revoked' : button(`Revoke ${token.tokenHint}`, async () => { await api('POST', `/apps/${app.id}/development-tokens/${token.id}/revoke`); await route(); }, 'danger'),
+          token.revokedAt ? badge('revoked', 'bad') : button(`Revoke ${token.tokenHint}`, async () => { await api('POST', `/apps/${app.id}/development-tokens/${token.id}/revoke`); await route(); }, 'danger'),
         ]),
       ),
       onSubmit(form, async (values) => {
         const token = await api<{ developmentToken: string }>('POST', `/apps/${app.id}/development-tokens`, values.label ? { label: values.label } : {});
+        once('Development token', token.developmentToken);
         await route();
-        main.append(created);
-        created.replaceChildren(once('Development token', token.developmentToken));
       }),
     ];
+  },
+
+  async requests(app) {
+    return requestLogContent(app);
   },
 
   async usage(app) {
@@ -460,29 +556,25 @@ async function usageContent(path: string): Promise<Node[]> {
     'form',
     { class: 'inline', 'aria-label': 'Usage window' },
     field('Window', h('select', { name: 'minutes' }, ...[['60', 'Last hour'], ['360', 'Last 6 hours'], ['1440', 'Last day'], ['10080', 'Last 7 days']].map(([value, label]) => h('option', { value }, label ?? '')))),
-    h('button', { type: 'submit' }, 'Refresh'),
+    h('button', { type: 'submit' }, 'Refresh now'),
   );
+  const updated = h('p', { class: 'muted', 'data-testid': 'updated' });
+  let current: Record<string, string | boolean> = {};
   const render = async (values: Record<string, string | boolean>) => {
+    current = values;
     const minutes = Number(values.minutes);
     const usage = await api<Usage>('GET', `${path}?minutes=${minutes}`);
-    const minute = (ms: number) => new Date(ms).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
-    // The last hour is drawn minute by minute, quiet minutes included; longer windows show the minutes that had traffic.
-    if (minutes <= 60) {
-      const counts = new Map(usage.requestsPerMinute.map((entry) => [entry.minute, entry]));
-      const last = Math.floor(Date.now() / 60_000) * 60_000;
-      usage.requestsPerMinute = Array.from({ length: minutes }, (_, index) => {
-        const at = last - (minutes - 1 - index) * 60_000;
-        return counts.get(at) ?? { minute: at, requests: 0, errors: 0 };
-      });
-    }
+    // A continuous time axis: the whole window in equal buckets, quiet ones included.
+    const buckets = timeBuckets(usage.requestsPerMinute, minutes, Date.now());
+    const bucketMinutes = (buckets[1]?.start ?? 60_000) - (buckets[0]?.start ?? 0);
     container.replaceChildren(
       h('p', { 'data-testid': 'total-requests' }, `${usage.totalRequests} requests in this window.`),
       h(
         'div',
         { class: 'charts' },
-        barChart('chart-requests', 'Requests per minute', usage.requestsPerMinute.map((entry) => minute(entry.minute)), [
-          { label: 'requests', values: usage.requestsPerMinute.map((entry) => entry.requests) },
-          { label: 'errors', values: usage.requestsPerMinute.map((entry) => entry.errors), className: 'bad' },
+        barChart('chart-requests', bucketMinutes <= 60_000 ? 'Requests per minute' : `Requests per ${bucketMinutes / 60_000} minutes`, buckets.map((bucket) => bucketLabel(bucket.start, minutes)), [
+          { label: 'requests', values: buckets.map((bucket) => bucket.requests) },
+          { label: 'errors', values: buckets.map((bucket) => bucket.errors), className: 'bad' },
         ]),
         barChart('chart-errors', 'Errors by type', usage.errorsByType.map((entry) => entry.type), [{ label: 'errors', values: usage.errorsByType.map((entry) => entry.count), className: 'bad' }]),
         barChart('chart-latency', 'Latency per provider (p50, p95)', usage.latencyByProvider.map((entry) => entry.provider), [
@@ -490,17 +582,27 @@ async function usageContent(path: string): Promise<Node[]> {
           { label: 'p95', values: usage.latencyByProvider.map((entry) => entry.p95Ms), className: 'alt' },
         ], ' ms'),
         barChart('chart-devices', 'Top devices', usage.topDevices.map((entry) => entry.deviceId), [{ label: 'requests', values: usage.topDevices.map((entry) => entry.requests) }]),
+        barChart('chart-verification', 'Verified and unverified requests', ['verified', 'unverified'], [{ label: 'requests', values: [usage.verification.verified, usage.verification.unverified] }]),
       ),
     );
   };
   onSubmit(form, render);
   await render(formValues(form));
-  return [form, container];
+  updated.textContent = `Updated ${new Date().toLocaleTimeString()}; refreshes every 30 s.`;
+  // Auto-refresh while this page is shown (the timer ends itself once the page is replaced).
+  const timer = setInterval(() => {
+    if (!container.isConnected) return clearInterval(timer);
+    if (document.hidden) return;
+    render(current).then(
+      () => (updated.textContent = `Updated ${new Date().toLocaleTimeString()}; refreshes every 30 s.`),
+      () => (updated.textContent = 'Refresh failed; retrying in 30 s.'),
+    );
+  }, 30_000);
+  return [form, updated, container];
 }
 
 async function adminKeysPage(): Promise<void> {
   const keys = await api<Array<{ id: string; name: string; keyHint: string; createdAt: string; revokedAt: string | null }>>('GET', '/admin-keys');
-  const created = h('div', {});
   const form = h('form', { class: 'inline', 'aria-label': 'Create an admin key' }, field('Name', h('input', { name: 'name', required: true })), h('button', { type: 'submit', class: 'primary' }, 'Create admin key'));
   show(
     'Admin keys',
@@ -511,21 +613,155 @@ async function adminKeysPage(): Promise<void> {
         key.name,
         h('code', {}, key.keyHint),
         new Date(key.createdAt).toLocaleString(),
-        key.revokedAt ? 'revoked' : button(`Revoke ${key.name}`, async () => { await api('DELETE', `/admin-keys/${key.id}`); await route(); }, 'danger', `Revoke the key ${key.name}?`),
+        key.revokedAt ? badge('revoked', 'bad') : button(`Revoke ${key.name}`, async () => { await api('DELETE', `/admin-keys/${key.id}`); await route(); }, 'danger', `Revoke the key ${key.name}?`),
       ]),
     ),
     onSubmit(form, async (values) => {
       const key = await api<{ adminKey: string; name: string }>('POST', '/admin-keys', { name: values.name });
+      once(`Admin key ${key.name}`, key.adminKey);
       await adminKeysPage();
-      main.append(created);
-      created.replaceChildren(once(`Admin key ${key.name}`, key.adminKey));
     }),
   );
 }
 
 async function auditPage(): Promise<void> {
-  const entries = await api<Array<{ actor: string; action: string; target: string | null; createdAt: string }>>('GET', '/audit?limit=200');
-  show('Audit log', table(['When', 'Who', 'What', 'Target'], entries.map((entry) => [new Date(entry.createdAt).toLocaleString(), entry.actor, entry.action, entry.target ?? ''])));
+  const [entries, apps] = await Promise.all([
+    api<Array<{ actor: string; action: string; target: string | null; details: Record<string, unknown> | null; createdAt: string }>>('GET', '/audit?limit=500'),
+    api<App[]>('GET', '/apps'),
+  ]);
+  const names = new Map(apps.map((app) => [app.id, app.name]));
+  // Targets start with an app id (`app_…` or `app_…/openai`): show the app's name, keep the id in a tooltip.
+  const target = (value: string | null) => {
+    if (!value) return '';
+    const [first, ...rest] = value.split('/');
+    const name = names.get(first ?? '');
+    return name ? h('span', { title: value }, [name, ...rest].join(' / ')) : h('code', {}, value);
+  };
+  const details = (value: Record<string, unknown> | null) => (value && Object.keys(value).length ? h('code', { class: 'details' }, Object.entries(value).map(([key, entry]) => `${key}: ${JSON.stringify(entry)}`).join(', ')) : '');
+  const filter = h('input', { type: 'search', name: 'audit-filter', placeholder: 'who, what or target' });
+  const PAGE = 50;
+  let page = 0;
+  const listing = h('div', {});
+  const render = () => {
+    const needle = filter.value.trim().toLowerCase();
+    const matching = entries.filter((entry) => !needle || [entry.actor, entry.action, entry.target ?? '', names.get((entry.target ?? '').split('/')[0] ?? '') ?? ''].some((text) => text.toLowerCase().includes(needle)));
+    const pages = Math.max(1, Math.ceil(matching.length / PAGE));
+    page = Math.min(page, pages - 1);
+    listing.replaceChildren(
+      table(['When', 'Who', 'What', 'Target', 'Details'], matching.slice(page * PAGE, (page + 1) * PAGE).map((entry) => [new Date(entry.createdAt).toLocaleString(), entry.actor, entry.action, target(entry.target), details(entry.details)]), matching.length ? undefined : 'Nothing matches.'),
+      h('p', { class: 'pager' }, button('Newer', async () => { page -= 1; render(); }, page === 0 ? 'hidden' : ''), ` Page ${page + 1} of ${pages} `, button('Older', async () => { page += 1; render(); }, page >= pages - 1 ? 'hidden' : '')),
+    );
+  };
+  filter.addEventListener('input', () => {
+    page = 0;
+    render();
+  });
+  render();
+  show('Audit log', h('p', { class: 'muted' }, 'Every change made in the dashboard, over the management API, the assistant server or the command line, with who made it.'), field('Filter', filter), listing);
+}
+
+async function usersPage(): Promise<void> {
+  const users = await api<User[]>('GET', '/users');
+  const add = h(
+    'form',
+    { 'aria-label': 'Add an administrator' },
+    field('User name', h('input', { name: 'username', autocomplete: 'off', required: true })),
+    field('Password', h('input', { name: 'password', type: 'password', autocomplete: 'new-password', required: true, minlength: 12 }), 'At least 12 characters. Share it with the person safely; they can change it.'),
+    h('button', { type: 'submit', class: 'primary' }, 'Add administrator'),
+  );
+  const change = h(
+    'form',
+    { 'aria-label': 'Change your password' },
+    field('Current password', h('input', { name: 'currentPassword', type: 'password', autocomplete: 'current-password', required: true })),
+    field('New password', h('input', { name: 'newPassword', type: 'password', autocomplete: 'new-password', required: true, minlength: 12 }), 'At least 12 characters. Your other sessions end.'),
+    h('button', { type: 'submit' }, 'Change password'),
+  );
+  show(
+    'Administrators',
+    table(
+      ['User', 'Added', 'State', ''],
+      users.map((user) => [
+        user.id === session?.user.id ? h('span', {}, user.username, ' ', badge('you', 'muted')) : user.username,
+        new Date(user.createdAt).toLocaleString(),
+        user.lockedUntil ? badge(`locked until ${new Date(user.lockedUntil).toLocaleTimeString()}`, 'bad') : badge('active', 'ok'),
+        user.id === session?.user.id ? '' : button(`Remove ${user.username}`, async () => { await api('DELETE', `/users/${encodeURIComponent(user.id)}`); say(`${user.username} is removed.`); await route(); }, 'danger', `Remove ${user.username}? Their sessions end at once.`),
+      ]),
+    ),
+    h('h2', {}, 'Add an administrator'),
+    onSubmit(add, async (values) => {
+      await api('POST', '/users', { username: values.username, password: values.password });
+      say(`${String(values.username)} can now sign in.`);
+      await route();
+    }),
+    h('h2', {}, 'Change your password'),
+    onSubmit(change, async (values) => {
+      await api('POST', '/session/password', { currentPassword: values.currentPassword, newPassword: values.newPassword });
+      change.reset();
+      say('Your password is changed; your other sessions have ended.');
+    }),
+  );
+}
+
+/** The request log of an app: filters, paging by cursor (newest first), CSV export of what the filters select. */
+async function requestLogContent(app: App): Promise<Node[]> {
+  const initial = new URLSearchParams(location.hash.split('?')[1] ?? '');
+  const catalog = await loadProviders();
+  const form = h(
+    'form',
+    { class: 'inline', 'aria-label': 'Filter requests' },
+    field('Device', h('input', { name: 'device', value: initial.get('device') ?? '', placeholder: 'device id' })),
+    field('Provider', h('select', { name: 'provider' }, h('option', { value: '' }, 'any'), ...catalog.map((provider) => h('option', { value: provider.slug, selected: initial.get('provider') === provider.slug }, provider.name)))),
+    field('Outcome', h('select', { name: 'outcome' }, ...[['', 'any'], ['ok', 'succeeded'], ['error', 'failed']].map(([value, label]) => h('option', { value, selected: (initial.get('outcome') ?? '') === value }, label ?? '')))),
+    field('Search', h('input', { name: 'q', type: 'search', value: initial.get('q') ?? '', placeholder: 'route, request id or reason' })),
+    h('button', { type: 'submit', class: 'primary' }, 'Show'),
+  );
+  const output = h('div', { 'aria-live': 'polite' });
+  const cursors: Array<number | null> = [null];
+  const filters = () => {
+    const values = formValues(form);
+    const query = new URLSearchParams();
+    for (const key of ['device', 'provider', 'outcome', 'q']) if (values[key]) query.set(key, String(values[key]));
+    return query;
+  };
+  const render = async () => {
+    const query = filters();
+    const before = cursors[cursors.length - 1];
+    if (before) query.set('before', String(before));
+    query.set('limit', '50');
+    const log = await api<RequestLog>('GET', `/apps/${app.id}/requests?${query}`);
+    const exportQuery = filters();
+    output.replaceChildren(
+      table(
+        ['Time', 'Device', 'Provider', 'Route', 'Status', 'Error', 'Latency', 'Bytes in / out'],
+        log.requests.map((entry) => [
+          new Date(entry.createdAt).toLocaleString(),
+          entry.deviceId ? h('code', {}, entry.deviceId) : '',
+          entry.provider,
+          h('code', { title: entry.requestId ?? '' }, `${entry.method ?? ''} ${entry.route ?? ''}`.trim()),
+          badge(String(entry.status), entry.status < 400 && !entry.errorType ? 'ok' : 'bad'),
+          entry.errorType ? `${entry.errorType}${entry.reason ? ` (${entry.reason})` : ''}` : entry.status >= 400 ? 'providerError' : '',
+          `${entry.latencyMs} ms`,
+          `${entry.bytesIn} / ${entry.bytesOut}${entry.truncated ? ' (cut)' : ''}`,
+        ]),
+        log.requests.length ? undefined : 'No request matches these filters.',
+      ),
+      h(
+        'p',
+        { class: 'pager' },
+        button('Newer', async () => { cursors.pop(); await render(); }, cursors.length > 1 ? '' : 'hidden'),
+        ' ',
+        button('Older', async () => { cursors.push(log.nextBefore); await render(); }, log.nextBefore ? '' : 'hidden'),
+        ' ',
+        h('a', { href: `/v1/admin/apps/${encodeURIComponent(app.id)}/requests.csv?${exportQuery}`, download: 'tollgate-requests.csv' }, 'Export CSV'),
+      ),
+    );
+  };
+  onSubmit(form, async () => {
+    cursors.splice(1);
+    await render();
+  });
+  await render();
+  return [h('p', { class: 'muted' }, 'One row per request through the gateway, newest first. Kept for TOLLGATE_REQUEST_LOG_RETENTION_DAYS (default 30).'), form, output];
 }
 
 /** Routes `location.hash`; the set-up link is `/dashboard/setup#token=su_…`. */
@@ -545,15 +781,21 @@ async function route(): Promise<void> {
   document.getElementById('top')!.hidden = false;
   document.getElementById('who')!.textContent = session.user.username;
   const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  // A page that takes a while must not leave the previous one up looking current.
+  main.setAttribute('aria-busy', 'true');
+  main.replaceChildren(h('p', { class: 'muted loading' }, 'Loading…'));
   try {
     if (parts[0] === 'apps' && parts[1]) return await appPage(parts[1], parts[2] ?? '');
     if (parts[0] === 'usage') return show('Usage of every app', ...(await usageContent('/usage')));
     if (parts[0] === 'admin-keys') return await adminKeysPage();
     if (parts[0] === 'audit') return await auditPage();
+    if (parts[0] === 'users') return await usersPage();
     return await appsPage();
   } catch (error) {
     if (error instanceof ApiError && error.status === 401) return signedOut();
     show('Something went wrong', errorBox(error), h('p', {}, h('a', { href: '#/apps' }, 'Back to apps')));
+  } finally {
+    main.removeAttribute('aria-busy');
   }
 }
 

@@ -191,7 +191,8 @@ describe('management API /v1/admin', () => {
     expect(usage.json.requestsPerMinute.reduce((sum: number, entry: { requests: number }) => sum + entry.requests, 0)).to.equal(5);
     expect(usage.json.errorsByType).to.deep.equal([{ type: 'attestationFailed', count: 1 }]);
     expect(usage.json.latencyByProvider).to.have.length(1);
-    expect(usage.json.latencyByProvider[0]).to.include({ provider: 'openai', requests: 5 });
+    // Latency is the provider's: the request the gateway refused (attestationFailed) never reached it.
+    expect(usage.json.latencyByProvider[0]).to.include({ provider: 'openai', requests: 4 });
     expect(usage.json.topDevices).to.deep.equal([{ deviceId: other.deviceId, requests: 4 }]);
     const all = await call('GET', '/usage');
     expect(all.json.totalRequests).to.be.at.least(5);

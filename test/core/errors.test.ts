@@ -79,11 +79,28 @@ describe('protocol errors', () => {
       await gateway.gateway.management.setAppStatus(other.appId, 'active');
       expect((await post(other.headers)).status).to.equal(200);
     });
-    it('when the app token was rotated (the old one stops working at once)', async () => {
+    it('when the app token was rotated without grace (the old one stops working at once)', async () => {
       const other = await gateway.provision({ openai: 'sk-rotated-0123456789abcdef' });
-      const rotated = await gateway.gateway.management.rotateAppToken(other.appId);
-      expectError(await post(other.headers), 401, 'unauthorized');
+      const rotated = await gateway.gateway.management.rotateAppToken(other.appId, 0);
+      expectError(await post(other.headers), 401, 'unauthorized', 'app_token_unknown');
       expect((await post({ ...other.headers, 'Tollgate-App-Token': rotated.appToken })).status).to.equal(200);
+    });
+    it('when the grace period of a rotated app token has ended; until then both tokens work', async () => {
+      const other = await gateway.provision({ openai: 'sk-grace-0123456789abcdef' }, { deviceTokenTtlSeconds: 86_400 });
+      const rotated = await gateway.gateway.management.rotateAppToken(other.appId, 2);
+      expect(rotated.previousToken).to.deep.equal({ tokenHint: (await gateway.gateway.management.getApp(other.appId)).previousToken!.tokenHint, expiresAt: new Date(now + 2 * 3_600_000).toISOString() });
+      const fresh = { ...other.headers, 'Tollgate-App-Token': rotated.appToken };
+      expect((await post(other.headers)).status).to.equal(200);
+      expect((await post(fresh)).status).to.equal(200);
+      now += 2 * 3_600_000 - 1000;
+      expect((await post(other.headers)).status).to.equal(200);
+      now += 2000;
+      expectError(await post(other.headers), 401, 'unauthorized', 'app_token_rotated');
+      // A second rotation drops the first token for good: only the current and the previous token ever work.
+      const again = await gateway.gateway.management.rotateAppToken(other.appId);
+      expectError(await post(other.headers), 401, 'unauthorized');
+      expect((await post(fresh)).status).to.equal(200);
+      expect((await post({ ...other.headers, 'Tollgate-App-Token': again.appToken })).status).to.equal(200);
     });
   });
 

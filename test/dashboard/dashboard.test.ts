@@ -83,9 +83,12 @@ describe('dashboard in Chromium', function () {
     expect(session).to.include({ httpOnly: true, sameSite: 'Strict' });
   });
 
-  it('signs in with the keyboard alone after signing out', async () => {
+  it('signs in with the keyboard alone after signing out; signed out, no top bar shows', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('heading', { name: 'Sign in to Tollgate' }).waitFor();
+    // The signed-out page shows no top bar (a stylesheet `display: flex` once beat [hidden]) and names no user.
+    expect(await page.locator('#top').isVisible()).to.equal(false);
+    expect(await page.locator('#who').textContent()).to.equal('');
     await checkpoint('sign-in');
     // Focus starts on the heading; Tab reaches the user name, then the password, then Enter submits.
     await page.keyboard.press('Tab');
@@ -98,17 +101,20 @@ describe('dashboard in Chromium', function () {
 
   let appId = '';
 
-  it('creates an app and shows its token once', async () => {
+  it('creates an app and shows its token once, kept on screen until dismissed', async () => {
     await page.getByLabel('App name').fill('Browser app');
     await page.getByRole('button', { name: 'Create app' }).click();
     const shown = page.getByTestId('shown-once');
     await shown.waitFor();
     const token = (await shown.locator('code').textContent()) ?? '';
     expect(token).to.match(/^at_[0-9A-Za-z]{32}$/);
+    // The new app opens, and the token stays visible across the navigation, with a copy button.
+    await page.getByRole('heading', { name: 'Browser app', exact: true }).waitFor();
+    expect(await shown.getByRole('button', { name: 'Copy' }).isVisible()).to.equal(true);
     await checkpoint('app-created');
-    await page.getByRole('link', { name: 'Open Browser app' }).click();
-    await page.getByRole('heading', { name: 'Browser app' }).waitFor();
     appId = page.url().split('#/apps/')[1]!;
+    await shown.getByRole('button', { name: 'I have copied it' }).click();
+    await shown.waitFor({ state: 'detached' });
     expect(await page.content()).to.not.include(token);
     await checkpoint('app-overview');
   });
@@ -131,7 +137,10 @@ describe('dashboard in Chromium', function () {
     await page.getByLabel(/Per-provider limits/).fill('openai=0');
     await page.getByRole('button', { name: 'Save limits' }).click();
     await page.getByRole('alert').waitFor();
-    expect(await page.getByRole('alert').textContent()).to.include('providerLimitsPerMinute');
+    // The error names the field as the form labels it, once.
+    const alert = (await page.getByRole('alert').textContent()) ?? '';
+    expect(alert).to.include('Per-provider limits');
+    expect(alert).to.not.include('providerLimitsPerMinute');
     expect((await gateway.gateway.management.getApp(appId)).settings.deviceLimitPerMinute).to.not.equal(120);
     await page.getByLabel(/Per-provider limits/).fill('openai=50');
     await page.getByRole('button', { name: 'Save limits' }).click();
@@ -169,6 +178,28 @@ describe('dashboard in Chromium', function () {
     await checkpoint('routes');
   });
 
+  it('clears a limit and a setting when the field is emptied', async () => {
+    await page.getByLabel('Requests per day per device').fill('500');
+    await page.getByRole('button', { name: 'Save limits' }).click();
+    await page.getByText('Limits saved.').waitFor();
+    expect((await gateway.gateway.management.getApp(appId)).settings.deviceDailyQuota).to.equal(500);
+    await page.getByLabel('Requests per day per device').fill('');
+    await page.getByRole('button', { name: 'Save limits' }).click();
+    await page.getByText('Limits saved.').waitFor();
+    expect((await gateway.gateway.management.getApp(appId)).settings.deviceDailyQuota ?? null).to.equal(null);
+    expect(await page.getByLabel('Requests per day per device').inputValue()).to.equal('');
+
+    await page.getByRole('link', { name: 'Overview' }).click();
+    await page.getByLabel('Apple app id (TEAMID.BUNDLE)').fill('ABCDE12345.com.example.browser');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByText('Settings saved.').waitFor();
+    expect((await gateway.gateway.management.getApp(appId)).settings.appleAppId).to.equal('ABCDE12345.com.example.browser');
+    await page.getByLabel('Apple app id (TEAMID.BUNDLE)').fill('');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByText('Settings saved.').waitFor();
+    expect((await gateway.gateway.management.getApp(appId)).settings.appleAppId ?? null).to.equal(null);
+  });
+
   let deviceHeaders: Record<string, string> = {};
   let deviceId = '';
 
@@ -192,6 +223,11 @@ describe('dashboard in Chromium', function () {
     await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Usage' }).click();
     await page.getByRole('heading', { name: 'Browser app · Usage' }).waitFor();
     await page.getByTestId('total-requests').waitFor();
+    // Every chart has a legend naming each series (never colour alone).
+    for (const chart of ['chart-requests', 'chart-errors', 'chart-latency', 'chart-devices']) {
+      expect(await page.getByTestId(`${chart}-legend`).locator('li').count(), chart).to.be.greaterThan(0);
+    }
+    expect(await page.getByTestId('chart-requests-legend').textContent()).to.equal('requestserrors');
     expect(await page.getByTestId('total-requests').textContent()).to.equal('4 requests in this window.');
     const bars = async (chart: string) => page.locator(`#${chart} rect.bar`).evaluateAll((rects) => rects.map((rect) => `${rect.getAttribute('data-label')}|${rect.getAttribute('data-series')}|${rect.getAttribute('data-value')}`));
     const perMinute = await bars('chart-requests');
@@ -203,9 +239,73 @@ describe('dashboard in Chromium', function () {
     await checkpoint('usage');
   });
 
-  it('revokes a device, which the proxy then refuses', async () => {
+  it('monitor-only mode forwards a request without a device token and counts it as unverified', async () => {
+    await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Overview' }).click();
+    await page.getByLabel('Attestation mode').selectOption('monitor');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByText('Settings saved.').waitFor();
+    await page.getByTestId('monitor-banner').waitFor();
+    const before = upstream.requests.length;
+    const response = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers: { 'Tollgate-App-Token': deviceHeaders['Tollgate-App-Token']!, 'content-type': 'application/json' }, body: '{"model":"gpt-4o-mini","messages":[]}' });
+    expect(response.status).to.equal(200);
+    await response.text();
+    expect(upstream.requests.length).to.equal(before + 1);
+    expect(upstream.last().headers.authorization).to.equal(`Bearer ${CANARY}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await gateway.gateway.usage.flush();
+    await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Usage' }).click();
+    await page.getByTestId('chart-verification').waitFor();
+    const bars = await page.locator('#chart-verification rect.bar').evaluateAll((rects) => rects.map((rect) => `${rect.getAttribute('data-label')}|${rect.getAttribute('data-value')}`));
+    expect(bars).to.deep.equal(['verified|3', 'unverified|1']);
+    await checkpoint('monitor');
+    // Back to enforce: the same request is refused again.
+    await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Overview' }).click();
+    await page.getByLabel('Attestation mode').selectOption('enforce');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByText('Settings saved.').waitFor();
+    const refused = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers: { 'Tollgate-App-Token': deviceHeaders['Tollgate-App-Token']!, 'content-type': 'application/json' }, body: '{}' });
+    expect(refused.status).to.equal(403);
+    await refused.text();
+  });
+
+  it('lists the requests just sent in the request log, filtered by device, with a CSV export', async () => {
+    // One request from another device of the app, which the device filter must leave out.
+    const app = await gateway.gateway.management.getApp(appId);
+    expect(app.previousToken, 'the rotation kept the old token for its grace period').to.not.equal(null);
+    const otherToken = await gateway.deviceToken(appId, deviceHeaders['Tollgate-App-Token']!, 'browser-device-2');
+    const other = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers: { ...deviceHeaders, 'Tollgate-Device-Token': otherToken }, body: '{}' });
+    expect(other.status).to.equal(200);
+    await other.text();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await gateway.gateway.usage.flush();
+    await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Requests' }).click();
+    await page.getByRole('heading', { name: 'Browser app · Requests' }).waitFor();
+    await page.getByLabel('Device').fill(deviceId);
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.locator('tbody tr').first().waitFor();
+    await page.waitForFunction(`document.querySelectorAll('tbody tr').length === 3`);
+    const rows = await page.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => tr.textContent ?? ''));
+    expect(rows).to.have.length(3);
+    for (const row of rows) {
+      expect(row).to.include(deviceId);
+      expect(row).to.include('POST v1/chat/completions');
+      expect(row).to.include('200');
+    }
+    const csv = await page.evaluate(`fetch(document.querySelector('a[download]').href).then((r) => r.text())`) as string;
+    expect(csv.split('\r\n')[0]).to.equal('createdAt,requestId,deviceId,provider,method,route,status,errorType,reason,latencyMs,bytesIn,bytesOut,truncated');
+    expect(csv.trim().split('\r\n')).to.have.length(4);
+    await checkpoint('requests');
+  });
+
+  it('revokes a device after a confirmation, which the proxy then refuses', async () => {
     await page.getByRole('link', { name: 'Devices' }).click();
+    let asked = '';
+    page.once('dialog', (dialog) => {
+      asked = dialog.message();
+      void dialog.accept();
+    });
     await page.getByRole('button', { name: `Revoke ${deviceId}` }).click();
+    expect(asked).to.include(deviceId);
     await page.getByText(`Device ${deviceId} is revoked.`).waitFor();
     await checkpoint('devices');
     const response = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers: deviceHeaders, body: '{}' });
@@ -226,14 +326,38 @@ describe('dashboard in Chromium', function () {
     await checkpoint('integrate');
   });
 
-  it('lists admin keys and the audit log, and no page or response ever held the canary', async () => {
+  it('adds and removes an administrator; the new one signs in', async () => {
+    await page.getByRole('link', { name: 'Administrators' }).click();
+    await page.getByRole('heading', { name: 'Administrators' }).waitFor();
+    await page.getByLabel('User name').fill('second');
+    await page.getByLabel('Password', { exact: true }).fill('another long password');
+    await page.getByRole('button', { name: 'Add administrator' }).click();
+    await page.getByText('second can now sign in.').waitFor();
+    const signIn = await fetch(`${gateway.url}/v1/admin/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'second', password: 'another long password' }) });
+    expect(signIn.status).to.equal(200);
+    await signIn.text();
+    await checkpoint('users');
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.getByRole('button', { name: 'Remove second' }).click();
+    await page.getByText('second is removed.').waitFor();
+    const refused = await fetch(`${gateway.url}/v1/admin/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'second', password: 'another long password' }) });
+    expect(refused.status).to.equal(401);
+    await refused.text();
+  });
+
+  it('lists admin keys and the audit log with details and filters, and no page or response ever held the canary', async () => {
     await page.getByRole('link', { name: 'Admin keys' }).click();
     await page.getByLabel('Name').fill('from-dashboard');
     await page.getByRole('button', { name: 'Create admin key' }).click();
-    await page.getByTestId('shown-once').waitFor();
+    await page.getByTestId('shown-once').filter({ hasText: 'Admin key from-dashboard' }).waitFor();
     await checkpoint('admin-keys');
     await page.getByRole('link', { name: 'Audit log' }).click();
     await page.getByRole('cell', { name: 'admin.secret.set' }).waitFor();
+    // Targets show the app's name, details show what changed; the filter narrows the list.
+    expect(await page.locator('tbody').textContent()).to.include('Browser app / openai');
+    await page.getByLabel('Filter').fill('secret.set');
+    await page.waitForFunction(`Array.from(document.querySelectorAll('tbody tr')).every((tr) => tr.textContent.includes('secret.set'))`);
+    expect(await page.locator('tbody').textContent()).to.include(`masked: "sk-…${CANARY.slice(-4)}"`);
     await checkpoint('audit');
     await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Usage' }).click();
     await page.getByRole('heading', { name: 'Usage of every app' }).waitFor();
@@ -242,5 +366,17 @@ describe('dashboard in Chromium', function () {
     expect(seen.length).to.be.greaterThan(20);
     for (const body of seen) expect(body).to.not.include(CANARY);
     expect(gateway.logText()).to.not.include(CANARY);
+  });
+
+  it('fits a 390 px phone screen: no page is wider than the screen', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const [hash, heading] of [['#/apps', 'Apps'], [`#/apps/${appId}`, 'Browser app'], [`#/apps/${appId}/devices`, 'Browser app · Devices'], [`#/apps/${appId}/requests`, 'Browser app · Requests'], [`#/apps/${appId}/usage`, 'Browser app · Usage'], ['#/audit', 'Audit log'], ['#/users', 'Administrators']] as const) {
+      await page.goto(`${gateway.url}/dashboard/${hash}`);
+      await page.getByRole('heading', { name: heading, exact: true }).waitFor();
+      const width = (await page.evaluate('document.documentElement.scrollWidth')) as number;
+      expect(width, `${hash} is ${width} px wide`).to.be.at.most(390);
+      await checkpoint(`phone-${hash.replace(/[^a-z]+/g, '-')}`);
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
   });
 });

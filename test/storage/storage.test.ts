@@ -167,8 +167,9 @@ for (const engine of ENGINES) {
         { type: 'providerError', count: 1 },
         { type: 'rateLimited', count: 1 },
       ]);
+      // Latency is the provider's: the request the gateway refused (rateLimited) never reached it and is left out.
       expect(summary.latencyByProvider).to.deep.equal([
-        { provider: 'openai', requests: 21, p50Ms: 10, p95Ms: 19 },
+        { provider: 'openai', requests: 20, p50Ms: 10, p95Ms: 19 },
         { provider: 'anthropic', requests: 1, p50Ms: 100, p95Ms: 100 },
       ]);
       expect(summary.topDevices).to.deep.equal([
