@@ -179,6 +179,7 @@ describe('dashboard in Chromium', function () {
   });
 
   it('clears a limit and a setting when the field is emptied', async () => {
+    await page.getByRole('link', { name: 'Limits' }).click();
     await page.getByLabel('Requests per day per device').fill('500');
     await page.getByRole('button', { name: 'Save limits' }).click();
     await page.getByText('Limits saved.').waitFor();
