@@ -387,8 +387,8 @@ async function limitSignIn(deps: AdminApiDependencies, request: Request, usernam
   const address = request.socket.remoteAddress ?? 'unknown';
   const results = await deps.rateLimits.consume(
     [
-      { policy: 'signin-address', key: `signin:a:${address}`, limit: 10, windowSeconds: 300 },
-      { policy: 'signin-user', key: `signin:u:${username.toLowerCase()}`, limit: 5, windowSeconds: 300 },
+      { policy: 'signin-address', key: `{signin}:a:${address}`, limit: 10, windowSeconds: 300 },
+      { policy: 'signin-user', key: `{signin}:u:${username.toLowerCase()}`, limit: 5, windowSeconds: 300 },
     ],
     deps.clock(),
   );

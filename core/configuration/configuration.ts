@@ -47,6 +47,11 @@ export interface Configuration {
   readonly headersTimeoutMs: number;
   /** `TOLLGATE_SHUTDOWN_GRACE_MS`, default 30 000: how long in-flight streams may finish on SIGTERM. */
   readonly shutdownGraceMs: number;
+  /**
+   * `TOLLGATE_STREAM_LEASE_MS`, default 20 000 (300 to 30 000): the lease on an open-request slot, renewed every third
+   * of it while the request runs. A crashed node's slots free themselves within one lease.
+   */
+  readonly streamLeaseMs: number;
   /** `TOLLGATE_PROVIDER_<SLUG>_BASE_URL` overrides, keyed by the upper-cased variable stem (`OPENAI`, `AZURE_OPENAI`). */
   readonly providerBaseUrls: Readonly<Record<string, string>>;
 }
@@ -128,6 +133,7 @@ export function loadConfiguration(env: Source = process.env, workingDirectory = 
     publicUrl: source.TOLLGATE_PUBLIC_URL ? source.TOLLGATE_PUBLIC_URL.replace(/\/$/, '') : undefined,
     headersTimeoutMs: integer(source, 'TOLLGATE_HEADERS_TIMEOUT_MS', 20_000, 100, 600_000),
     shutdownGraceMs: integer(source, 'TOLLGATE_SHUTDOWN_GRACE_MS', 30_000, 0, 3_600_000),
+    streamLeaseMs: integer(source, 'TOLLGATE_STREAM_LEASE_MS', 20_000, 300, 30_000),
     providerBaseUrls: Object.freeze(providerBaseUrls),
   });
 }

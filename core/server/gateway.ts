@@ -132,10 +132,23 @@ class PluginRegistrations implements PluginHost {
   rateLimitStore: RateLimitStore | undefined;
   challengeStore: ChallengeStore | undefined;
 
+  /** Dependency → up, as last reported (`tollgate_dependency_up`). */
+  readonly dependencyStates = new Map<string, boolean>();
+
   constructor(
     readonly settings: Readonly<Record<string, string | undefined>>,
     readonly production: boolean,
+    private readonly logger?: Logger,
   ) {}
+
+  /** One log line per change of state: `warn` when it goes down (with the cause, no stack), `info` when it is back. */
+  reportDependencyState(name: string, up: boolean, detail?: string): void {
+    if (this.dependencyStates.get(name) === up) return;
+    const known = this.dependencyStates.has(name);
+    this.dependencyStates.set(name, up);
+    if (up) this.logger?.info({ dependency: name }, known ? `${name} is reachable again` : `${name} is reachable`);
+    else this.logger?.warn({ dependency: name, cause: detail }, `${name} is unreachable`);
+  }
 
   registerProvider(manifest: ProviderManifest): void {
     this.providers.push(manifest);
@@ -183,6 +196,7 @@ export async function createGatewayCore(options: GatewayOptions = {}): Promise<G
   const plugins = new PluginRegistrations(
     Object.freeze(Object.fromEntries(Object.entries(environment).filter(([name]) => name.startsWith('TOLLGATE_') && !name.startsWith('TOLLGATE_MASTER_KEY')))),
     configuration.production,
+    logger,
   );
   const loadedPlugins = [
     ...discoverPluginFolders(BUILT_IN_PLUGINS_DIRECTORY),

@@ -51,6 +51,27 @@ describe('GCRA in-process rate-limit store', () => {
   });
 });
 
+describe('open-request slots as leases (in-process store)', () => {
+  it('frees a holder that stopped renewing after its lease, and refused attempts extend nothing', () => {
+    const store = new MemoryRateLimitStore();
+    const t = 1_000_000;
+    expect(store.acquireSlot('{app}s', 2, 1000, 'a', t)).to.equal(true);
+    expect(store.acquireSlot('{app}s', 2, 1000, 'b', t)).to.equal(true);
+    // Refused attempts while both leases run: none of them moves an expiry.
+    for (let step = 0; step < 9; step += 1) expect(store.acquireSlot('{app}s', 2, 1000, `x${step}`, t + step * 100)).to.equal(false);
+    // 'a' renews (its request still runs), 'b' does not (its node crashed).
+    store.renewSlot('{app}s', 'a', 1000, t + 900);
+    expect(store.acquireSlot('{app}s', 2, 1000, 'c', t + 1000)).to.equal(true);
+    expect(store.acquireSlot('{app}s', 2, 1000, 'd', t + 1000)).to.equal(false);
+    // An expired lease is not brought back by a late renewal.
+    store.renewSlot('{app}s', 'b', 1000, t + 1001);
+    store.releaseSlot('{app}s', 'a');
+    expect(store.acquireSlot('{app}s', 2, 1000, 'e', t + 1002)).to.equal(true);
+    expect(store.acquireSlot('{app}s', 2, 1000, 'f', t + 1002)).to.equal(false);
+    store.close();
+  });
+});
+
 describe('secret encryption at rest (AES-256-GCM)', () => {
   const cipher = new SecretCipher(randomBytes(32));
 
