@@ -139,6 +139,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   constructor(
     private readonly redis: RedisClient,
     private readonly prefix = 'tollgate:rl:',
+    private readonly onClose: () => void = () => undefined,
   ) {
     redis.defineCommand('tollgateGcra', { lua: GCRA_SCRIPT });
     redis.defineCommand('tollgateAcquire', { lua: ACQUIRE_SCRIPT, numberOfKeys: 1 });
@@ -179,6 +180,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   async close(): Promise<void> {
+    this.onClose();
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
 }
@@ -214,8 +216,9 @@ export const tollgatePlugin: TollgatePlugin = {
     // One line per change of state (up, down), not one per failed command: the host logs it and exports the gauge.
     let up: boolean | undefined;
     let lastError = '';
+    let closing = false;
     const report = (state: boolean) => {
-      if (state === up) return;
+      if (state === up || closing) return;
       up = state;
       host.reportDependencyState?.('redis', state, state ? undefined : lastError || 'connection closed');
     };
@@ -231,7 +234,7 @@ export const tollgatePlugin: TollgatePlugin = {
     // Redis is down at boot the node starts anyway, reports not ready, and refuses limited requests until it is back.
     await Promise.all([limits, challenges].map((client) => waitForReady(client, 5000)));
     if (limits.status !== 'ready') report(false);
-    host.replaceRateLimitStore(new RedisRateLimitStore(limits));
+    host.replaceRateLimitStore(new RedisRateLimitStore(limits, undefined, () => (closing = true)));
     host.replaceChallengeStore(new RedisChallengeStore(challenges));
     host.registerReadinessCheck('redis', async () => {
       if ((await limits.ping()) !== 'PONG') throw new Error('redis did not answer PONG');

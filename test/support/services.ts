@@ -130,6 +130,70 @@ export async function startRedis(): Promise<RunningRedis> {
   };
 }
 
+export interface RunningRedisCluster {
+  /** `redis-cluster://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3` (TOLLGATE_REDIS_URL). */
+  readonly url: string;
+  readonly ports: readonly number[];
+  stop(): void;
+}
+
+/** A free port whose cluster-bus port (port + 10000) is free too. */
+async function freeClusterPort(taken: Set<number>): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    if (port > 55_000 || taken.has(port)) continue;
+    const bus = net.createServer();
+    const busFree = await new Promise<boolean>((resolve) => {
+      bus.once('error', () => resolve(false));
+      bus.listen(port + 10_000, '127.0.0.1', () => resolve(true));
+    });
+    if (busFree) await new Promise<void>((resolve) => bus.close(() => resolve()));
+    if (busFree) return port;
+  }
+}
+
+/**
+ * Starts a throwaway Redis Cluster of `masters` masters without replicas on loopback (`redis-server --cluster-enabled
+ * yes`, joined with `redis-cli --cluster create`), and waits until every slot is served (`cluster_state:ok`).
+ */
+export async function startRedisCluster(masters = 3): Promise<RunningRedisCluster> {
+  if (!commandExists('redis-server') || !commandExists('redis-cli')) throw new ServiceUnavailable('redis-server and redis-cli are not installed: apt-get install redis-server');
+  const directory = mkdtempSync(path.join(os.tmpdir(), 'tollgate-redis-cluster-'));
+  const taken = new Set<number>();
+  const ports: number[] = [];
+  for (let index = 0; index < masters; index += 1) {
+    const port = await freeClusterPort(taken);
+    taken.add(port);
+    ports.push(port);
+  }
+  const children = ports.map((port) =>
+    spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '5000', '--save', '', '--appendonly', 'no', '--dir', directory],
+      { stdio: 'ignore' },
+    ),
+  );
+  const stop = () => {
+    for (const child of children) child.kill('SIGKILL');
+    rmSync(directory, { recursive: true, force: true });
+  };
+  try {
+    for (const port of ports) await waitForPort(port, 10_000);
+    execFileSync('redis-cli', ['--cluster', 'create', ...ports.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', '0', '--cluster-yes'], { stdio: 'pipe', timeout: 30_000 });
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const states = ports.map((port) => execFileSync('redis-cli', ['-p', String(port), 'cluster', 'info'], { encoding: 'utf8' }));
+      if (states.every((info) => info.includes('cluster_state:ok'))) break;
+      if (Date.now() > deadline) throw new Error(`the Redis Cluster did not become ready: ${states.join(' | ')}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  } catch (error) {
+    stop();
+    throw error;
+  }
+  return { url: `redis-cluster://${ports.map((port) => `127.0.0.1:${port}`).join(',')}`, ports, stop };
+}
+
 /**
  * Runs `start` for a mocha suite: with CI=true a missing service fails the suite; elsewhere it is skipped, naming why.
  */
