@@ -77,7 +77,7 @@ export interface AdminRoute {
   readonly query?: readonly QueryParameter[];
   readonly status?: number;
   readonly response: { readonly schema: string; readonly description: string; readonly array?: boolean };
-  /** Written to the audit log after the route succeeds, with the actor: what was done to what (never a secret value). */
+  /** Written to the audit log in the change's own transaction, with the actor: what was done to what (never a secret value). */
   readonly audit?: {
     readonly action: string;
     target(context: RouteContext, result: AuditedResult): string | undefined;
@@ -455,17 +455,17 @@ export function createAdminRouter(deps: AdminApiDependencies): Router {
         }
         const body = route.body && request.body === undefined ? {} : request.body;
         const context: RouteContext = { params: request.params as Record<string, string>, query: request.query as Record<string, unknown>, body, actor, request, response };
-        const result = await route.handle(context);
-        if (route.audit) {
-          const audited = (result ?? {}) as AuditedResult;
-          await new AuditRepository(deps.database).append({
-            actor: actor?.name ?? 'anonymous',
-            action: `admin.${route.audit.action}`,
-            target: route.audit.target(context, audited) ?? null,
-            details: route.audit.details?.(context, audited) ?? null,
-            createdAt: deps.clock(),
-          });
-        }
+        // The change and its audit entry are one transaction: an audit entry that cannot be written undoes the change.
+        const audit = route.audit;
+        const result = audit
+          ? await deps.management.audited(
+              (value) => {
+                const audited = (value ?? {}) as AuditedResult;
+                return { actor: actor?.name ?? 'anonymous', action: `admin.${audit.action}`, target: audit.target(context, audited) ?? null, details: audit.details?.(context, audited) ?? null };
+              },
+              () => route.handle(context),
+            )
+          : await route.handle(context);
         response.setHeader('Cache-Control', 'no-store');
         response.status(route.status ?? 200).json(result);
       } catch (error) {

@@ -60,7 +60,7 @@ import { DatabaseDeviceKeys } from '../storage/device-keys';
 import { openDatabase, migrate } from '../storage/database';
 import { SecretCipher } from '../storage/encryption';
 import { resolveMasterKey, type MasterKey } from '../storage/master-key';
-import { AppRepository, AuditRepository, DeviceRepository } from '../storage/repositories';
+import { AppRepository, DeviceRepository } from '../storage/repositories';
 import { authenticateAdminKey } from '../management/admin-auth';
 import { createMcpServer, type McpDependencies } from '../mcp/server';
 import { createAdminRouter } from '../admin/admin-routes';
@@ -254,14 +254,13 @@ export async function createGatewayCore(options: GatewayOptions = {}): Promise<G
 }
 
 /** What the MCP server needs, for the HTTP route and for `tollgate mcp` over stdio. */
-export function mcpDependencies(core: GatewayCore, actor: string, gatewayUrl: string, clock: () => number = Date.now): McpDependencies {
+export function mcpDependencies(core: GatewayCore, actor: string, gatewayUrl: string): McpDependencies {
   return {
     management: core.management,
     registry: core.registry,
     actor,
     gatewayUrl,
     version: TOLLGATE_VERSION,
-    audit: (entry) => new AuditRepository(core.database).append({ ...entry, createdAt: clock() }),
     appTokenHash: async (appId) => (await new AppRepository(core.database).findById(appId))?.tokenHash ?? null,
   };
 }
@@ -401,7 +400,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       sendGatewayError(response, requestIdOf(response), new GatewayError('invalidRequest', 'This MCP endpoint is stateless: use POST.', { status: 405, reason: 'mcp_method' }));
       return;
     }
-    const mcp = createMcpServer(mcpDependencies(core, admin.name, configuration.publicUrl ?? url, clock));
+    const mcp = createMcpServer(mcpDependencies(core, admin.name, configuration.publicUrl ?? url));
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     response.once('close', () => {
       void transport.close();
