@@ -35,6 +35,8 @@ export interface AdminApiDependencies {
   readonly gatewayUrl: () => string;
   /** Errors answered with 500 are logged here (never sent). */
   readonly onInternalError?: (error: unknown) => void;
+  /** Requests refused with 503 because a dependency could not answer (logged at warn, counted by cause). */
+  readonly onUnavailable?: (error: GatewayError) => void;
 }
 
 /** Who makes an admin request. */
@@ -488,6 +490,7 @@ export function createAdminRouter(deps: AdminApiDependencies): Router {
   router.use((error: unknown, request: Request, response: Response, _next: NextFunction) => {
     const gatewayError = toGatewayError(error);
     if (gatewayError.type === 'internalError') deps.onInternalError?.(error);
+    else if (gatewayError.type === 'serviceUnavailable') deps.onUnavailable?.(gatewayError);
     sendGatewayError(response, String(response.getHeader('Tollgate-Request-Id') ?? ''), gatewayError, request);
   });
   return router;

@@ -7,7 +7,7 @@
  * caller's suite is skipped with the reason printed, because the service is truly absent.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -65,7 +65,33 @@ export interface RunningPostgres {
   readonly url: string;
   /** A fresh, empty database on the same server. */
   createDatabase(name: string): string;
+  /** Freezes the whole server (SIGSTOP to the postmaster and every backend): it accepts TCP but never answers. */
+  freeze(): void;
+  /** Lets a frozen server run again (SIGCONT). */
+  thaw(): void;
   stop(): void;
+}
+
+/** The postmaster and all its descendants, read from /proc. */
+function processTree(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out: number[] = [];
+  const visit = (pid: number) => {
+    out.push(pid);
+    for (const child of children.get(pid) ?? []) visit(child);
+  };
+  visit(root);
+  return out;
 }
 
 /** Starts a throwaway PostgreSQL; throws `ServiceUnavailable` when the binaries are not installed. */
@@ -95,6 +121,14 @@ export async function startPostgres(): Promise<RunningPostgres> {
     createDatabase(name: string) {
       psql(`CREATE DATABASE "${name.replace(/"/g, '')}"`);
       return `postgres://tollgate@127.0.0.1:${port}/${name}`;
+    },
+    freeze() {
+      const postmaster = Number(readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      for (const pid of processTree(postmaster)) process.kill(pid, 'SIGSTOP');
+    },
+    thaw() {
+      const postmaster = Number(readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      for (const pid of processTree(postmaster)) process.kill(pid, 'SIGCONT');
     },
     stop() {
       try {
