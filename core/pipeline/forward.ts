@@ -130,7 +130,18 @@ export class ForwardStage implements PipelineStage {
       let connectTimer: NodeJS.Timeout | undefined;
       let idleTimer: NodeJS.Timeout | undefined;
       // A request queued behind a socket cap waits a bounded time, then gets a typed error.
-      const queueTimer = setTimeout(() => fail('queue-timeout'), this.configuration.upstreamQueueTimeoutMs);
+      // A request without a socket is not failed by destroy() until a socket frees up: take it out of the queue here.
+      const agent = target.protocol === 'https:' ? this.agents.https : this.agents.http;
+      const queueTimer = setTimeout(() => {
+        for (const [name, list] of Object.entries(agent.requests)) {
+          const index = list?.indexOf(proxyRequest as never) ?? -1;
+          if (index >= 0) list!.splice(index, 1);
+          // Node's agent expects no empty queue lists (it deletes them itself).
+          if (list?.length === 0) delete (agent.requests as Record<string, unknown>)[name];
+        }
+        proxyRequest.destroy();
+        settle(classifyUpstreamError(new UpstreamFailure('queue-timeout'), limit));
+      }, this.configuration.upstreamQueueTimeoutMs);
       proxyRequest.once('socket', (socket: Socket) => {
         clearTimeout(queueTimer);
         if (socket.connecting) {
