@@ -19,7 +19,8 @@ import { FakeUpstream, respondChunks } from '../support/fake-upstream';
 import { TestGateway } from '../support/gateway';
 import { rawRequest } from '../support/http';
 import { CLI, openStream, serveNode } from '../support/nodes';
-import { requireService, startPostgres, type RunningPostgres } from '../support/services';
+import { spawn } from 'node:child_process';
+import { requireService, startPostgres, startRedis, type RunningPostgres } from '../support/services';
 
 const CHAT = '/v1/proxy/openai/v1/chat/completions';
 
@@ -194,6 +195,65 @@ describe('a stream cut at the shutdown deadline', function () {
       }
     } finally {
       rmSync(gateway.dataDirectory, { recursive: true, force: true });
+      await upstream.close();
+    }
+  });
+});
+
+describe('Redis going away and coming back', function () {
+  this.timeout(60_000);
+
+  it('logs one line per state change, refuses at warn with the cause, and exports the state and refusals by cause', async function () {
+    const redis = await requireService(this, startRedis);
+    const port = new URL(redis.url).port;
+    const upstream = await FakeUpstream.start();
+    const gateway = await TestGateway.start({ upstreams: { openai: upstream.url }, env: { TOLLGATE_REDIS_URL: redis.url } });
+    let revived: ReturnType<typeof spawn> | undefined;
+    try {
+      const device = await gateway.provision({ openai: 'sk-redis-0123456789abcdef' });
+      expect((await rawRequest(gateway.url, { method: 'POST', path: CHAT, headers: device.headers, body: '{}' })).status).to.equal(200);
+      redis.stop();
+      const statuses: number[] = [];
+      for (let attempt = 0; attempt < 50 && statuses.filter((status) => status === 503).length < 3; attempt += 1) {
+        const response = await rawRequest(gateway.url, { method: 'POST', path: CHAT, headers: device.headers, body: '{}' });
+        statuses.push(response.status);
+        if (response.status === 503) expect(response.json<{ error: { reason: string } }>().error.reason).to.equal('rate_limit_store_unavailable');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(statuses.filter((status) => status === 503)).to.have.length(3);
+      const down = await (await fetch(`${gateway.url}/metrics`)).text();
+      expect(down).to.include('tollgate_dependency_up{dependency="redis"} 0');
+      expect(down).to.match(/tollgate_dependency_refusals_total\{cause="rate_limit_store_unavailable"\} [3-9]/);
+      expect(down).to.not.match(/error="internalError"/);
+
+      // Redis comes back on the same port: the node reconnects by itself.
+      revived = spawn('redis-server', ['--port', port, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+      let status = 0;
+      for (let attempt = 0; attempt < 200 && status !== 200; attempt += 1) {
+        status = (await rawRequest(gateway.url, { method: 'POST', path: CHAT, headers: device.headers, body: '{}' })).status;
+        if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(status).to.equal(200);
+      const up = await (await fetch(`${gateway.url}/metrics`)).text();
+      expect(up).to.include('tollgate_dependency_up{dependency="redis"} 1');
+
+      const lines = gateway.logs.map((line) => JSON.parse(line) as { level: number; msg: string; err?: unknown; cause?: string; reason?: string });
+      const changes = lines.filter((line) => /^redis is (un)?reachable/.test(line.msg)).map((line) => [line.level, line.msg]);
+      expect(changes).to.deep.equal([
+        [30, 'redis is reachable'],
+        [40, 'redis is unreachable'],
+        [30, 'redis is reachable again'],
+      ]);
+      const refusals = lines.filter((line) => line.reason === 'rate_limit_store_unavailable' && line.msg.startsWith('request refused'));
+      expect(refusals.length).to.be.at.least(3);
+      for (const line of refusals) {
+        expect(line.level).to.equal(40);
+        expect(line.err).to.equal(undefined);
+        expect(line.cause).to.be.a('string').and.not.equal('');
+      }
+    } finally {
+      revived?.kill('SIGKILL');
+      await gateway.close();
       await upstream.close();
     }
   });
