@@ -11,15 +11,22 @@ const POSTGRES_UNAVAILABLE = /^(08|57P0)|^57014$|^53300$/;
 /** SQLite: the file is locked by another connection past the busy timeout. */
 const SQLITE_BUSY = new Set(['SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_IOERR', 'SQLITE_FULL', 'SQLITE_CANTOPEN']);
 
-/** True when `error` says the database is unreachable, too slow (a bounded wait ran out) or busy. */
+/**
+ * True when `error` says the database is unreachable, too slow (a bounded wait ran out) or busy. Only signatures of the
+ * database drivers count (knex's pool timeout, PostgreSQL SQLSTATEs and pg's connection messages, SQLite result codes),
+ * plus a bare socket error of a connection attempt (what pg rejects with when the server refuses the connection); an
+ * error that merely wraps a socket error (an outbound fetch) is not the database's.
+ */
 export function isDatabaseUnavailable(error: unknown): boolean {
+  const top = error as { code?: unknown; syscall?: unknown } | undefined;
+  if (top && typeof top.code === 'string' && CONNECTION_CODES.has(top.code) && typeof top.syscall === 'string') return true;
   for (let current = error, depth = 0; current && depth < 5; current = (current as { cause?: unknown }).cause, depth += 1) {
-    const candidate = current as { name?: string; code?: unknown; message?: unknown };
+    const candidate = current as { name?: string; code?: unknown; message?: unknown; severity?: unknown };
     if (candidate.name === 'KnexTimeoutError') return true;
     const code = typeof candidate.code === 'string' ? candidate.code : '';
-    if (CONNECTION_CODES.has(code) || POSTGRES_UNAVAILABLE.test(code) || SQLITE_BUSY.has(code)) return true;
+    if ((typeof candidate.severity === 'string' && POSTGRES_UNAVAILABLE.test(code)) || SQLITE_BUSY.has(code)) return true;
     const message = typeof candidate.message === 'string' ? candidate.message : '';
-    if (/Query read timeout|Connection terminated|timeout exceeded when trying to connect|Connection ended unexpectedly|connect ECONNREFUSED|Client has encountered a connection error/i.test(message)) return true;
+    if (/Query read timeout|Connection terminated|timeout exceeded when trying to connect|Connection ended unexpectedly|Client has encountered a connection error/i.test(message)) return true;
   }
   return false;
 }

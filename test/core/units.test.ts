@@ -9,6 +9,7 @@ import { redactUrl } from '../../core/security/redact';
 import { generateToken, hashToken, isWellFormedToken } from '../../core/security/tokens';
 import { SecretCipher } from '../../core/storage/encryption';
 import { MemoryRateLimitStore } from '../../core/stores/memory-rate-limit-store';
+import { toGatewayError } from '../../core/routes/errors';
 import { BUILT_IN_PROVIDERS_DIRECTORY } from '../../core/server/plugin-loader';
 import { TestGateway } from '../support/gateway';
 
@@ -69,6 +70,30 @@ describe('open-request slots as leases (in-process store)', () => {
     expect(store.acquireSlot('{app}s', 2, 1000, 'e', t + 1002)).to.equal(true);
     expect(store.acquireSlot('{app}s', 2, 1000, 'f', t + 1002)).to.equal(false);
     store.close();
+  });
+});
+
+describe('database outages are told apart from gateway faults', () => {
+  it('types driver timeouts, refused connections and server shutdowns as database_unavailable, and nothing else', () => {
+    const unavailable = [
+      Object.assign(new Error('Knex: Timeout acquiring a connection. The pool is probably full.'), { name: 'KnexTimeoutError' }),
+      new Error('Query read timeout'),
+      Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED', syscall: 'connect' }),
+      Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01', severity: 'FATAL' }),
+      Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014', severity: 'ERROR' }),
+      Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }),
+    ];
+    for (const error of unavailable) {
+      const mapped = toGatewayError(error);
+      expect([mapped.type, mapped.status, mapped.reason], error.message).to.deep.equal(['serviceUnavailable', 503, 'database_unavailable']);
+      expect(mapped.retryAfterSeconds).to.be.greaterThan(0);
+    }
+    const faults = [
+      new TypeError('Cannot read properties of undefined'),
+      Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED', syscall: 'connect' }) }),
+      Object.assign(new Error('duplicate key value violates unique constraint'), { code: '23505', severity: 'ERROR' }),
+    ];
+    for (const error of faults) expect(toGatewayError(error).reason, error.message).to.equal('internal');
   });
 });
 
