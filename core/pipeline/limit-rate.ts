@@ -115,15 +115,24 @@ export class LimitRateStage implements PipelineStage {
       if (!acquired) {
         throw new GatewayError('rateLimited', `Too many open requests from this device (at most ${limit} at once).`, { retryAfterSeconds: 1, reason: 'rate_limited_concurrent' });
       }
-      // A failed renewal is retried at the next tick; the lease outlives two missed renewals.
+      const response = context.response;
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        clearInterval(renewal);
+        Promise.resolve(this.store.releaseSlot(key, holder)).catch(() => undefined);
+      };
+      // A failed renewal is retried at the next tick; the lease outlives two missed renewals. A response already gone
+      // (its 'close' missed) is never renewed: its slot is given back.
       const renewal = setInterval(() => {
+        if (response.destroyed || response.writableFinished) return release();
         Promise.resolve(this.store.renewSlot(key, holder, leaseMs)).catch(() => undefined);
       }, Math.max(100, Math.floor(leaseMs / 3)));
       renewal.unref();
-      context.response.once('close', () => {
-        clearInterval(renewal);
-        Promise.resolve(this.store.releaseSlot(key, holder)).catch(() => undefined);
-      });
+      response.once('close', release);
+      // The client may have gone while the slot was being taken: its 'close' has fired already.
+      if (response.destroyed) release();
     };
     let acquired: boolean | Promise<boolean>;
     try {
