@@ -17,6 +17,7 @@ import { createGatewayCore } from '../../core/server/gateway';
 import { FakeUpstream, respondChunks } from '../support/fake-upstream';
 import { rawRequest } from '../support/http';
 import { openStream, serveNode } from '../support/nodes';
+import { RedisRateLimitStore } from '../../plugins/store-redis';
 import { requireService, startPostgres, startRedis, startRedisCluster, type RunningPostgres } from '../support/services';
 
 const CHAT = '/v1/proxy/openai/v1/chat/completions';
@@ -133,6 +134,34 @@ describe('open-request slots are leases: a crashed node does not lock a device o
     const fourth = await rawRequest(fleet.urls[1], { method: 'POST', path: CHAT, headers, body: '{}' });
     expect(fourth.status).to.equal(429);
     for (const stream of [admitted, ...more]) stream.close();
+  });
+
+  it('in Redis, refused attempts extend nothing: a holder that stops renewing is gone one lease later however often others retry', async () => {
+    const store = new RedisRateLimitStore(new Redis(redis.url));
+    try {
+      const key = '{app_test}\u0000s\u0000retry-device';
+      expect(await store.acquireSlot(key, 2, 1000, 'crashed-1')).to.equal(true);
+      expect(await store.acquireSlot(key, 2, 1000, 'alive')).to.equal(true);
+      // 'alive' keeps renewing; 'crashed-1' does not; a third party retries all the while and is refused.
+      let admitted = false;
+      for (let attempt = 0; attempt < 60 && !admitted; attempt += 1) {
+        await store.renewSlot(key, 'alive', 1000);
+        admitted = await store.acquireSlot(key, 2, 1000, `retry-${attempt}`);
+        if (!admitted) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(admitted).to.equal(true);
+      // The renewed holder kept its slot: the set is full again.
+      expect(await store.acquireSlot(key, 2, 1000, 'one-more')).to.equal(false);
+      // A lapsed lease is not revived by a late renewal.
+      await store.renewSlot(key, 'crashed-1', 1000);
+      const probe = new Redis(redis.url);
+      const members = await probe.zrange(`tollgate:rl:slot:${key}`, 0, -1);
+      probe.disconnect();
+      expect(members).to.not.include('crashed-1');
+      expect(members).to.include('alive');
+    } finally {
+      await store.close();
+    }
   });
 
   it('a slot given back at the end of a response is free at once on the other node', async () => {
