@@ -5,6 +5,7 @@
  * on stderr and exits non-zero (1 for a refused operation, 2 for a usage error).
  */
 import 'reflect-metadata';
+import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { createInterface } from 'node:readline';
 import pino from 'pino';
@@ -393,6 +394,25 @@ async function withCore(work: (core: GatewayCore) => Promise<unknown>): Promise<
   }
 }
 
+/** The audit-log actor of a CLI change: `cli:<operating-system user>`. */
+function cliActor(): string {
+  try {
+    return `cli:${os.userInfo().username}`;
+  } catch {
+    return `cli:uid-${process.getuid?.() ?? 'unknown'}`;
+  }
+}
+
+/**
+ * A changing command: the change and its audit entry (`cli.<action>`, actor `cli:<user>`) are one transaction, as for
+ * the admin API (ManagementService.audited).
+ */
+function change<T>(action: string, target: (result: NoInfer<T>) => string | null, work: (core: GatewayCore) => Promise<T>, details?: (result: NoInfer<T>) => Record<string, unknown>): Promise<void> {
+  return withCore((core) =>
+    core.management.audited((result: T) => ({ actor: cliActor(), action: `cli.${action}`, target: target(result), details: details?.(result) ?? null }), () => work(core)),
+  );
+}
+
 /** `--allow-development-attestation` is a flag on create and takes true|false on update: a bare flag means true. */
 function normalizeFlags(argv: string[]): string[] {
   const out: string[] = [];
@@ -417,7 +437,7 @@ async function main(argv: string[]): Promise<void> {
     case 'migrate':
       return withCore(async (core) => ({ migrated: true, storage: describeDatabase(core.configuration) }));
     case 'apps create':
-      return withCore((core) =>
+      return change('app.create', (app) => app.id, (core: GatewayCore) =>
         core.management.createApp(
           defined({
             name: required(options, 'name'),
@@ -433,9 +453,10 @@ async function main(argv: string[]): Promise<void> {
             maxConcurrentStreamsPerDevice: integerOption(options, 'max-streams'),
           }),
         ),
+        (app) => ({ name: app.name }),
       );
     case 'apps update':
-      return withCore(async (core) =>
+      return change('app.update', (app) => app.id, async (core: GatewayCore) =>
         core.management.updateApp(
           required(options, 'app'),
           defined({
@@ -469,54 +490,54 @@ async function main(argv: string[]): Promise<void> {
     case 'apps get':
       return withCore((core) => core.management.getApp(required(options, 'app')));
     case 'apps rotate-token':
-      return withCore((core) => core.management.rotateAppToken(required(options, 'app'), integerOption(options, 'grace')));
+      return change('app.rotate_token', (result) => result.id, (core: GatewayCore) => core.management.rotateAppToken(required(options, 'app'), integerOption(options, 'grace')));
     case 'apps disable':
-      return withCore((core) => core.management.setAppStatus(required(options, 'app'), 'disabled'));
+      return change('app.disable', (app) => app.id, (core: GatewayCore) => core.management.setAppStatus(required(options, 'app'), 'disabled'));
     case 'apps enable':
-      return withCore((core) => core.management.setAppStatus(required(options, 'app'), 'active'));
+      return change('app.enable', (app) => app.id, (core: GatewayCore) => core.management.setAppStatus(required(options, 'app'), 'active'));
     case 'apps delete':
-      return withCore((core) => core.management.deleteApp(required(options, 'app')));
+      return change('app.delete', (result) => result.id, (core: GatewayCore) => core.management.deleteApp(required(options, 'app')));
     case 'secrets set': {
       const appId = required(options, 'app');
       const provider = required(options, 'provider');
       const value = await readSecretFromStdin();
       if (!value) throw new UsageError('no secret value on stdin (e.g. `tollgate secrets set --app ID --provider openai < key.txt`)');
-      return withCore((core) => core.management.setSecret(defined({ appId, provider, value, baseUrl: options['base-url'] })));
+      return change('secret.set', () => `${appId}/${provider}`, (core: GatewayCore) => core.management.setSecret(defined({ appId, provider, value, baseUrl: options['base-url'] })), (secret) => ({ masked: secret.masked }));
     }
     case 'secrets list':
       return withCore(async (core) => ({ secrets: await core.management.listSecrets(required(options, 'app')) }));
     case 'secrets delete':
-      return withCore((core) => core.management.deleteSecret(required(options, 'app'), required(options, 'provider')));
+      return change('secret.delete', (result) => `${result.appId}/${result.provider}`, (core: GatewayCore) => core.management.deleteSecret(required(options, 'app'), required(options, 'provider')));
     case 'attestation-secrets set': {
       const appId = required(options, 'app');
       const name = required(options, 'name');
       const value = await readSecretFromStdin();
       if (!value) throw new UsageError('no value on stdin (e.g. `tollgate attestation-secrets set --app ID --name play-integrity-service-account < key.json`)');
-      return withCore((core) => core.management.setAttestationSecret(appId, name, { value }));
+      return change('attestation_secret.set', () => `${appId}/${name}`, (core: GatewayCore) => core.management.setAttestationSecret(appId, name, { value }));
     }
     case 'attestation-secrets list':
       return withCore(async (core) => ({ attestationSecrets: await core.management.listAttestationSecrets(required(options, 'app')) }));
     case 'dev-tokens create':
-      return withCore((core) => core.management.createDevelopmentToken(required(options, 'app'), options.label));
+      return change('development_token.create', (token) => `${token.appId}/${token.id}`, (core: GatewayCore) => core.management.createDevelopmentToken(required(options, 'app'), options.label));
     case 'devices list':
       return withCore(async (core) => ({ devices: await core.management.listDevices(required(options, 'app')) }));
     case 'devices revoke':
-      return withCore((core) => core.management.revokeDevice(required(options, 'app'), required(options, 'device')));
+      return change('device.revoke', (result) => `${result.appId}/${result.deviceId}`, (core: GatewayCore) => core.management.revokeDevice(required(options, 'app'), required(options, 'device')));
     case 'devices revoke-all':
-      return withCore((core) => core.management.revokeAllDevices(required(options, 'app')));
+      return change('device.revoke_all', (result) => result.appId, (core: GatewayCore) => core.management.revokeAllDevices(required(options, 'app')));
     case 'dashboard-users create':
     case 'dashboard-users set-password': {
       const username = required(options, 'username');
       const input = validateInput(SignInInput, { username, password: await readSecretFromStdin() });
       if (input.password.length < 12) throw new UsageError('the password (on stdin) must be at least 12 characters');
-      return withCore(async (core) => {
+      return change(`dashboard_user.${subcommand === 'create' ? 'create' : 'set_password'}`, () => input.username, async (core: GatewayCore) => {
         const auth = new DashboardAuth(core.database);
         const user = subcommand === 'create' ? await auth.createUser(input.username, input.password) : await auth.setPassword(input.username, input.password);
         return { ...user, ...(subcommand === 'set-password' ? { sessionsEnded: true } : {}) };
       });
     }
     case 'admin-keys create':
-      return withCore((core) => core.management.createAdminKey({ name: required(options, 'name') }));
+      return change('admin_key.create', (key) => key.id, (core: GatewayCore) => core.management.createAdminKey({ name: required(options, 'name') }), (key) => ({ name: key.name }));
     case 'providers list':
       return withCore(async (core) => ({
         providers: core.registry.list().map(({ manifest, baseUrl }) => ({
@@ -535,7 +556,7 @@ async function main(argv: string[]): Promise<void> {
     case 'attest verify-assertion':
       return attestVerifyAssertion(options);
     case 'signing-keys rotate':
-      return withCore(async (core) => {
+      return change('signing_key.rotate', (result) => result.kid, async (core: GatewayCore) => {
         const service = new DeviceTokenService(core.database, core.cipher);
         await service.initialize();
         return { kid: await service.rotate() };

@@ -35,6 +35,8 @@ export interface AdminApiDependencies {
   readonly gatewayUrl: () => string;
   /** Errors answered with 500 are logged here (never sent). */
   readonly onInternalError?: (error: unknown) => void;
+  /** Requests refused with 503 because a dependency could not answer (logged at warn, counted by cause). */
+  readonly onUnavailable?: (error: GatewayError) => void;
 }
 
 /** Who makes an admin request. */
@@ -78,7 +80,7 @@ export interface AdminRoute {
   readonly status?: number;
   /** `csv`: the handler returns CSV text, sent as `text/csv` (an export); otherwise JSON of `schema`. */
   readonly response: { readonly schema: string; readonly description: string; readonly array?: boolean; readonly csv?: boolean };
-  /** Written to the audit log after the route succeeds, with the actor: what was done to what (never a secret value). */
+  /** Written to the audit log in the change's own transaction, with the actor: what was done to what (never a secret value). */
   readonly audit?: {
     readonly action: string;
     target(context: RouteContext, result: AuditedResult): string | undefined;
@@ -500,7 +502,7 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
  */
 async function limitSignIn(deps: AdminApiDependencies, request: Request): Promise<void> {
   const address = request.socket.remoteAddress ?? 'unknown';
-  const results = await deps.rateLimits.consume([{ policy: 'signin-address', key: `signin:a:${address}`, limit: 30, windowSeconds: 300 }], deps.clock());
+  const results = await deps.rateLimits.consume([{ policy: 'signin-address', key: `{signin}:a:${address}`, limit: 30, windowSeconds: 300 }], deps.clock());
   const refused = results.find((result) => !result.allowed);
   if (refused) {
     const seconds = Math.max(1, Math.ceil(refused.retryAfterSeconds));
@@ -568,17 +570,17 @@ export function createAdminRouter(deps: AdminApiDependencies): Router {
         }
         const body = route.body && request.body === undefined ? {} : request.body;
         const context: RouteContext = { params: request.params as Record<string, string>, query: request.query as Record<string, unknown>, body, actor, request, response };
-        const result = await route.handle(context);
-        if (route.audit) {
-          const audited = (result ?? {}) as AuditedResult;
-          await new AuditRepository(deps.database).append({
-            actor: actor?.name ?? 'anonymous',
-            action: `admin.${route.audit.action}`,
-            target: route.audit.target(context, audited) ?? null,
-            details: route.audit.details?.(context, audited) ?? null,
-            createdAt: deps.clock(),
-          });
-        }
+        // The change and its audit entry are one transaction: an audit entry that cannot be written undoes the change.
+        const audit = route.audit;
+        const result = audit
+          ? await deps.management.audited(
+              (value) => {
+                const audited = (value ?? {}) as AuditedResult;
+                return { actor: actor?.name ?? 'anonymous', action: `admin.${audit.action}`, target: audit.target(context, audited) ?? null, details: audit.details?.(context, audited) ?? null };
+              },
+              () => route.handle(context),
+            )
+          : await route.handle(context);
         response.setHeader('Cache-Control', 'no-store');
         if (route.response.csv) {
           response.setHeader('Content-Disposition', 'attachment; filename="tollgate-requests.csv"');
@@ -606,6 +608,7 @@ export function createAdminRouter(deps: AdminApiDependencies): Router {
   router.use((error: unknown, request: Request, response: Response, _next: NextFunction) => {
     const gatewayError = toGatewayError(error);
     if (gatewayError.type === 'internalError') deps.onInternalError?.(error);
+    else if (gatewayError.type === 'serviceUnavailable') deps.onUnavailable?.(gatewayError);
     sendGatewayError(response, String(response.getHeader('Tollgate-Request-Id') ?? ''), gatewayError, request);
   });
   return router;

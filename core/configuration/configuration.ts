@@ -37,7 +37,10 @@ export interface Configuration {
   readonly upstreamConnectTimeoutMs: number;
   /** `TOLLGATE_UPSTREAM_TIMEOUT_MS`, default 120 000: from sending the request to the first response byte. */
   readonly upstreamFirstByteTimeoutMs: number;
-  /** `TOLLGATE_UPSTREAM_MAX_SOCKETS`, default 2048: open connections per upstream host before requests queue. */
+  /**
+   * `TOLLGATE_UPSTREAM_MAX_SOCKETS`, default 0 (no cap): open connections per upstream host before requests queue (each
+   * queued request waits at most `TOLLGATE_UPSTREAM_QUEUE_TIMEOUT_MS`).
+   */
   readonly upstreamMaxSockets: number;
   /** `TOLLGATE_CHANGE_POLL_MS`, default 1000: how often caches look for changes made by other processes. */
   readonly changePollMs: number;
@@ -49,6 +52,24 @@ export interface Configuration {
   readonly headersTimeoutMs: number;
   /** `TOLLGATE_SHUTDOWN_GRACE_MS`, default 30 000: how long in-flight streams may finish on SIGTERM. */
   readonly shutdownGraceMs: number;
+  /**
+   * `TOLLGATE_STREAM_LEASE_MS`, default 20 000 (300 to 30 000): the lease on an open-request slot, renewed every third
+   * of it while the request runs. A crashed node's slots free themselves within one lease.
+   */
+  readonly streamLeaseMs: number;
+  /** `TOLLGATE_DATABASE_ACQUIRE_TIMEOUT_MS`, default 5000: longest wait for a PostgreSQL connection (pool or new). */
+  readonly databaseAcquireTimeoutMs: number;
+  /**
+   * `TOLLGATE_DATABASE_QUERY_TIMEOUT_MS`, default 15 000: longest PostgreSQL statement (server-side `statement_timeout`
+   * and client-side `query_timeout`, so a frozen server cannot hold a request either). 0 turns both off.
+   */
+  readonly databaseQueryTimeoutMs: number;
+  /** `TOLLGATE_READINESS_TIMEOUT_MS`, default 2000: each `/readyz` check that has not answered by then is `failing`. */
+  readonly readinessTimeoutMs: number;
+  /** `TOLLGATE_UPSTREAM_QUEUE_TIMEOUT_MS`, default 10 000: longest wait for a free upstream socket (with a socket cap set). */
+  readonly upstreamQueueTimeoutMs: number;
+  /** `TOLLGATE_UPSTREAM_IDLE_TIMEOUT_MS`, default 300 000: a started response that sends no byte for this long is cut. 0 turns it off. */
+  readonly upstreamIdleTimeoutMs: number;
   /** `TOLLGATE_PROVIDER_<SLUG>_BASE_URL` overrides, keyed by the upper-cased variable stem (`OPENAI`, `AZURE_OPENAI`). */
   readonly providerBaseUrls: Readonly<Record<string, string>>;
 }
@@ -125,12 +146,18 @@ export function loadConfiguration(env: Source = process.env, workingDirectory = 
     maxBodyBytes: integer(source, 'TOLLGATE_MAX_BODY_BYTES', 25 * 1024 * 1024, 1, 2 ** 40),
     upstreamConnectTimeoutMs: integer(source, 'TOLLGATE_UPSTREAM_CONNECT_TIMEOUT_MS', 10_000, 1, 600_000),
     upstreamFirstByteTimeoutMs: integer(source, 'TOLLGATE_UPSTREAM_TIMEOUT_MS', 120_000, 1, 3_600_000),
-    upstreamMaxSockets: integer(source, 'TOLLGATE_UPSTREAM_MAX_SOCKETS', 2048, 1, 1_000_000),
+    upstreamMaxSockets: integer(source, 'TOLLGATE_UPSTREAM_MAX_SOCKETS', 0, 0, 1_000_000),
     changePollMs: integer(source, 'TOLLGATE_CHANGE_POLL_MS', 1000, 10, 3_600_000),
     requestLogRetentionDays: integer(source, 'TOLLGATE_REQUEST_LOG_RETENTION_DAYS', 30, 7, 3650),
     publicUrl: source.TOLLGATE_PUBLIC_URL ? source.TOLLGATE_PUBLIC_URL.replace(/\/$/, '') : undefined,
     headersTimeoutMs: integer(source, 'TOLLGATE_HEADERS_TIMEOUT_MS', 20_000, 100, 600_000),
     shutdownGraceMs: integer(source, 'TOLLGATE_SHUTDOWN_GRACE_MS', 30_000, 0, 3_600_000),
+    databaseAcquireTimeoutMs: integer(source, 'TOLLGATE_DATABASE_ACQUIRE_TIMEOUT_MS', 5000, 100, 600_000),
+    databaseQueryTimeoutMs: integer(source, 'TOLLGATE_DATABASE_QUERY_TIMEOUT_MS', 15_000, 0, 3_600_000),
+    readinessTimeoutMs: integer(source, 'TOLLGATE_READINESS_TIMEOUT_MS', 2000, 50, 60_000),
+    upstreamQueueTimeoutMs: integer(source, 'TOLLGATE_UPSTREAM_QUEUE_TIMEOUT_MS', 10_000, 1, 600_000),
+    upstreamIdleTimeoutMs: integer(source, 'TOLLGATE_UPSTREAM_IDLE_TIMEOUT_MS', 300_000, 0, 3_600_000),
+    streamLeaseMs: integer(source, 'TOLLGATE_STREAM_LEASE_MS', 20_000, 300, 30_000),
     providerBaseUrls: Object.freeze(providerBaseUrls),
   });
 }

@@ -31,6 +31,11 @@ export interface PluginHost {
   replaceChallengeStore(store: ChallengeStore): void;
   /** Adds a check to `GET /readyz`: resolves when the dependency is reachable, rejects otherwise. */
   registerReadinessCheck(name: string, check: () => Promise<void>): void;
+  /**
+   * Reports that a shared dependency (e.g. `redis`) went up or down: call it on each change of state, not per command.
+   * The host logs one line per change and exports `tollgate_dependency_up{dependency}`.
+   */
+  reportDependencyState?(name: string, up: boolean, detail?: string): void;
 }
 
 /** The export an external plugin package provides. */

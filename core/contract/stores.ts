@@ -7,7 +7,10 @@
 export interface RateLimitRule {
   /** Name sent in the headers, e.g. `device`. */
   readonly policy: string;
-  /** Store key, unique per subject, e.g. `d:app_1:device-9`. */
+  /**
+   * Store key, unique per subject, e.g. `{app_1}:d:device-9`. Keys that one call names together start with the same
+   * `{…}` hash tag (Redis Cluster keeps them in one slot, so one script may touch them all).
+   */
   readonly key: string;
   readonly limit: number;
   readonly windowSeconds: number;
@@ -31,12 +34,16 @@ export interface RateLimitRuleResult {
 export interface RateLimitStore {
   consume(rules: readonly RateLimitRule[], nowMs: number): RateLimitRuleResult[] | Promise<RateLimitRuleResult[]>;
   /**
-   * Takes one of `limit` concurrent slots under `key` (open streams per device); false when all are taken. A slot not
-   * released within `ttlMs` (a crashed node) frees itself.
+   * Takes one of `limit` concurrent slots under `key` (open requests per device) for `holder`, leased for `leaseMs`;
+   * false when all are taken. Expired leases (a crashed node's) are pruned in the same atomic step, so they free
+   * themselves within `leaseMs`; a refused attempt changes nothing (it never extends another holder's lease).
+   * See docs/decisions/2026-11-24-stream-slot-leases.md.
    */
-  acquireSlot(key: string, limit: number, ttlMs: number): boolean | Promise<boolean>;
-  /** Gives a slot back. */
-  releaseSlot(key: string): void | Promise<void>;
+  acquireSlot(key: string, limit: number, leaseMs: number, holder: string): boolean | Promise<boolean>;
+  /** Extends `holder`'s lease to `leaseMs` from now (the request still runs); a lease already gone stays gone. */
+  renewSlot(key: string, holder: string, leaseMs: number): void | Promise<void>;
+  /** Gives `holder`'s slot back. */
+  releaseSlot(key: string, holder: string): void | Promise<void>;
   /** Releases resources (timers, connections). */
   close?(): void | Promise<void>;
 }

@@ -3,22 +3,26 @@
  * and bumps the change feed, so a half-done change is never visible and every gateway process picks it up.
  * No operation ever returns a secret value: secrets come back masked; issued tokens are shown once, at creation.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { isIP } from 'node:net';
 import type { Knex } from 'knex';
-import { DEFAULT_APP_SETTINGS, TollgateError, attestationSecretKey, attestationSecretName, maskSecret, type AppSettings } from '../contract';
+import { DEFAULT_APP_SETTINGS, GatewayError, TollgateError, attestationSecretKey, attestationSecretName, maskSecret, type AppSettings } from '../contract';
 import type { ProviderRegistry } from '../registry/provider-registry';
 import { hostMatches } from '../pipeline/proxy-path';
 import { generateId, generateToken, hashToken, isWellFormedToken, tokenHint } from '../security/tokens';
 import type { SecretCipher } from '../storage/encryption';
 import { secretAssociatedData } from '../storage/cached-directory';
+import { databaseUnavailable, isDatabaseUnavailable } from '../storage/database-errors';
 import {
   AppRepository,
+  AuditRepository,
   DeviceRepository,
   SecretRepository,
   TokenRepository,
   UsageRepository,
   bumpChangeSequence,
   type AppRow,
+  type AuditEntry,
   type DeviceRow,
   type SecretRow,
   type UsageSummary,
@@ -126,8 +130,19 @@ function isPrivateHost(hostname: string): boolean {
   return false;
 }
 
+/** The audit entry of a change, built from the change's result (ids, names, masked values; never a secret value). */
+export type AuditBuilder<T> = (result: T) => Omit<AuditEntry, 'createdAt'>;
+
+/** The audit write failed: the change was rolled back with it. */
+function auditFailed(cause: unknown): GatewayError {
+  if (isDatabaseUnavailable(cause)) return databaseUnavailable(cause);
+  return new GatewayError('internalError', 'The change was not made: its audit entry could not be written.', { reason: 'audit_write_failed', cause });
+}
+
 export class ManagementService {
   private readonly clock: () => number;
+  /** The audit entry owed by the change running in this async context (see {@link audited}). */
+  private readonly pendingAudit = new AsyncLocalStorage<{ build: AuditBuilder<unknown>; written: boolean }>();
 
   constructor(
     private readonly database: Knex,
@@ -138,10 +153,38 @@ export class ManagementService {
     this.clock = options.clock ?? Date.now;
   }
 
+  /**
+   * Runs `work` (one management call) so that the change it makes and its audit entry are one transaction: the entry
+   * is inserted in the change's transaction, and when it cannot be written the change is rolled back and the caller
+   * gets a typed error (`serviceUnavailable`/`database_unavailable` or `internalError`/`audit_write_failed`).
+   * A `work` that changes nothing through this service gets its entry written on its own afterwards.
+   */
+  async audited<T>(build: AuditBuilder<T>, work: () => Promise<T>): Promise<T> {
+    const scope = { build: build as AuditBuilder<unknown>, written: false };
+    const result = await this.pendingAudit.run(scope, work);
+    if (!scope.written) {
+      try {
+        await new AuditRepository(this.database).append({ ...build(result), createdAt: this.clock() });
+      } catch (error) {
+        throw auditFailed(error);
+      }
+    }
+    return result;
+  }
+
   private async write<T>(work: (transaction: Knex.Transaction) => Promise<T>): Promise<T> {
+    const audit = this.pendingAudit.getStore();
     const result = await this.database.transaction(async (transaction) => {
       const value = await work(transaction);
       await bumpChangeSequence(transaction);
+      if (audit && !audit.written) {
+        try {
+          await new AuditRepository(transaction).append({ ...audit.build(value), createdAt: this.clock() });
+        } catch (error) {
+          throw auditFailed(error);
+        }
+        audit.written = true;
+      }
       return value;
     });
     this.options.onChange?.();
@@ -185,8 +228,10 @@ export class ManagementService {
       createdAt: now,
       updatedAt: now,
     };
-    await this.write((transaction) => new AppRepository(transaction).insert(row));
-    return { ...appView(row, this.clock()), appToken };
+    return this.write(async (transaction) => {
+      await new AppRepository(transaction).insert(row);
+      return { ...appView(row, this.clock()), appToken };
+    });
   }
 
   async listApps(): Promise<AppView[]> {
@@ -381,7 +426,7 @@ export class ManagementService {
   async createDevelopmentToken(appId: string, label?: string): Promise<{ id: string; appId: string; developmentToken: string; allowed: boolean }> {
     const token = generateToken('development');
     const id = generateId('dtk');
-    const app = await this.write(async (transaction) => {
+    return this.write(async (transaction) => {
       const found = await this.requireApp(transaction, appId);
       await new TokenRepository(transaction).insertDevelopmentToken({
         id,
@@ -391,9 +436,8 @@ export class ManagementService {
         label: label ?? null,
         createdAt: this.clock(),
       });
-      return found;
+      return { id, appId, developmentToken: token, allowed: found.settings.allowDevelopmentAttestation };
     });
-    return { id, appId, developmentToken: token, allowed: app.settings.allowDevelopmentAttestation };
   }
 
   /** The app a development token belongs to, or null when unknown or revoked. */
@@ -408,10 +452,10 @@ export class ManagementService {
     const input = validateInput(NameInput, plain);
     const key = generateToken('admin');
     const id = generateId('adm');
-    await this.write((transaction) =>
-      new TokenRepository(transaction).insertAdminKey({ id, name: input.name, keyHash: hashToken(key), keyHint: tokenHint(key), createdAt: this.clock() }),
-    );
-    return { id, name: input.name, adminKey: key };
+    return this.write(async (transaction) => {
+      await new TokenRepository(transaction).insertAdminKey({ id, name: input.name, keyHash: hashToken(key), keyHint: tokenHint(key), createdAt: this.clock() });
+      return { id, name: input.name, adminKey: key };
+    });
   }
 
   async listAdminKeys(): Promise<Array<{ id: string; name: string; keyHint: string; createdAt: string; revokedAt: string | null }>> {

@@ -20,7 +20,6 @@ export interface McpDependencies {
   readonly registry: ProviderRegistry;
   /** Who is acting (the admin key's name), for the audit log. */
   readonly actor: string;
-  readonly audit: (entry: { actor: string; action: string; target: string | null; details: Record<string, unknown> | null }) => Promise<void>;
   /** The gateway's public base URL, embedded in generated code. */
   readonly gatewayUrl: string;
   /** The stored token hash of an app, to check a token passed to `generate_integration_code`. */
@@ -101,11 +100,8 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
     }
   };
   const audited = async (action: string, target: string | null, details: Record<string, unknown> | null, work: () => Promise<unknown>) =>
-    run(async () => {
-      const result = await work();
-      await dependencies.audit({ actor: dependencies.actor, action: `mcp.${action}`, target, details });
-      return result;
-    });
+    // The change and its audit entry are one transaction (ManagementService.audited).
+    run(() => management.audited(() => ({ actor: dependencies.actor, action: `mcp.${action}`, target, details }), work));
 
   const catalog = () =>
     registry.list().map(({ manifest }) => ({

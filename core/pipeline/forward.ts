@@ -22,7 +22,7 @@ import { CONFIGURATION, GatewayError, type PipelineStage, type ProxyContext } fr
 import type { Configuration } from '../configuration/configuration';
 import { scrubResponseHeaders } from './header-hygiene';
 
-type FailureKind = 'connect-timeout' | 'first-byte-timeout' | 'body-too-large';
+type FailureKind = 'connect-timeout' | 'first-byte-timeout' | 'body-too-large' | 'queue-timeout';
 
 class UpstreamFailure extends Error {
   constructor(readonly kind: FailureKind) {
@@ -37,9 +37,17 @@ export function classifyUpstreamError(error: unknown, limitBytes: number): Gatew
     if (error.kind === 'body-too-large') {
       return new GatewayError('invalidRequest', `The request body is larger than ${limitBytes} bytes.`, { status: 413, reason: 'body_too_large' });
     }
+    if (error.kind === 'queue-timeout') {
+      // The gateway's own pool cap, not the provider's fault.
+      return new GatewayError('serviceUnavailable', 'The gateway has no free connection to this provider right now. Retry shortly.', { retryAfterSeconds: 1, reason: 'upstream_pool_exhausted' });
+    }
     return new GatewayError('upstreamUnavailable', 'The provider could not be reached (connect timeout).', { reason: 'connect_timeout' });
   }
   const code = (error as NodeJS.ErrnoException | undefined)?.code ?? 'unknown';
+  if (code === 'EMFILE' || code === 'ENFILE') {
+    // Out of file descriptors is the gateway's own limit, not the provider's fault.
+    return new GatewayError('serviceUnavailable', 'The gateway cannot open more connections right now. Retry shortly.', { retryAfterSeconds: 1, reason: 'descriptors_exhausted' });
+  }
   return new GatewayError('upstreamUnavailable', 'The provider could not be reached.', { reason: `upstream_${code.toLowerCase()}` });
 }
 
@@ -61,9 +69,12 @@ export class ForwardStage implements PipelineStage {
   readonly agents: { http: http.Agent; https: https.Agent };
 
   constructor(@inject(CONFIGURATION) private readonly configuration: Configuration) {
-    // Keep-alive pools sized on purpose: a pool smaller than the number of concurrent streams silently queues requests
-    // (style.md, "Known traps"). `TOLLGATE_UPSTREAM_MAX_SOCKETS` per upstream host; `queuedRequests()` exposes the queue.
-    const poolOptions = { keepAlive: true, maxSockets: configuration.upstreamMaxSockets, maxFreeSockets: 256, scheduling: 'lifo' as const };
+    // Keep-alive pools without a socket cap by default: a cap smaller than the number of concurrent streams silently
+    // queues requests (style.md, "Known traps"). `TOLLGATE_UPSTREAM_MAX_SOCKETS` sets one per upstream host; a request
+    // then waits at most `TOLLGATE_UPSTREAM_QUEUE_TIMEOUT_MS` for a socket. `queuedRequests()` and `openSockets()` feed
+    // /metrics.
+    const maxSockets = configuration.upstreamMaxSockets > 0 ? configuration.upstreamMaxSockets : Infinity;
+    const poolOptions = { keepAlive: true, maxSockets, maxFreeSockets: 256, scheduling: 'lifo' as const };
     this.agents = { http: new http.Agent(poolOptions), https: new https.Agent(poolOptions) };
   }
 
@@ -72,6 +83,16 @@ export class ForwardStage implements PipelineStage {
     let queued = 0;
     for (const agent of [this.agents.http, this.agents.https]) for (const list of Object.values(agent.requests)) queued += list?.length ?? 0;
     return queued;
+  }
+
+  /** Open sockets to providers, in use and idle. */
+  openSockets(): number {
+    let open = 0;
+    for (const agent of [this.agents.http, this.agents.https]) {
+      for (const list of Object.values(agent.sockets)) open += list?.length ?? 0;
+      for (const list of Object.values(agent.freeSockets)) open += list?.length ?? 0;
+    }
+    return open;
   }
 
   run(context: ProxyContext): Promise<void> {
@@ -90,6 +111,8 @@ export class ForwardStage implements PipelineStage {
         settled = true;
         clearTimeout(firstByteTimer);
         clearTimeout(connectTimer);
+        clearTimeout(queueTimer);
+        clearTimeout(idleTimer);
         if (error === undefined) resolve();
         else reject(error);
       };
@@ -105,7 +128,22 @@ export class ForwardStage implements PipelineStage {
       const fail = (kind: FailureKind) => proxyRequest.destroy(new UpstreamFailure(kind));
 
       let connectTimer: NodeJS.Timeout | undefined;
+      let idleTimer: NodeJS.Timeout | undefined;
+      // A request queued behind a socket cap waits a bounded time, then gets a typed error.
+      // A request without a socket is not failed by destroy() until a socket frees up: take it out of the queue here.
+      const agent = target.protocol === 'https:' ? this.agents.https : this.agents.http;
+      const queueTimer = setTimeout(() => {
+        for (const [name, list] of Object.entries(agent.requests)) {
+          const index = list?.indexOf(proxyRequest as never) ?? -1;
+          if (index >= 0) list!.splice(index, 1);
+          // Node's agent expects no empty queue lists (it deletes them itself).
+          if (list?.length === 0) delete (agent.requests as Record<string, unknown>)[name];
+        }
+        proxyRequest.destroy();
+        settle(classifyUpstreamError(new UpstreamFailure('queue-timeout'), limit));
+      }, this.configuration.upstreamQueueTimeoutMs);
       proxyRequest.once('socket', (socket: Socket) => {
+        clearTimeout(queueTimer);
         if (socket.connecting) {
           connectTimer = setTimeout(() => fail('connect-timeout'), this.configuration.upstreamConnectTimeoutMs);
           socket.once('connect', () => clearTimeout(connectTimer));
@@ -121,7 +159,17 @@ export class ForwardStage implements PipelineStage {
         context.outcome.status = status;
         response.setHeader('X-Accel-Buffering', 'no');
         response.writeHead(status, proxyResponse.headers);
+        // Once started, a response that sends nothing for TOLLGATE_UPSTREAM_IDLE_TIMEOUT_MS is cut (truncated).
+        const idleMs = this.configuration.upstreamIdleTimeoutMs;
+        if (idleMs > 0) {
+          idleTimer = setTimeout(() => {
+            context.outcome.truncated = true;
+            proxyRequest.destroy();
+            response.destroy();
+          }, idleMs);
+        }
         proxyResponse.on('data', (chunk: Buffer) => {
+          idleTimer?.refresh();
           context.outcome.bytesOut += chunk.length;
           if (!response.write(chunk)) {
             proxyResponse.pause();

@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { inject, injectable } from 'tsyringe';
 import {
   CLOCK,
+  CONFIGURATION,
   GatewayError,
   RATE_LIMIT_STORE,
   type LimitOutcome,
@@ -11,6 +13,7 @@ import {
   type RateLimitRuleResult,
   type RateLimitStore,
 } from '../contract';
+import type { Configuration } from '../configuration/configuration';
 
 /**
  * Writes the rate-limit headers of the IETF httpapi draft "RateLimit header fields for HTTP"
@@ -55,6 +58,7 @@ export class LimitRateStage implements PipelineStage {
   constructor(
     @inject(RATE_LIMIT_STORE) private readonly store: RateLimitStore,
     @inject(CLOCK) private readonly clock: () => number,
+    @inject(CONFIGURATION) private readonly configuration: Configuration,
   ) {}
 
   run(context: ProxyContext): void | Promise<void> {
@@ -62,13 +66,13 @@ export class LimitRateStage implements PipelineStage {
     const device = context.get('device');
     const settings = app.settings;
     const rules: RateLimitRule[] = [
-      { policy: 'device', key: `d\u0000${app.id}\u0000${device.deviceId}`, limit: settings.deviceLimitPerMinute, windowSeconds: 60 },
-      { policy: 'app', key: `a\u0000${app.id}`, limit: settings.appLimitPerMinute, windowSeconds: 60 },
+      { policy: 'device', key: `{${app.id}}\u0000d\u0000${device.deviceId}`, limit: settings.deviceLimitPerMinute, windowSeconds: 60 },
+      { policy: 'app', key: `{${app.id}}\u0000a`, limit: settings.appLimitPerMinute, windowSeconds: 60 },
     ];
     const providerLimit = settings.providerLimitsPerMinute?.[context.provider.slug];
-    if (providerLimit) rules.push({ policy: 'provider', key: `p\u0000${app.id}\u0000${context.provider.slug}`, limit: providerLimit, windowSeconds: 60 });
-    if (settings.deviceDailyQuota) rules.push({ policy: 'device-day', key: `dd\u0000${app.id}\u0000${device.deviceId}`, limit: settings.deviceDailyQuota, windowSeconds: 86_400 });
-    if (settings.appDailyQuota) rules.push({ policy: 'app-day', key: `ad\u0000${app.id}`, limit: settings.appDailyQuota, windowSeconds: 86_400 });
+    if (providerLimit) rules.push({ policy: 'provider', key: `{${app.id}}\u0000p\u0000${context.provider.slug}`, limit: providerLimit, windowSeconds: 60 });
+    if (settings.deviceDailyQuota) rules.push({ policy: 'device-day', key: `{${app.id}}\u0000dd\u0000${device.deviceId}`, limit: settings.deviceDailyQuota, windowSeconds: 86_400 });
+    if (settings.appDailyQuota) rules.push({ policy: 'app-day', key: `{${app.id}}\u0000ad`, limit: settings.appDailyQuota, windowSeconds: 86_400 });
     let results: RateLimitRuleResult[] | Promise<RateLimitRuleResult[]>;
     try {
       results = this.store.consume(rules, this.clock());
@@ -96,24 +100,43 @@ export class LimitRateStage implements PipelineStage {
   }
 
   /**
-   * A cap on open responses per device (streams can run for minutes): the slot is taken here and given back when the
-   * response closes, however it ends.
+   * A cap on open responses per device (streams can run for minutes). Each request holds its slot under a lease of
+   * `TOLLGATE_STREAM_LEASE_MS`, renewed every third of it while the response is open and given back when it closes,
+   * however it ends; a crashed node stops renewing, so its slots free themselves within one lease
+   * (docs/decisions/2026-11-24-stream-slot-leases.md). Keys carry the app's hash tag like the rate-limit keys.
    */
   private takeStreamSlot(context: ProxyContext): void | Promise<void> {
     const app = context.get('app');
-    const key = `s\u0000${app.id}\u0000${context.get('device').deviceId}`;
+    const key = `{${app.id}}\u0000s\u0000${context.get('device').deviceId}`;
     const limit = app.settings.maxConcurrentStreamsPerDevice;
+    const leaseMs = this.configuration.streamLeaseMs;
+    const holder = randomUUID();
     const admit = (acquired: boolean) => {
       if (!acquired) {
         throw new GatewayError('rateLimited', `Too many open requests from this device (at most ${limit} at once).`, { retryAfterSeconds: 1, reason: 'rate_limited_concurrent' });
       }
-      context.response.once('close', () => {
-        Promise.resolve(this.store.releaseSlot(key)).catch(() => undefined);
-      });
+      const response = context.response;
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        clearInterval(renewal);
+        Promise.resolve(this.store.releaseSlot(key, holder)).catch(() => undefined);
+      };
+      // A failed renewal is retried at the next tick; the lease outlives two missed renewals. A response already gone
+      // (its 'close' missed) is never renewed: its slot is given back.
+      const renewal = setInterval(() => {
+        if (response.destroyed || response.writableFinished) return release();
+        Promise.resolve(this.store.renewSlot(key, holder, leaseMs)).catch(() => undefined);
+      }, Math.max(100, Math.floor(leaseMs / 3)));
+      renewal.unref();
+      response.once('close', release);
+      // The client may have gone while the slot was being taken: its 'close' has fired already.
+      if (response.destroyed) release();
     };
     let acquired: boolean | Promise<boolean>;
     try {
-      acquired = this.store.acquireSlot(key, limit, 3_600_000);
+      acquired = this.store.acquireSlot(key, limit, leaseMs, holder);
     } catch (error) {
       throw storeUnavailable(error);
     }

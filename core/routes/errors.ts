@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GatewayError, TollgateError } from '../contract';
+import { databaseUnavailable, isDatabaseUnavailable } from '../storage/database-errors';
 
 /** `app "x" not found` → `App "x" not found.` (coded errors are phrases; clients read sentences). */
 const sentence = (phrase: string) => `${phrase.charAt(0).toUpperCase()}${phrase.slice(1)}.`;
@@ -24,6 +25,8 @@ export function toGatewayError(error: unknown): GatewayError {
   if (bodyParser?.type === 'encoding.unsupported' || bodyParser?.type === 'charset.unsupported') {
     return new GatewayError('invalidRequest', 'The request body encoding is not supported.', { status: 415, reason: 'unsupported_encoding' });
   }
+  // The gateway's own database did not answer (unreachable, a bounded wait ran out): 503 with Retry-After, not a 500.
+  if (isDatabaseUnavailable(error)) return databaseUnavailable(error);
   return new GatewayError('internalError', 'The gateway failed to handle this request.', { reason: 'internal', cause: error });
 }
 

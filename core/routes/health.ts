@@ -7,6 +7,28 @@ export interface HealthDependencies {
   /** Each check resolves when its dependency is reachable, or rejects. */
   readonly readinessChecks: Readonly<Record<string, () => Promise<void>>>;
   readonly version: string;
+  /** Each check that has not settled by then counts as failing, so `/readyz` answers within this bound. */
+  readonly readinessTimeoutMs?: number;
+  /** Told the outcome of every check (dependency state changes are logged from it). */
+  readonly onCheck?: (name: string, ok: boolean, error?: unknown) => void;
+}
+
+/** Runs `check` with a deadline: a dependency that hangs (a frozen database) is failing, not waited for. */
+export function withDeadline(check: () => Promise<void>, timeoutMs: number, name: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} did not answer within ${timeoutMs} ms`)), timeoutMs);
+    timer.unref();
+    check().then(
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
 }
 
 export function createHealthRouter(dependencies: HealthDependencies): Router {
@@ -21,10 +43,12 @@ export function createHealthRouter(dependencies: HealthDependencies): Router {
     await Promise.all(
       Object.entries(dependencies.readinessChecks).map(async ([name, check]) => {
         try {
-          await check();
+          await withDeadline(check, dependencies.readinessTimeoutMs ?? 2000, name);
           checks[name] = 'ok';
-        } catch {
+          dependencies.onCheck?.(name, true);
+        } catch (error) {
           checks[name] = 'failing';
+          dependencies.onCheck?.(name, false, error);
         }
       }),
     );

@@ -8,14 +8,23 @@ import type { PipelineObserver, ProxyContext } from '../contract';
 export interface MetricsSources {
   /** Requests waiting for an upstream socket (a non-zero value means the pool is too small). */
   readonly upstreamQueued: () => number;
-  readonly usageDropped: () => number;
+  /** Open sockets to providers (in use and idle keep-alive). */
+  readonly upstreamSockets?: () => number;
+  /** Usage events dropped, by reason (`buffer_full`, `shutdown`). */
+  readonly usageDropped: () => Readonly<Record<string, number>>;
   readonly usageWritten: () => number;
+  /** Usage events waiting to be written. */
+  readonly usageBuffered?: () => number;
+  /** Dependency (`database`, `redis`) → reachable, as last seen. */
+  readonly dependencies?: () => ReadonlyMap<string, boolean>;
 }
 
 export class GatewayMetrics implements PipelineObserver {
   private readonly requests = new Map<string, number>();
   private readonly bytesOut = new Map<string, number>();
   private truncated = 0;
+  /** Requests refused because a dependency of the gateway could not answer, by cause (the error's reason). */
+  private readonly refusals = new Map<string, number>();
   private readonly started = Date.now();
   private readonly loopDelay = monitorEventLoopDelay({ resolution: 10 });
 
@@ -36,6 +45,11 @@ export class GatewayMetrics implements PipelineObserver {
     if (context.outcome.truncated) this.truncated += 1;
   }
 
+  /** Counts a request refused with `serviceUnavailable` under its reason (`database_unavailable`, …). */
+  countRefusal(reason: string): void {
+    this.refusals.set(reason, (this.refusals.get(reason) ?? 0) + 1);
+  }
+
   render(sources: MetricsSources): string {
     const lines = [
       '# HELP tollgate_proxy_requests_total Proxied requests by provider, status class and gateway error type.',
@@ -50,9 +64,21 @@ export class GatewayMetrics implements PipelineObserver {
       '# HELP tollgate_upstream_queued_requests Requests waiting for a socket in the upstream pools.',
       '# TYPE tollgate_upstream_queued_requests gauge',
       `tollgate_upstream_queued_requests ${sources.upstreamQueued()}`,
-      '# HELP tollgate_usage_events_dropped_total Usage events dropped because the database was slower than traffic.',
+      '# HELP tollgate_upstream_sockets Open sockets to providers (in use and idle keep-alive).',
+      '# TYPE tollgate_upstream_sockets gauge',
+      `tollgate_upstream_sockets ${sources.upstreamSockets?.() ?? 0}`,
+      '# HELP tollgate_usage_events_dropped_total Usage events dropped, by reason: buffer_full (the database was away or slower than traffic for longer than the buffer holds), shutdown (still unwritten at exit).',
       '# TYPE tollgate_usage_events_dropped_total counter',
-      `tollgate_usage_events_dropped_total ${sources.usageDropped()}`,
+      ...Object.entries(sources.usageDropped()).map(([reason, value]) => `tollgate_usage_events_dropped_total{reason="${reason}"} ${value}`),
+      '# HELP tollgate_usage_events_buffered Usage events waiting to be written.',
+      '# TYPE tollgate_usage_events_buffered gauge',
+      `tollgate_usage_events_buffered ${sources.usageBuffered?.() ?? 0}`,
+      '# HELP tollgate_dependency_up Whether a dependency of the gateway answers (1) or not (0), as last seen.',
+      '# TYPE tollgate_dependency_up gauge',
+      ...[...(sources.dependencies?.() ?? new Map<string, boolean>())].map(([name, up]) => `tollgate_dependency_up{dependency="${name}"} ${up ? 1 : 0}`),
+      '# HELP tollgate_dependency_refusals_total Requests refused (503 serviceUnavailable) because a dependency could not answer, by cause.',
+      '# TYPE tollgate_dependency_refusals_total counter',
+      ...[...this.refusals].map(([cause, value]) => `tollgate_dependency_refusals_total{cause="${cause}"} ${value}`),
       '# HELP tollgate_usage_events_written_total Usage events written.',
       '# TYPE tollgate_usage_events_written_total counter',
       `tollgate_usage_events_written_total ${sources.usageWritten()}`,

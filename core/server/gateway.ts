@@ -4,6 +4,7 @@
  */
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import http, { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -51,16 +52,17 @@ import { VerifyTokenStage } from '../pipeline/verify-token';
 import { ProviderRegistry } from '../registry/provider-registry';
 import { createAttestRouter } from '../routes/attest';
 import { sendGatewayError, toGatewayError } from '../routes/errors';
-import { createHealthRouter } from '../routes/health';
+import { createHealthRouter, withDeadline } from '../routes/health';
 import { GatewayMetrics } from '../routes/metrics';
 import { PROXY_PREFIX, createProxyHandler, requestIdOf } from '../routes/proxy';
 import { redactUrl } from '../security/redact';
 import { CachedDirectory } from '../storage/cached-directory';
 import { DatabaseDeviceKeys } from '../storage/device-keys';
 import { openDatabase, migrate } from '../storage/database';
+import { lockDataDirectory, type DataDirectoryLock } from '../storage/data-lock';
 import { SecretCipher } from '../storage/encryption';
 import { resolveMasterKey, type MasterKey } from '../storage/master-key';
-import { AppRepository, AuditRepository, DeviceRepository, UsageRepository } from '../storage/repositories';
+import { AppRepository, DeviceRepository, UsageRepository } from '../storage/repositories';
 import { authenticateAdminKey } from '../management/admin-auth';
 import { createMcpServer, type McpDependencies } from '../mcp/server';
 import { createAdminRouter } from '../admin/admin-routes';
@@ -132,10 +134,23 @@ class PluginRegistrations implements PluginHost {
   rateLimitStore: RateLimitStore | undefined;
   challengeStore: ChallengeStore | undefined;
 
+  /** Dependency → up, as last reported (`tollgate_dependency_up`). */
+  readonly dependencyStates = new Map<string, boolean>();
+
   constructor(
     readonly settings: Readonly<Record<string, string | undefined>>,
     readonly production: boolean,
+    private readonly logger?: Logger,
   ) {}
+
+  /** One log line per change of state: `warn` when it goes down (with the cause, no stack), `info` when it is back. */
+  reportDependencyState(name: string, up: boolean, detail?: string): void {
+    if (this.dependencyStates.get(name) === up) return;
+    const known = this.dependencyStates.has(name);
+    this.dependencyStates.set(name, up);
+    if (up) this.logger?.info({ dependency: name }, known ? `${name} is reachable again` : `${name} is reachable`);
+    else this.logger?.warn({ dependency: name, cause: detail }, `${name} is unreachable`);
+  }
 
   registerProvider(manifest: ProviderManifest): void {
     this.providers.push(manifest);
@@ -165,17 +180,26 @@ class PluginRegistrations implements PluginHost {
 /**
  * Opens storage and builds the container: everything but the HTTP server. Used by `serve` and by CLI commands.
  */
-export async function createGatewayCore(options: GatewayOptions = {}): Promise<GatewayCore & { plugins: PluginRegistrations; directory: CachedDirectory }> {
+export async function createGatewayCore(
+  options: GatewayOptions & { readonly lockDataDirectory?: boolean } = {},
+): Promise<GatewayCore & { plugins: PluginRegistrations; directory: CachedDirectory }> {
   const configuration = loadConfiguration(options.env ?? process.env, options.workingDirectory ?? process.cwd());
   const logger = createLogger(configuration.logLevel, options.logDestination);
   const clock = options.clock ?? Date.now;
   const masterKey = resolveMasterKey(configuration);
   const cipher = new SecretCipher(masterKey.key);
-  const database = openDatabase(configuration);
+  // One server per SQLite directory (a second one would double every limit): `serve` takes the directory's lock.
+  let lock: DataDirectoryLock | undefined;
+  if (options.lockDataDirectory && !configuration.databaseUrl) {
+    mkdirSync(configuration.dataDirectory, { recursive: true, mode: 0o700 });
+    lock = lockDataDirectory(configuration.dataDirectory);
+  }
+  const database = openDatabase(configuration, { debug: (message) => logger.debug({ knex: String(message) }, 'database driver') });
   try {
     await migrate(database);
   } catch (error) {
     await database.destroy();
+    lock?.release();
     throw error;
   }
 
@@ -183,6 +207,7 @@ export async function createGatewayCore(options: GatewayOptions = {}): Promise<G
   const plugins = new PluginRegistrations(
     Object.freeze(Object.fromEntries(Object.entries(environment).filter(([name]) => name.startsWith('TOLLGATE_') && !name.startsWith('TOLLGATE_MASTER_KEY')))),
     configuration.production,
+    logger,
   );
   const loadedPlugins = [
     ...discoverPluginFolders(BUILT_IN_PLUGINS_DIRECTORY),
@@ -210,7 +235,8 @@ export async function createGatewayCore(options: GatewayOptions = {}): Promise<G
 
   const directory = new CachedDirectory(database, cipher, {
     pollIntervalMs: configuration.changePollMs,
-    onError: (error) => logger.error({ err: error }, 'change feed poll failed'),
+    // One log line per change of the database's state, not one per failed poll (issue 17).
+    onError: (error) => plugins.reportDependencyState('database', false, causeOf(error)),
   });
   const management = new ManagementService(database, cipher, registry, {
     onChange: () => directory.invalidate(),
@@ -235,27 +261,34 @@ export async function createGatewayCore(options: GatewayOptions = {}): Promise<G
       await plugins.rateLimitStore?.close?.();
       await plugins.challengeStore?.close?.();
       await database.destroy();
+      lock?.release();
       logger.flush();
     },
   };
 }
 
+/** The one-line cause of a failure, for `warn` logs (no stack): the innermost message. */
+export function causeOf(error: unknown): string {
+  let current = error;
+  for (let depth = 0; depth < 5 && current instanceof Error && current.cause !== undefined; depth += 1) current = current.cause;
+  return current instanceof Error ? current.message : String(current);
+}
+
 /** What the MCP server needs, for the HTTP route and for `tollgate mcp` over stdio. */
-export function mcpDependencies(core: GatewayCore, actor: string, gatewayUrl: string, clock: () => number = Date.now): McpDependencies {
+export function mcpDependencies(core: GatewayCore, actor: string, gatewayUrl: string): McpDependencies {
   return {
     management: core.management,
     registry: core.registry,
     actor,
     gatewayUrl,
     version: TOLLGATE_VERSION,
-    audit: (entry) => new AuditRepository(core.database).append({ ...entry, createdAt: clock() }),
     appTokenHash: async (appId) => (await new AppRepository(core.database).findById(appId))?.tokenHash ?? null,
   };
 }
 
 /** Starts a gateway: storage, container, routes, HTTP server. */
 export async function startGateway(options: GatewayOptions = {}): Promise<RunningGateway> {
-  const core = await createGatewayCore(options);
+  const core = await createGatewayCore({ ...options, lockDataDirectory: true });
   const { configuration, container, logger, database, cipher, plugins, directory, registry, management } = core;
   const clock = container.resolve<() => number>(CLOCK);
 
@@ -268,11 +301,17 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   container.register(RATE_LIMIT_STORE, { useValue: rateLimits });
   const challenges = plugins.challengeStore ?? new MemoryChallengeStore();
   container.register(CHALLENGE_STORE, { useValue: challenges });
+  plugins.reportDependencyState('database', true);
   const usage = new UsageRecorder(database, {
     flushIntervalMs: 1000,
     batchSize: 500,
     maxBuffered: 50_000,
-    onError: (error) => logger.error({ err: error }, 'usage events could not be written'),
+    // Failed batches stay buffered and are retried with back-off; this is told once per outage.
+    onError: (error) => {
+      logger.warn({ cause: causeOf(error), buffered: usage.buffered }, 'usage events could not be written; kept buffered and retried');
+      plugins.reportDependencyState('database', false, causeOf(error));
+    },
+    onRecovered: () => plugins.reportDependencyState('database', true),
   });
   usage.start();
   container.register(USAGE_RECORDER, { useValue: usage });
@@ -334,6 +373,13 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       });
     },
   };
+  const metrics = new GatewayMetrics();
+  /** A request refused because a dependency could not answer: `warn` with the cause (no stack), counted by cause. */
+  const refused = (error: GatewayError, requestId?: string) => {
+    logger.warn({ requestId, reason: error.reason, cause: causeOf(error.cause ?? error) }, 'request refused: a dependency of the gateway cannot answer');
+    metrics.countRefusal(error.reason);
+    if (error.reason === 'database_unavailable') plugins.reportDependencyState('database', false, causeOf(error.cause ?? error));
+  };
   /** Facts for the access-log line of a response, set by the proxy route; never a credential. */
   const accessDetails = new WeakMap<ServerResponse, Record<string, unknown>>();
   const logObserver: PipelineObserver = {
@@ -352,10 +398,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     onError(context, error) {
       const gatewayError = toGatewayError(error);
       if (gatewayError.type === 'internalError') logger.error({ requestId: context.requestId, err: error }, 'proxy request failed');
+      else if (gatewayError.type === 'serviceUnavailable') refused(gatewayError, context.requestId);
       accessDetails.set(context.response, { ...accessDetails.get(context.response), reason: gatewayError.reason });
     },
   };
-  const metrics = new GatewayMetrics();
   const observers: PipelineObserver[] = [usageObserver, logObserver, metrics, ...plugins.observers];
   for (const observer of observers) container.register(PIPELINE_OBSERVER, { useValue: observer });
 
@@ -365,16 +411,34 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   app.disable('x-powered-by');
   app.set('etag', false);
 
+  const readinessChecks: Record<string, () => Promise<void>> = {
+    database: async () => {
+      await database.raw('select 1');
+    },
+    ...plugins.readinessChecks,
+  };
+  // The database's state is watched even when nothing polls /readyz, so that its changes are logged and exported.
+  let probing = false;
+  const databaseProbe = setInterval(() => {
+    if (probing) return;
+    probing = true;
+    withDeadline(readinessChecks.database!, configuration.readinessTimeoutMs, 'database')
+      .then(
+        () => plugins.reportDependencyState('database', true),
+        (error: unknown) => plugins.reportDependencyState('database', false, causeOf(error)),
+      )
+      .finally(() => (probing = false));
+  }, 5000);
+  databaseProbe.unref();
   const proxyHandler = createProxyHandler({ registry, pipeline, observers, clock });
   app.use(
     createHealthRouter({
       registry,
       version: TOLLGATE_VERSION,
-      readinessChecks: {
-        database: async () => {
-          await database.raw('select 1');
-        },
-        ...plugins.readinessChecks,
+      readinessChecks,
+      readinessTimeoutMs: configuration.readinessTimeoutMs,
+      onCheck: (name, ok, error) => {
+        if (name === 'database') plugins.reportDependencyState('database', ok, ok ? undefined : causeOf(error));
       },
     }),
   );
@@ -385,8 +449,11 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       .send(
         metrics.render({
           upstreamQueued: () => (forward as ForwardStage).queuedRequests?.() ?? 0,
-          usageDropped: () => usage.dropped,
+          upstreamSockets: () => (forward as ForwardStage).openSockets?.() ?? 0,
+          usageDropped: () => usage.droppedByReason,
           usageWritten: () => usage.written,
+          usageBuffered: () => usage.buffered,
+          dependencies: () => plugins.dependencyStates,
         }),
       );
   });
@@ -402,7 +469,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       sendGatewayError(response, requestIdOf(response), new GatewayError('invalidRequest', 'This MCP endpoint is stateless: use POST.', { status: 405, reason: 'mcp_method' }));
       return;
     }
-    const mcp = createMcpServer(mcpDependencies(core, admin.name, configuration.publicUrl ?? url, clock));
+    const mcp = createMcpServer(mcpDependencies(core, admin.name, configuration.publicUrl ?? url));
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     response.once('close', () => {
       void transport.close();
@@ -427,6 +494,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       clock,
       gatewayUrl: () => configuration.publicUrl ?? url,
       onInternalError: (error) => logger.error({ err: error }, 'admin request failed'),
+      onUnavailable: (error) => refused(error),
     }),
   );
   app.use('/dashboard', createDashboardRouter());
@@ -455,6 +523,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   app.use((error: unknown, request: Request, response: Response, _next: NextFunction) => {
     const gatewayError = toGatewayError(error);
     if (gatewayError.type === 'internalError') logger.error({ err: error }, 'request failed');
+    else if (gatewayError.type === 'serviceUnavailable') refused(gatewayError, requestIdOf(response));
     sendGatewayError(response, requestIdOf(response), gatewayError, request);
   });
 
@@ -516,8 +585,11 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
+      clearInterval(databaseProbe);
+      let cut = false;
       await new Promise<void>((resolve) => {
         const deadline = setTimeout(() => {
+          cut = true;
           server.closeAllConnections();
           resolve();
         }, configuration.shutdownGraceMs);
@@ -528,6 +600,9 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         });
         server.closeIdleConnections();
       });
+      // Streams cut at the deadline report (and record their usage event) on their sockets' 'close' events, which run
+      // in a later turn of the event loop: let them run before the last usage flush.
+      if (cut) await new Promise((resolve) => setTimeout(resolve, 100));
       metrics.stop();
       clearInterval(retention);
       await usage.stop();

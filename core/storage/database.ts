@@ -20,19 +20,42 @@ export function describeDatabase(configuration: Configuration): string {
 }
 
 /** Opens the database. SQLite runs in WAL mode with a busy timeout, so the CLI can write while the server runs. */
-export function openDatabase(configuration: Configuration): Knex {
+/** Where knex's own messages go (it writes to the console otherwise). */
+export interface DatabaseLog {
+  debug(message: unknown): void;
+}
+
+export function openDatabase(configuration: Configuration, log?: DatabaseLog): Knex {
+  // knex's pool messages ("Acquire connection error") repeat per attempt; the gateway logs one line per change of the
+  // database's state instead, so they go to debug.
+  const knexLog = log ? { log: { warn: (message: unknown) => log.debug(message), error: (message: unknown) => log.debug(message), debug: (message: unknown) => log.debug(message), deprecate: (message: unknown) => log.debug(message) } } : {};
   if (configuration.databaseUrl) {
     // int8 (bigint) columns hold unix-ms times and counters, all within 2^53: read them as numbers.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const pg = require('pg') as typeof import('pg');
     pg.types.setTypeParser(20, (value: string) => Number(value));
-    return knexFactory({ client: 'pg', connection: configuration.databaseUrl, pool: { min: 0, max: 10 } });
+    // Every wait is bounded (issue 17): a connection within TOLLGATE_DATABASE_ACQUIRE_TIMEOUT_MS (from the pool or a new
+    // one), a statement within TOLLGATE_DATABASE_QUERY_TIMEOUT_MS, enforced by the server (statement_timeout) and by the
+    // client (query_timeout), so a frozen or unreachable server fails the request fast instead of holding it.
+    const queryTimeout = configuration.databaseQueryTimeoutMs > 0 ? configuration.databaseQueryTimeoutMs : undefined;
+    return knexFactory({
+      client: 'pg',
+      connection: {
+        connectionString: configuration.databaseUrl,
+        connectionTimeoutMillis: configuration.databaseAcquireTimeoutMs,
+        ...(queryTimeout ? { statement_timeout: queryTimeout, query_timeout: queryTimeout } : {}),
+      },
+      pool: { min: 0, max: 10, acquireTimeoutMillis: configuration.databaseAcquireTimeoutMs },
+      acquireConnectionTimeout: configuration.databaseAcquireTimeoutMs,
+      ...knexLog,
+    });
   }
   mkdirSync(configuration.dataDirectory, { recursive: true, mode: 0o700 });
   return knexFactory({
     client: 'better-sqlite3',
     connection: { filename: path.join(configuration.dataDirectory, SQLITE_FILE_NAME) },
     useNullAsDefault: true,
+    ...knexLog,
     pool: {
       min: 1,
       max: 1,

@@ -49,23 +49,40 @@ export class MemoryRateLimitStore implements RateLimitStore {
     return results;
   }
 
-  private readonly slots = new Map<string, number>();
+  /** Key → holder → lease expiry (unix ms): the same lease semantics as the Redis store. */
+  private readonly slots = new Map<string, Map<string, number>>();
 
-  acquireSlot(key: string, limit: number): boolean {
-    const used = this.slots.get(key) ?? 0;
-    if (used >= limit) return false;
-    this.slots.set(key, used + 1);
+  acquireSlot(key: string, limit: number, leaseMs: number, holder: string, nowMs = Date.now()): boolean {
+    const holders = this.slots.get(key) ?? new Map<string, number>();
+    for (const [id, expiresAt] of holders) if (expiresAt <= nowMs) holders.delete(id);
+    if (holders.size >= limit) {
+      if (holders.size === 0) this.slots.delete(key);
+      return false;
+    }
+    holders.set(holder, nowMs + leaseMs);
+    this.slots.set(key, holders);
     return true;
   }
 
-  releaseSlot(key: string): void {
-    const used = (this.slots.get(key) ?? 1) - 1;
-    if (used <= 0) this.slots.delete(key);
-    else this.slots.set(key, used);
+  renewSlot(key: string, holder: string, leaseMs: number, nowMs = Date.now()): void {
+    const holders = this.slots.get(key);
+    const expiresAt = holders?.get(holder);
+    if (holders && expiresAt !== undefined && expiresAt > nowMs) holders.set(holder, nowMs + leaseMs);
+  }
+
+  releaseSlot(key: string, holder: string): void {
+    const holders = this.slots.get(key);
+    if (!holders) return;
+    holders.delete(holder);
+    if (holders.size === 0) this.slots.delete(key);
   }
 
   private sweep(nowMs: number): void {
     for (const [key, tat] of this.arrivals) if (tat <= nowMs) this.arrivals.delete(key);
+    for (const [key, holders] of this.slots) {
+      for (const [id, expiresAt] of holders) if (expiresAt <= nowMs) holders.delete(id);
+      if (holders.size === 0) this.slots.delete(key);
+    }
   }
 
   close(): void {

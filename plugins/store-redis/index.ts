@@ -6,13 +6,20 @@
  *   that nodes with skewed clocks agree. Scripts run atomically, so N requests fired at N nodes at once admit exactly
  *   the limit.
  * - Challenges: `SET key app PX ttl NX` to issue, `GETDEL` to consume, so a challenge is used once across the fleet.
+ * - Open-request slots are leases: one sorted set per app and device, each member a request scored by its lease expiry;
+ *   the acquiring script prunes expired members first, so a crashed node's slots free themselves within one lease
+ *   (docs/decisions/2026-11-24-stream-slot-leases.md).
+ * - Redis Cluster: `TOLLGATE_REDIS_URL=redis-cluster://host1:port1,host2:port2,…` (seed nodes). Every key of one script
+ *   shares a `{app}` hash tag, so the script runs on one shard.
  * - Fail closed: commands are not queued while Redis is unreachable (`enableOfflineQueue: false`); a rate-limit or
- *   challenge call then throws, and the gateway refuses the request rather than letting it through unlimited.
+ *   challenge call then throws, and the gateway refuses the request rather than letting it through unlimited. Each
+ *   change of the connection's state (up, down) is reported once to the host, which logs it and exports
+ *   `tollgate_dependency_up{dependency="redis"}`.
  *
  * Device revocations and app changes are shared through the database's change feed (every node polls it), so they need
  * no Redis of their own.
  */
-import Redis from 'ioredis';
+import Redis, { Cluster } from 'ioredis';
 import type { ChallengeStore, RateLimitRule, RateLimitRuleResult, RateLimitStore, TollgatePlugin } from '../../core/contract';
 
 /**
@@ -54,7 +61,43 @@ end
 return flat
 `;
 
-function waitForReady(client: Redis, timeoutMs: number): Promise<void> {
+/**
+ * KEYS[1]: the slot set. ARGV: limit, lease (ms), holder. Prunes expired leases, then takes a slot when one is free.
+ * A refused attempt writes nothing. The key lives as long as its longest lease (all leases have the same length, so the
+ * newest one is the longest).
+ */
+const ACQUIRE_SCRIPT = `
+local now_parts = redis.call('TIME')
+local now = tonumber(now_parts[1]) * 1000 + math.floor(tonumber(now_parts[2]) / 1000)
+local limit = tonumber(ARGV[1])
+local lease = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= limit then return 0 end
+redis.call('ZADD', KEYS[1], now + lease, ARGV[3])
+redis.call('PEXPIRE', KEYS[1], lease + 1000)
+return 1
+`;
+
+/** KEYS[1]: the slot set. ARGV: holder, lease (ms). Extends a lease that is still held; an expired one stays gone. */
+const RENEW_SCRIPT = `
+local now_parts = redis.call('TIME')
+local now = tonumber(now_parts[1]) * 1000 + math.floor(tonumber(now_parts[2]) / 1000)
+local lease = tonumber(ARGV[2])
+local expires = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]))
+if not expires or expires <= now then return 0 end
+redis.call('ZADD', KEYS[1], 'XX', now + lease, ARGV[1])
+if redis.call('PTTL', KEYS[1]) < lease + 1000 then redis.call('PEXPIRE', KEYS[1], lease + 1000) end
+return 1
+`;
+
+type RedisClient = Redis | Cluster;
+type ScriptedClient = RedisClient & {
+  tollgateGcra(count: number, ...args: string[]): Promise<number[]>;
+  tollgateAcquire(key: string, limit: string, lease: string, holder: string): Promise<number>;
+  tollgateRenew(key: string, holder: string, lease: string): Promise<number>;
+};
+
+function waitForReady(client: RedisClient, timeoutMs: number): Promise<void> {
   if (client.status === 'ready') return Promise.resolve();
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, timeoutMs);
@@ -65,22 +108,52 @@ function waitForReady(client: Redis, timeoutMs: number): Promise<void> {
   });
 }
 
-function connect(url: string): Redis {
-  return new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, lazyConnect: false });
+/**
+ * `redis://…` / `rediss://…` connect to one server; `redis-cluster://[user:password@]host:port,host:port,…` to a Redis
+ * Cluster through the listed seed nodes (`rediss-cluster://` with TLS).
+ */
+export function connect(url: string): RedisClient {
+  const cluster = /^(rediss?)-cluster:\/\/(?:([^@/]*)@)?([^/?#]+)/.exec(url);
+  const common = { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 };
+  if (!cluster) return new Redis(url, { ...common, lazyConnect: false });
+  const [, scheme, credentials, hosts] = cluster as unknown as [string, string, string | undefined, string];
+  const [username, password] = credentials ? credentials.split(':').map(decodeURIComponent) : [];
+  const nodes = hosts.split(',').map((entry) => {
+    const [host, port] = entry.trim().split(':');
+    return { host: host!, port: Number(port) || 6379 };
+  });
+  return new Cluster(nodes, {
+    enableOfflineQueue: false,
+    enableReadyCheck: true,
+    clusterRetryStrategy: (times) => Math.min(times * 200, 2000),
+    redisOptions: {
+      ...common,
+      ...(username ? { username } : {}),
+      ...(password ? { password } : {}),
+      ...(scheme === 'rediss' ? { tls: {} } : {}),
+    },
+  });
 }
 
 export class RedisRateLimitStore implements RateLimitStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix = 'tollgate:rl:',
+    private readonly onClose: () => void = () => undefined,
   ) {
     redis.defineCommand('tollgateGcra', { lua: GCRA_SCRIPT });
+    redis.defineCommand('tollgateAcquire', { lua: ACQUIRE_SCRIPT, numberOfKeys: 1 });
+    redis.defineCommand('tollgateRenew', { lua: RENEW_SCRIPT, numberOfKeys: 1 });
+  }
+
+  private get scripted(): ScriptedClient {
+    return this.redis as ScriptedClient;
   }
 
   async consume(rules: readonly RateLimitRule[]): Promise<RateLimitRuleResult[]> {
     const keys = rules.map((rule) => this.prefix + rule.key);
     const argv = rules.flatMap((rule) => [String((rule.windowSeconds * 1000) / rule.limit), String(rule.windowSeconds * 1000)]);
-    const flat = (await (this.redis as unknown as { tollgateGcra(count: number, ...args: string[]): Promise<number[]> }).tollgateGcra(keys.length, ...keys, ...argv)).map(Number);
+    const flat = (await this.scripted.tollgateGcra(keys.length, ...keys, ...argv)).map(Number);
     return rules.map((rule, index) => {
       const [allowed, remaining, resetMs, retryMs] = flat.slice(index * 4, index * 4 + 4) as [number, number, number, number];
       return {
@@ -93,27 +166,28 @@ export class RedisRateLimitStore implements RateLimitStore {
     });
   }
 
-  /** INCR, then give it back if over the limit; the key expires so a crashed node's slots free themselves. */
-  async acquireSlot(key: string, limit: number, ttlMs: number): Promise<boolean> {
-    const slotKey = `${this.prefix}slot:${key}`;
-    const [[, used]] = (await this.redis.multi().incr(slotKey).pexpire(slotKey, ttlMs).exec()) as [[unknown, number], unknown];
-    if (used <= limit) return true;
-    await this.redis.decr(slotKey);
-    return false;
+  /** Prunes expired leases and takes a slot, in one script (see ACQUIRE_SCRIPT). */
+  async acquireSlot(key: string, limit: number, leaseMs: number, holder: string): Promise<boolean> {
+    return (await this.scripted.tollgateAcquire(`${this.prefix}slot:${key}`, String(limit), String(leaseMs), holder)) === 1;
   }
 
-  async releaseSlot(key: string): Promise<void> {
-    await this.redis.decr(`${this.prefix}slot:${key}`);
+  async renewSlot(key: string, holder: string, leaseMs: number): Promise<void> {
+    await this.scripted.tollgateRenew(`${this.prefix}slot:${key}`, holder, String(leaseMs));
+  }
+
+  async releaseSlot(key: string, holder: string): Promise<void> {
+    await this.redis.zrem(`${this.prefix}slot:${key}`, holder);
   }
 
   async close(): Promise<void> {
+    this.onClose();
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
 }
 
 export class RedisChallengeStore implements ChallengeStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix = 'tollgate:challenge:',
   ) {}
 
@@ -139,11 +213,28 @@ export const tollgatePlugin: TollgatePlugin = {
     if (!url) return;
     const limits = connect(url);
     const challenges = connect(url);
-    for (const client of [limits, challenges]) client.on('error', () => undefined); // surfaced by readiness and by failed calls
+    // One line per change of state (up, down), not one per failed command: the host logs it and exports the gauge.
+    let up: boolean | undefined;
+    let lastError = '';
+    let closing = false;
+    const report = (state: boolean) => {
+      if (state === up || closing) return;
+      up = state;
+      host.reportDependencyState?.('redis', state, state ? undefined : lastError || 'connection closed');
+    };
+    for (const client of [limits, challenges]) {
+      client.on('error', (error: Error) => {
+        lastError = error.message;
+      });
+    }
+    limits.on('ready', () => report(true));
+    limits.on('close', () => report(false));
+    limits.on('end', () => report(false));
     // Commands are not queued while disconnected (fail closed), so wait for the first connection before serving; if
     // Redis is down at boot the node starts anyway, reports not ready, and refuses limited requests until it is back.
     await Promise.all([limits, challenges].map((client) => waitForReady(client, 5000)));
-    host.replaceRateLimitStore(new RedisRateLimitStore(limits));
+    if (limits.status !== 'ready') report(false);
+    host.replaceRateLimitStore(new RedisRateLimitStore(limits, undefined, () => (closing = true)));
     host.replaceChallengeStore(new RedisChallengeStore(challenges));
     host.registerReadinessCheck('redis', async () => {
       if ((await limits.ping()) !== 'PONG') throw new Error('redis did not answer PONG');

@@ -9,6 +9,7 @@ import { redactUrl } from '../../core/security/redact';
 import { generateToken, hashToken, isWellFormedToken } from '../../core/security/tokens';
 import { SecretCipher } from '../../core/storage/encryption';
 import { MemoryRateLimitStore } from '../../core/stores/memory-rate-limit-store';
+import { toGatewayError } from '../../core/routes/errors';
 import { BUILT_IN_PROVIDERS_DIRECTORY } from '../../core/server/plugin-loader';
 import { TestGateway } from '../support/gateway';
 
@@ -48,6 +49,51 @@ describe('GCRA in-process rate-limit store', () => {
     // The device rule was not charged: five more are still admitted on their own.
     expect(Array.from({ length: 5 }, () => store.consume([rule(5, 'device')], now)[0]!.allowed)).to.deep.equal([true, true, true, true, true]);
     store.close();
+  });
+});
+
+describe('open-request slots as leases (in-process store)', () => {
+  it('frees a holder that stopped renewing after its lease, and refused attempts extend nothing', () => {
+    const store = new MemoryRateLimitStore();
+    const t = 1_000_000;
+    expect(store.acquireSlot('{app}s', 2, 1000, 'a', t)).to.equal(true);
+    expect(store.acquireSlot('{app}s', 2, 1000, 'b', t)).to.equal(true);
+    // Refused attempts while both leases run: none of them moves an expiry.
+    for (let step = 0; step < 9; step += 1) expect(store.acquireSlot('{app}s', 2, 1000, `x${step}`, t + step * 100)).to.equal(false);
+    // 'a' renews (its request still runs), 'b' does not (its node crashed).
+    store.renewSlot('{app}s', 'a', 1000, t + 900);
+    expect(store.acquireSlot('{app}s', 2, 1000, 'c', t + 1000)).to.equal(true);
+    expect(store.acquireSlot('{app}s', 2, 1000, 'd', t + 1000)).to.equal(false);
+    // An expired lease is not brought back by a late renewal.
+    store.renewSlot('{app}s', 'b', 1000, t + 1001);
+    store.releaseSlot('{app}s', 'a');
+    expect(store.acquireSlot('{app}s', 2, 1000, 'e', t + 1002)).to.equal(true);
+    expect(store.acquireSlot('{app}s', 2, 1000, 'f', t + 1002)).to.equal(false);
+    store.close();
+  });
+});
+
+describe('database outages are told apart from gateway faults', () => {
+  it('types driver timeouts, refused connections and server shutdowns as database_unavailable, and nothing else', () => {
+    const unavailable = [
+      Object.assign(new Error('Knex: Timeout acquiring a connection. The pool is probably full.'), { name: 'KnexTimeoutError' }),
+      new Error('Query read timeout'),
+      Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED', syscall: 'connect' }),
+      Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01', severity: 'FATAL' }),
+      Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014', severity: 'ERROR' }),
+      Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }),
+    ];
+    for (const error of unavailable) {
+      const mapped = toGatewayError(error);
+      expect([mapped.type, mapped.status, mapped.reason], error.message).to.deep.equal(['serviceUnavailable', 503, 'database_unavailable']);
+      expect(mapped.retryAfterSeconds).to.be.greaterThan(0);
+    }
+    const faults = [
+      new TypeError('Cannot read properties of undefined'),
+      Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED', syscall: 'connect' }) }),
+      Object.assign(new Error('duplicate key value violates unique constraint'), { code: '23505', severity: 'ERROR' }),
+    ];
+    for (const error of faults) expect(toGatewayError(error).reason, error.message).to.equal('internal');
   });
 });
 

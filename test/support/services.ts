@@ -7,7 +7,7 @@
  * caller's suite is skipped with the reason printed, because the service is truly absent.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -65,7 +65,33 @@ export interface RunningPostgres {
   readonly url: string;
   /** A fresh, empty database on the same server. */
   createDatabase(name: string): string;
+  /** Freezes the whole server (SIGSTOP to the postmaster and every backend): it accepts TCP but never answers. */
+  freeze(): void;
+  /** Lets a frozen server run again (SIGCONT). */
+  thaw(): void;
   stop(): void;
+}
+
+/** The postmaster and all its descendants, read from /proc. */
+function processTree(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out: number[] = [];
+  const visit = (pid: number) => {
+    out.push(pid);
+    for (const child of children.get(pid) ?? []) visit(child);
+  };
+  visit(root);
+  return out;
 }
 
 /** Starts a throwaway PostgreSQL; throws `ServiceUnavailable` when the binaries are not installed. */
@@ -95,6 +121,14 @@ export async function startPostgres(): Promise<RunningPostgres> {
     createDatabase(name: string) {
       psql(`CREATE DATABASE "${name.replace(/"/g, '')}"`);
       return `postgres://tollgate@127.0.0.1:${port}/${name}`;
+    },
+    freeze() {
+      const postmaster = Number(readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      for (const pid of processTree(postmaster)) process.kill(pid, 'SIGSTOP');
+    },
+    thaw() {
+      const postmaster = Number(readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      for (const pid of processTree(postmaster)) process.kill(pid, 'SIGCONT');
     },
     stop() {
       try {
@@ -128,6 +162,70 @@ export async function startRedis(): Promise<RunningRedis> {
       rmSync(directory, { recursive: true, force: true });
     },
   };
+}
+
+export interface RunningRedisCluster {
+  /** `redis-cluster://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3` (TOLLGATE_REDIS_URL). */
+  readonly url: string;
+  readonly ports: readonly number[];
+  stop(): void;
+}
+
+/** A free port whose cluster-bus port (port + 10000) is free too. */
+async function freeClusterPort(taken: Set<number>): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    if (port > 55_000 || taken.has(port)) continue;
+    const bus = net.createServer();
+    const busFree = await new Promise<boolean>((resolve) => {
+      bus.once('error', () => resolve(false));
+      bus.listen(port + 10_000, '127.0.0.1', () => resolve(true));
+    });
+    if (busFree) await new Promise<void>((resolve) => bus.close(() => resolve()));
+    if (busFree) return port;
+  }
+}
+
+/**
+ * Starts a throwaway Redis Cluster of `masters` masters without replicas on loopback (`redis-server --cluster-enabled
+ * yes`, joined with `redis-cli --cluster create`), and waits until every slot is served (`cluster_state:ok`).
+ */
+export async function startRedisCluster(masters = 3): Promise<RunningRedisCluster> {
+  if (!commandExists('redis-server') || !commandExists('redis-cli')) throw new ServiceUnavailable('redis-server and redis-cli are not installed: apt-get install redis-server');
+  const directory = mkdtempSync(path.join(os.tmpdir(), 'tollgate-redis-cluster-'));
+  const taken = new Set<number>();
+  const ports: number[] = [];
+  for (let index = 0; index < masters; index += 1) {
+    const port = await freeClusterPort(taken);
+    taken.add(port);
+    ports.push(port);
+  }
+  const children = ports.map((port) =>
+    spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '5000', '--save', '', '--appendonly', 'no', '--dir', directory],
+      { stdio: 'ignore' },
+    ),
+  );
+  const stop = () => {
+    for (const child of children) child.kill('SIGKILL');
+    rmSync(directory, { recursive: true, force: true });
+  };
+  try {
+    for (const port of ports) await waitForPort(port, 10_000);
+    execFileSync('redis-cli', ['--cluster', 'create', ...ports.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', '0', '--cluster-yes'], { stdio: 'pipe', timeout: 30_000 });
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const states = ports.map((port) => execFileSync('redis-cli', ['-p', String(port), 'cluster', 'info'], { encoding: 'utf8' }));
+      if (states.every((info) => info.includes('cluster_state:ok'))) break;
+      if (Date.now() > deadline) throw new Error(`the Redis Cluster did not become ready: ${states.join(' | ')}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  } catch (error) {
+    stop();
+    throw error;
+  }
+  return { url: `redis-cluster://${ports.map((port) => `127.0.0.1:${port}`).join(',')}`, ports, stop };
 }
 
 /**

@@ -1,0 +1,49 @@
+/**
+ * Gateway nodes as separate processes (`tollgate serve`), for fleet tests that kill one with SIGKILL.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import http, { type IncomingMessage } from 'node:http';
+import path from 'node:path';
+
+export const CLI = path.resolve(__dirname, '..', '..', 'bin', 'tollgate.js');
+
+/** Starts `tollgate serve` with `env` on a free port; resolves with its URL once it listens. */
+export function serveNode(env: Record<string, string>): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+  const child = spawn(process.execPath, [CLI, 'serve'], { env: { PATH: process.env.PATH ?? '', ...env, TOLLGATE_PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let text = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    text += chunk.toString();
+  });
+  return new Promise((resolve, reject) => {
+    child.stderr!.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+      const match = /listening on (http:\/\/\S+)/.exec(text);
+      if (match) resolve({ child, url: match[1]!, output: () => text });
+    });
+    child.once('exit', (code) => reject(new Error(`node exited ${code}: ${text}`)));
+  });
+}
+
+/** Opens a request and resolves when its response head arrived; the body stays open until `close()`. */
+export function openStream(
+  baseUrl: string,
+  path: string,
+  headers: Record<string, string>,
+  body = '{"stream":true}',
+): Promise<{ status: number; headers: IncomingMessage['headers']; text: () => Promise<string>; close: () => void }> {
+  const url = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const request = http.request({ host: url.hostname, port: url.port, method: 'POST', path, headers: { 'content-type': 'application/json', ...headers }, agent: false }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('error', () => undefined);
+      const ended = new Promise<string>((done) => {
+        response.once('end', () => done(Buffer.concat(chunks).toString('utf8')));
+        response.once('close', () => done(Buffer.concat(chunks).toString('utf8')));
+      });
+      resolve({ status: response.statusCode ?? 0, headers: response.headers, text: () => ended, close: () => request.destroy() });
+    });
+    request.on('error', reject);
+    request.end(body);
+  });
+}
