@@ -21,6 +21,7 @@ import { sendGatewayError, toGatewayError } from '../routes/errors';
 import { AuditRepository } from '../storage/repositories';
 import { CSRF_HEADER, SESSION_COOKIE, csrfTokensEqual, type DashboardAuth, type DashboardSession } from './dashboard-auth';
 import { buildOpenApiDocument } from './openapi';
+import { ADMIN_MAX_BODY_BYTES, clientAddress, expectedOrigin, originMatches } from '../server/request-guards';
 
 export interface AdminApiDependencies {
   readonly database: Knex;
@@ -33,8 +34,14 @@ export interface AdminApiDependencies {
   readonly clock: () => number;
   /** The gateway's public base URL, for generated integration code. */
   readonly gatewayUrl: () => string;
+  /** `TOLLGATE_PUBLIC_URL`: when set, the only origin a dashboard write may come from. */
+  readonly publicUrl?: string | undefined;
+  /** `TOLLGATE_TRUST_PROXY`: client address and origin as the one trusted reverse proxy saw them. */
+  readonly trustProxy?: boolean;
   /** Errors answered with 500 are logged here (never sent). */
   readonly onInternalError?: (error: unknown) => void;
+  /** A client that closed the connection mid-request (logged at `info`, no stack: not the gateway's fault). */
+  readonly onClientAbort?: (requestId: string) => void;
 }
 
 /** Who makes an admin request. */
@@ -382,16 +389,15 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
   ];
 }
 
-/** Charges one sign-in attempt to the client address and to the user name (10 and 5 per 5 minutes). */
-async function limitSignIn(deps: AdminApiDependencies, request: Request, username: string): Promise<void> {
-  const address = request.socket.remoteAddress ?? 'unknown';
-  const results = await deps.rateLimits.consume(
-    [
-      { policy: 'signin-address', key: `signin:a:${address}`, limit: 10, windowSeconds: 300 },
-      { policy: 'signin-user', key: `signin:u:${username.toLowerCase()}`, limit: 5, windowSeconds: 300 },
-    ],
-    deps.clock(),
-  );
+/**
+ * Charges one sign-in attempt to the client address (10 per 5 minutes) before the body is read, or, given the user
+ * name from the body, to that name (5 per 5 minutes).
+ */
+async function limitSignIn(deps: AdminApiDependencies, request: Request, username?: string): Promise<void> {
+  const rule = username === undefined
+    ? { policy: 'signin-address', key: `signin:a:${clientAddress(request, deps.trustProxy ?? false)}`, limit: 10, windowSeconds: 300 }
+    : { policy: 'signin-user', key: `signin:u:${username.toLowerCase()}`, limit: 5, windowSeconds: 300 };
+  const results = await deps.rateLimits.consume([rule], deps.clock());
   const refused = results.find((result) => !result.allowed);
   if (refused) {
     throw new GatewayError('rateLimited', 'Too many sign-in attempts; try again later.', { retryAfterSeconds: Math.max(1, Math.ceil(refused.retryAfterSeconds)), reason: `rate_limited_${refused.rule.policy.replace(/-/g, '_')}` });
@@ -418,7 +424,7 @@ async function authenticate(deps: AdminApiDependencies, request: Request): Promi
   if (!session) throw new GatewayError('unauthorized', 'Sign in to the dashboard, or send Authorization: Bearer ak_… (an admin key).', { reason: 'no_credentials' });
   if (!SAFE_METHODS.has(request.method)) {
     const origin = request.headers.origin;
-    if (origin !== undefined && origin !== `${request.protocol}://${request.headers.host}`) {
+    if (origin !== undefined && !originMatches(origin, expectedOrigin(request, { publicUrl: deps.publicUrl, trustProxy: deps.trustProxy ?? false }))) {
       throw new GatewayError('forbidden', 'Cross-origin requests cannot change anything.', { reason: 'cross_origin' });
     }
     if (!csrfTokensEqual(session.csrfToken, request.headers[CSRF_HEADER])) {
@@ -442,7 +448,7 @@ export function createAdminRouter(deps: AdminApiDependencies): Router {
     response.setHeader('Cache-Control', 'no-store');
     response.json(document);
   });
-  const json = express.json({ limit: '64kb', strict: true, verify: strictUtf8, type: () => true });
+  const json = express.json({ limit: ADMIN_MAX_BODY_BYTES, strict: true, verify: strictUtf8, type: () => true });
   for (const route of routes) {
     const expressPath = route.path.replace(/\{(\w+)\}/g, ':$1');
     router[route.method](expressPath, async (request: Request, response: Response, next: NextFunction) => {
@@ -450,6 +456,8 @@ export function createAdminRouter(deps: AdminApiDependencies): Router {
         // Credentials first: an unauthenticated request learns nothing, not even whether its body is valid.
         let actor: Actor | null = null;
         if (!route.public) actor = await authenticate(deps, request);
+        // Public routes (sign-in, set-up) are charged to the client address before their body is read.
+        else if (route.rateLimited) await limitSignIn(deps, request);
         if (route.body || route.method !== 'get') {
           await new Promise<void>((resolve, reject) => json(request, response, (error?: unknown) => (error ? reject(error) : resolve())));
         }
@@ -488,6 +496,7 @@ export function createAdminRouter(deps: AdminApiDependencies): Router {
   router.use((error: unknown, request: Request, response: Response, _next: NextFunction) => {
     const gatewayError = toGatewayError(error);
     if (gatewayError.type === 'internalError') deps.onInternalError?.(error);
+    else if (gatewayError.reason === 'client_aborted') deps.onClientAbort?.(String(response.getHeader('Tollgate-Request-Id') ?? ''));
     sendGatewayError(response, String(response.getHeader('Tollgate-Request-Id') ?? ''), gatewayError, request);
   });
   return router;

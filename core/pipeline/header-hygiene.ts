@@ -8,7 +8,12 @@
  * - hop-by-hop headers: RFC 9110 §7.6.1 names `Connection`, `Proxy-Connection`, `Keep-Alive`, `TE`, `Transfer-Encoding`
  *   and `Upgrade`, plus every field named in `Connection`; `Trailer` goes with them (RFC 9110 §6.6.2);
  * - `Host` (set from the upstream), `Expect` (the gateway answers 100-continue itself), and client-address headers
- *   (`Forwarded`, `X-Forwarded-*`, `X-Real-IP`): a device's address is not the provider's business.
+ *   (`Forwarded`, `X-Forwarded-*`, `X-Real-IP`, `X-Client-IP`, `True-Client-IP`, `CF-Connecting-IP`, `Via`, …): a
+ *   device's address is not the provider's business;
+ * - override headers that some servers and proxies in front of a provider honour to rewrite the request after the
+ *   gateway checked it: `X-Original-URL`, `X-Rewrite-URL`, `X-Original-*`, `X-Override-URL`, `X-Host`,
+ *   `X-HTTP-Method-Override`, `X-HTTP-Method`, `X-Method-Override` (a route or method the provider's policy refuses
+ *   must not come back through a header).
  *
  * Response side: hop-by-hop headers and `Set-Cookie` from the provider never reach the app.
  */
@@ -29,6 +34,22 @@ const ALWAYS_STRIPPED = new Set([
   'x-real-ip',
   'x-api-key',
   'api-key',
+  'via',
+  'x-client-ip',
+  'x-cluster-client-ip',
+  'true-client-ip',
+  'cf-connecting-ip',
+  'fastly-client-ip',
+  'x-originating-ip',
+  'x-remote-ip',
+  'x-remote-addr',
+  'client-ip',
+  'x-rewrite-url',
+  'x-override-url',
+  'x-host',
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
 ]);
 
 function isStripped(name: string, credentialHeaders: ReadonlySet<string>, connectionTokens: ReadonlySet<string>): boolean {
@@ -37,6 +58,7 @@ function isStripped(name: string, credentialHeaders: ReadonlySet<string>, connec
     name.startsWith('tollgate-') ||
     name.startsWith('proxy-') ||
     name.startsWith('x-forwarded-') ||
+    name.startsWith('x-original-') ||
     credentialHeaders.has(name) ||
     connectionTokens.has(name)
   );

@@ -73,6 +73,7 @@ import { MemoryChallengeStore } from '../stores/memory-challenge-store';
 import { MemoryRateLimitStore } from '../stores/memory-rate-limit-store';
 import { BUILT_IN_PLUGINS_DIRECTORY, BUILT_IN_PROVIDERS_DIRECTORY, discoverPluginFolders, discoverProviderFolders, loadPluginPackage } from './plugin-loader';
 import { createLogger } from './logger';
+import { MCP_MAX_BODY_BYTES, answerClientError, continueWhenRead, watchRequestBody } from './request-guards';
 
 export const TOLLGATE_VERSION: string = (require('../../../package.json') as { version: string }).version;
 
@@ -375,26 +376,33 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         }),
       );
   });
-  // The assistant-facing server over streamable HTTP, stateless: one MCP server and transport per request. Admin key only.
-  app.all('/mcp', express.json({ limit: '1mb' }), async (request: Request, response: Response) => {
-    const admin = await authenticateAdminKey(database, request.headers.authorization);
-    if (!admin) {
-      sendGatewayError(response, requestIdOf(response), new GatewayError('unauthorized', 'The MCP endpoint requires Authorization: Bearer ak_… (an admin key).', { reason: 'admin_key_invalid' }));
-      return;
+  // The assistant-facing server over streamable HTTP, stateless: one MCP server and transport per request. Admin key
+  // only, checked before a byte of the body is read; the body is then capped at MCP_MAX_BODY_BYTES.
+  const mcpJson = express.json({ limit: MCP_MAX_BODY_BYTES });
+  app.all('/mcp', async (request: Request, response: Response, next: NextFunction) => {
+    try {
+      const admin = await authenticateAdminKey(database, request.headers.authorization);
+      if (!admin) {
+        sendGatewayError(response, requestIdOf(response), new GatewayError('unauthorized', 'The MCP endpoint requires Authorization: Bearer ak_… (an admin key).', { reason: 'admin_key_invalid' }), request);
+        return;
+      }
+      if (request.method !== 'POST') {
+        response.setHeader('Allow', 'POST');
+        sendGatewayError(response, requestIdOf(response), new GatewayError('invalidRequest', 'This MCP endpoint is stateless: use POST.', { status: 405, reason: 'mcp_method' }), request);
+        return;
+      }
+      await new Promise<void>((resolve, reject) => mcpJson(request, response, (error?: unknown) => (error ? reject(error) : resolve())));
+      const mcp = createMcpServer(mcpDependencies(core, admin.name, configuration.publicUrl ?? url, clock));
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      response.once('close', () => {
+        void transport.close();
+        void mcp.close();
+      });
+      await mcp.connect(transport);
+      await transport.handleRequest(request, response, request.body);
+    } catch (error) {
+      next(error);
     }
-    if (request.method !== 'POST') {
-      response.setHeader('Allow', 'POST');
-      sendGatewayError(response, requestIdOf(response), new GatewayError('invalidRequest', 'This MCP endpoint is stateless: use POST.', { status: 405, reason: 'mcp_method' }));
-      return;
-    }
-    const mcp = createMcpServer(mcpDependencies(core, admin.name, configuration.publicUrl ?? url, clock));
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    response.once('close', () => {
-      void transport.close();
-      void mcp.close();
-    });
-    await mcp.connect(transport);
-    await transport.handleRequest(request, response, request.body);
   });
   const dashboardAuth = new DashboardAuth(database, { clock });
   const setupToken = await dashboardAuth.issueSetupToken();
@@ -411,7 +419,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       version: TOLLGATE_VERSION,
       clock,
       gatewayUrl: () => configuration.publicUrl ?? url,
+      publicUrl: configuration.publicUrl,
+      trustProxy: configuration.trustProxy,
       onInternalError: (error) => logger.error({ err: error }, 'admin request failed'),
+      onClientAbort: (requestId) => logger.info({ requestId, reason: 'client_aborted' }, 'client closed the connection mid-request'),
     }),
   );
   app.use('/dashboard', createDashboardRouter());
@@ -424,6 +435,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       rateLimits,
       deviceTokens,
       production: configuration.production,
+      trustProxy: configuration.trustProxy,
       clock,
       devices: deviceKeys,
       recordDevice: async (input) => {
@@ -438,6 +450,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   app.use((error: unknown, request: Request, response: Response, _next: NextFunction) => {
     const gatewayError = toGatewayError(error);
     if (gatewayError.type === 'internalError') logger.error({ err: error }, 'request failed');
+    else if (gatewayError.reason === 'client_aborted') logger.info({ requestId: requestIdOf(response), reason: gatewayError.reason }, 'client closed the connection mid-request');
     sendGatewayError(response, requestIdOf(response), gatewayError, request);
   });
 
@@ -467,7 +480,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         'request',
       );
     });
-    if (request.url !== undefined && request.url.startsWith(`${PROXY_PREFIX}/`)) proxyHandler(request, response);
+    const proxied = request.url !== undefined && request.url.startsWith(`${PROXY_PREFIX}/`);
+    // Proxy bodies may be long uploads: only the idle deadline applies; every other route has a whole-request deadline.
+    watchRequestBody(request, response, { totalMs: proxied ? 0 : configuration.requestTimeoutMs, idleMs: configuration.bodyIdleTimeoutMs, answer: !proxied });
+    if (proxied) proxyHandler(request, response);
     else app(request, response);
   };
 
@@ -477,14 +493,20 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       headersTimeout: configuration.headersTimeoutMs,
       // Node enforces headersTimeout only when it sweeps connections (default every 30 s).
       connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(configuration.headersTimeoutMs / 4))),
-      // No whole-request timeout: uploads and streams may legitimately run long; the body limit and the upstream
-      // timeouts bound them instead.
+      // No server-wide whole-request timeout: proxy uploads may legitimately run long. watchRequestBody gives every other
+      // route TOLLGATE_REQUEST_TIMEOUT_MS and every route TOLLGATE_BODY_IDLE_TIMEOUT_MS instead.
       requestTimeout: 0,
-      keepAliveTimeout: 65_000,
+      keepAliveTimeout: configuration.keepAliveTimeoutMs,
       maxHeaderSize: 32 * 1024,
     },
     handleRequest,
   );
+  // Parser refusals get the protocol's error body; `100 Continue` waits until a route reads the body (after its checks).
+  server.on('clientError', answerClientError);
+  server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+    continueWhenRead(request, response);
+    handleRequest(request, response);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(configuration.port, configuration.host, () => {
