@@ -21,7 +21,7 @@ import { sendGatewayError, toGatewayError } from '../routes/errors';
 import { AuditRepository } from '../storage/repositories';
 import { CSRF_HEADER, SESSION_COOKIE, csrfTokensEqual, type DashboardAuth, type DashboardSession } from './dashboard-auth';
 import { buildOpenApiDocument } from './openapi';
-import { ADMIN_MAX_BODY_BYTES, clientAddress, expectedOrigin, originMatches } from '../server/request-guards';
+import { ADMIN_MAX_BODY_BYTES, clientAddress, expectedOrigin, originMatches, readJsonBody } from '../server/request-guards';
 
 export interface AdminApiDependencies {
   readonly database: Knex;
@@ -434,11 +434,6 @@ async function authenticate(deps: AdminApiDependencies, request: Request): Promi
   return { name: `user:${session.user.username}`, session };
 }
 
-/** Rejects bodies that are not UTF-8 (body-parser would otherwise decode them with replacement characters). */
-function strictUtf8(_request: unknown, _response: unknown, buffer: Buffer): void {
-  new TextDecoder('utf-8', { fatal: true }).decode(buffer);
-}
-
 /** The Express router for `/v1/admin`. */
 export function createAdminRouter(deps: AdminApiDependencies): Router {
   const router = express.Router({ strict: true });
@@ -448,7 +443,6 @@ export function createAdminRouter(deps: AdminApiDependencies): Router {
     response.setHeader('Cache-Control', 'no-store');
     response.json(document);
   });
-  const json = express.json({ limit: ADMIN_MAX_BODY_BYTES, strict: true, verify: strictUtf8, type: () => true });
   for (const route of routes) {
     const expressPath = route.path.replace(/\{(\w+)\}/g, ':$1');
     router[route.method](expressPath, async (request: Request, response: Response, next: NextFunction) => {
@@ -459,7 +453,7 @@ export function createAdminRouter(deps: AdminApiDependencies): Router {
         // Public routes (sign-in, set-up) are charged to the client address before their body is read.
         else if (route.rateLimited) await limitSignIn(deps, request);
         if (route.body || route.method !== 'get') {
-          await new Promise<void>((resolve, reject) => json(request, response, (error?: unknown) => (error ? reject(error) : resolve())));
+          request.body = await readJsonBody(request, ADMIN_MAX_BODY_BYTES, { anyType: true });
         }
         const body = route.body && request.body === undefined ? {} : request.body;
         const context: RouteContext = { params: request.params as Record<string, string>, query: request.query as Record<string, unknown>, body, actor, request, response };

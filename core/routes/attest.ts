@@ -10,7 +10,7 @@ import { checkAppToken } from '../pipeline/verify-token';
 import { storeUnavailable, writeRateLimitHeaders } from '../pipeline/limit-rate';
 import { requestIdOf } from './proxy';
 import { sendGatewayError, toGatewayError } from './errors';
-import { ATTEST_MAX_BODY_BYTES, clientAddress } from '../server/request-guards';
+import { ATTEST_MAX_BODY_BYTES, clientAddress, readJsonBody } from '../server/request-guards';
 
 /** Challenges live 5 minutes (issue "Device attestation"). */
 export const CHALLENGE_TTL_MS = 5 * 60 * 1000;
@@ -79,7 +79,6 @@ export function createAttestRouter(dependencies: AttestRouteDependencies): Route
 
   // The body is read only after the per-address limit, the app token and the method were checked (cheap checks first),
   // and is capped at ATTEST_MAX_BODY_BYTES.
-  const json = express.json({ limit: ATTEST_MAX_BODY_BYTES, strict: true });
   router.post(
     '/:method',
     handle(async (request, response) => {
@@ -90,8 +89,7 @@ export function createAttestRouter(dependencies: AttestRouteDependencies): Route
       if (!verifier) {
         throw new GatewayError('invalidRequest', `Unknown attestation method "${method}" (known: ${[...verifiers.keys()].join(', ')}).`, { status: 404, reason: 'unknown_method' });
       }
-      await new Promise<void>((resolve, reject) => json(request, response, (error?: unknown) => (error ? reject(error) : resolve())));
-      const body: unknown = request.body;
+      const body: unknown = await readJsonBody(request, ATTEST_MAX_BODY_BYTES);
       if (body === null || typeof body !== 'object' || Array.isArray(body)) {
         throw new GatewayError('invalidRequest', 'The request body must be a JSON object.', { reason: 'body_not_object' });
       }

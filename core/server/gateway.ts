@@ -73,7 +73,7 @@ import { MemoryChallengeStore } from '../stores/memory-challenge-store';
 import { MemoryRateLimitStore } from '../stores/memory-rate-limit-store';
 import { BUILT_IN_PLUGINS_DIRECTORY, BUILT_IN_PROVIDERS_DIRECTORY, discoverPluginFolders, discoverProviderFolders, loadPluginPackage } from './plugin-loader';
 import { createLogger } from './logger';
-import { MCP_MAX_BODY_BYTES, answerClientError, continueWhenRead, watchRequestBody } from './request-guards';
+import { MCP_MAX_BODY_BYTES, answerClientError, continueWhenRead, readJsonBody, watchRequestBody } from './request-guards';
 
 export const TOLLGATE_VERSION: string = (require('../../../package.json') as { version: string }).version;
 
@@ -378,7 +378,6 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   });
   // The assistant-facing server over streamable HTTP, stateless: one MCP server and transport per request. Admin key
   // only, checked before a byte of the body is read; the body is then capped at MCP_MAX_BODY_BYTES.
-  const mcpJson = express.json({ limit: MCP_MAX_BODY_BYTES });
   app.all('/mcp', async (request: Request, response: Response, next: NextFunction) => {
     try {
       const admin = await authenticateAdminKey(database, request.headers.authorization);
@@ -391,7 +390,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         sendGatewayError(response, requestIdOf(response), new GatewayError('invalidRequest', 'This MCP endpoint is stateless: use POST.', { status: 405, reason: 'mcp_method' }), request);
         return;
       }
-      await new Promise<void>((resolve, reject) => mcpJson(request, response, (error?: unknown) => (error ? reject(error) : resolve())));
+      // Parsed whatever its Content-Type: the transport checks that itself, and must never read the body on its own.
+      request.body = await readJsonBody(request, MCP_MAX_BODY_BYTES, { anyType: true });
       const mcp = createMcpServer(mcpDependencies(core, admin.name, configuration.publicUrl ?? url, clock));
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       response.once('close', () => {

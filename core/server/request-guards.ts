@@ -191,3 +191,76 @@ export function originMatches(origin: string, expected: string | undefined): boo
     return false;
   }
 }
+
+function bodyTooLarge(limit: number): GatewayError {
+  return new GatewayError('invalidRequest', `The request body is larger than ${limit} bytes.`, { status: 413, reason: 'body_too_large' });
+}
+
+/**
+ * Reads a small JSON request body, for the routes that must parse one (attestation, management, MCP), once their
+ * checks passed. Unlike body-parser, which reads an over-limit body to its end before refusing it, a declared
+ * `Content-Length` over `limit` is refused before a byte is read, and a chunked body the moment it passes `limit`; the
+ * unread rest is never drained (the refusal closes the connection). The body must be UTF-8 JSON whose top level is an
+ * object or an array; an empty body is `{}` and a request without a body `undefined`. With `anyType` false, a body whose
+ * `Content-Type` is not JSON is not read (`undefined`).
+ */
+export async function readJsonBody(request: IncomingMessage, limit: number, options: { anyType?: boolean } = {}): Promise<unknown> {
+  const declared = request.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limit) throw bodyTooLarge(limit);
+  if (!declaresBody(request)) return undefined;
+  const type = String(request.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase();
+  if (!options.anyType && type !== 'application/json' && !type.endsWith('+json')) return undefined;
+  const encoding = String(request.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+  if (encoding !== 'identity' && encoding !== '') {
+    throw new GatewayError('invalidRequest', 'The request body encoding is not supported.', { status: 415, reason: 'unsupported_encoding' });
+  }
+  const body = await new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        cleanup();
+        request.pause();
+        reject(bodyTooLarge(limit));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(Buffer.concat(chunks));
+    };
+    const onError = (error: Error) => {
+      cleanup();
+      reject(error);
+    };
+    const onClose = () => {
+      if (!request.complete) onError(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
+    };
+    const cleanup = () => {
+      request.off('data', onData);
+      request.off('end', onEnd);
+      request.off('error', onError);
+      request.off('close', onClose);
+    };
+    request.on('data', onData);
+    request.once('end', onEnd);
+    request.once('error', onError);
+    request.once('close', onClose);
+  });
+  if (body.length === 0) return {};
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(body);
+  } catch {
+    throw new GatewayError('invalidRequest', 'The request body is not valid UTF-8.', { reason: 'malformed_utf8' });
+  }
+  const first = /^[\s\uFEFF]*(.)/.exec(text)?.[1];
+  if (first !== '{' && first !== '[') throw new GatewayError('invalidRequest', 'The request body is not valid JSON.', { reason: 'malformed_json' });
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new GatewayError('invalidRequest', 'The request body is not valid JSON.', { reason: 'malformed_json' });
+  }
+}
