@@ -40,8 +40,6 @@ export interface AdminApiDependencies {
   readonly trustProxy?: boolean;
   /** Errors answered with 500 are logged here (never sent). */
   readonly onInternalError?: (error: unknown) => void;
-  /** A client that closed the connection mid-request (logged at `info`, no stack: not the gateway's fault). */
-  readonly onClientAbort?: (requestId: string) => void;
 }
 
 /** Who makes an admin request. */
@@ -490,7 +488,6 @@ export function createAdminRouter(deps: AdminApiDependencies): Router {
   router.use((error: unknown, request: Request, response: Response, _next: NextFunction) => {
     const gatewayError = toGatewayError(error);
     if (gatewayError.type === 'internalError') deps.onInternalError?.(error);
-    else if (gatewayError.reason === 'client_aborted') deps.onClientAbort?.(String(response.getHeader('Tollgate-Request-Id') ?? ''));
     sendGatewayError(response, String(response.getHeader('Tollgate-Request-Id') ?? ''), gatewayError, request);
   });
   return router;

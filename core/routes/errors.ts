@@ -45,8 +45,17 @@ export function hasUnreadBody(request: IncomingMessage): boolean {
   return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
+/** The reason of the gateway error each response carried, for its access-log line. */
+const sentReasons = new WeakMap<ServerResponse, string>();
+
+/** The `reason` of the gateway error sent on (or cutting) `response`, if any. */
+export function errorReasonOf(response: ServerResponse): string | undefined {
+  return sentReasons.get(response);
+}
+
 /** Sends `error` unless a response has already started (then the connection is cut so the client notices). */
 export function sendGatewayError(response: ServerResponse, requestId: string, error: GatewayError, request?: IncomingMessage): void {
+  sentReasons.set(response, error.reason);
   if (response.headersSent) {
     response.destroy();
     return;

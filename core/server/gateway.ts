@@ -50,7 +50,7 @@ import { VerifyDeviceStage } from '../pipeline/verify-device';
 import { VerifyTokenStage } from '../pipeline/verify-token';
 import { ProviderRegistry } from '../registry/provider-registry';
 import { createAttestRouter } from '../routes/attest';
-import { sendGatewayError, toGatewayError } from '../routes/errors';
+import { errorReasonOf, sendGatewayError, toGatewayError } from '../routes/errors';
 import { createHealthRouter } from '../routes/health';
 import { GatewayMetrics } from '../routes/metrics';
 import { PROXY_PREFIX, createProxyHandler, requestIdOf } from '../routes/proxy';
@@ -422,7 +422,6 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       publicUrl: configuration.publicUrl,
       trustProxy: configuration.trustProxy,
       onInternalError: (error) => logger.error({ err: error }, 'admin request failed'),
-      onClientAbort: (requestId) => logger.info({ requestId, reason: 'client_aborted' }, 'client closed the connection mid-request'),
     }),
   );
   app.use('/dashboard', createDashboardRouter());
@@ -450,7 +449,6 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   app.use((error: unknown, request: Request, response: Response, _next: NextFunction) => {
     const gatewayError = toGatewayError(error);
     if (gatewayError.type === 'internalError') logger.error({ err: error }, 'request failed');
-    else if (gatewayError.reason === 'client_aborted') logger.info({ requestId: requestIdOf(response), reason: gatewayError.reason }, 'client closed the connection mid-request');
     sendGatewayError(response, requestIdOf(response), gatewayError, request);
   });
 
@@ -459,26 +457,35 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
    * straight to the pipeline: the hot path does not pass through Express's router (measured in docs/benchmarks.md);
    * everything else is an Express route.
    */
+  const writeAccessLine = (requestId: string, requestUrl: string, started: number, request: IncomingMessage, response: ServerResponse) => {
+    const details = accessDetails.get(response);
+    logger.info(
+      {
+        requestId,
+        method: request.method,
+        path: redactUrl(requestUrl),
+        status: response.statusCode,
+        errorType: response.getHeader('Tollgate-Error'),
+        ms: Math.round((performance.now() - started) * 10) / 10,
+        aborted: response.writableFinished ? undefined : true,
+        // A client that went away mid-body shows here as reason client_aborted, at info, without a stack.
+        reason: errorReasonOf(response),
+        ...details,
+      },
+      'request',
+    );
+  };
+
   const handleRequest = (request: IncomingMessage, response: ServerResponse) => {
     const requestId = randomUUID();
     const started = performance.now();
     response.setHeader('Tollgate-Request-Id', requestId);
+    // Read now: Express rewrites request.url inside mounted routers.
+    const requestUrl = request.url ?? '';
     response.once('close', () => {
       if (!logger.isLevelEnabled('info')) return;
-      const details = accessDetails.get(response);
-      logger.info(
-        {
-          requestId,
-          method: request.method,
-          path: redactUrl(request.url ?? ''),
-          status: response.statusCode,
-          errorType: response.getHeader('Tollgate-Error'),
-          ms: Math.round((performance.now() - started) * 10) / 10,
-          aborted: response.writableFinished ? undefined : true,
-          ...details,
-        },
-        'request',
-      );
+      // After the handlers that run on the same close (a body read cut short ends as client_aborted) had their turn.
+      setImmediate(() => writeAccessLine(requestId, requestUrl, started, request, response));
     });
     const proxied = request.url !== undefined && request.url.startsWith(`${PROXY_PREFIX}/`);
     // Proxy bodies may be long uploads: only the idle deadline applies; every other route has a whole-request deadline.

@@ -169,14 +169,17 @@ describe('server surface', () => {
         client.socket.destroy();
       }
       const lines = () => gateway.logs.slice(firstLog).map((line) => JSON.parse(line) as { level: number; msg: string; reason?: string; err?: { stack?: string }; path?: string });
-      while (lines().filter((line) => line.reason === 'client_aborted' && line.msg !== 'request').length < targets.length) {
+      // One access-log line per request, at info, with the reason.
+      while (lines().filter((line) => line.reason === 'client_aborted' && line.msg === 'request').length < targets.length) {
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       for (const line of lines()) {
         expect(line.level, JSON.stringify(line)).to.be.below(40);
         expect(JSON.stringify(line)).to.not.match(/"stack"/);
       }
-      for (const line of lines().filter((entry) => entry.reason === 'client_aborted')) expect(line.level).to.equal(30);
+      const aborted = lines().filter((entry) => entry.reason === 'client_aborted');
+      expect(aborted.map((line) => line.path).sort()).to.deep.equal(targets.map(([target]) => target).sort());
+      for (const line of aborted) expect(line.level).to.equal(30);
     });
   });
 });
