@@ -18,6 +18,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createDashboardRouter, DASHBOARD_ASSETS } from '../../core/admin/dashboard-assets';
+import { loadConfiguration } from '../../core/configuration/configuration';
 import { FakeUpstream } from '../support/fake-upstream';
 import { TestGateway, type Provisioned } from '../support/gateway';
 import { rawRequest, type ErrorBody } from '../support/http';
@@ -236,6 +237,18 @@ describe('the dashboard Origin check behind a reverse proxy', () => {
     } finally {
       await trusting.close();
       await plain.close();
+    }
+  });
+});
+
+describe('the server settings (docs/reference/configuration.md)', () => {
+  it('have their documented defaults and refuse malformed values naming the variable', () => {
+    const defaults = loadConfiguration({}, os.tmpdir());
+    expect([defaults.requestTimeoutMs, defaults.bodyIdleTimeoutMs, defaults.keepAliveTimeoutMs, defaults.headersTimeoutMs, defaults.trustProxy]).to.deep.equal([30_000, 15_000, 65_000, 20_000, false]);
+    const set = loadConfiguration({ TOLLGATE_REQUEST_TIMEOUT_MS: '5000', TOLLGATE_BODY_IDLE_TIMEOUT_MS: '2000', TOLLGATE_KEEP_ALIVE_TIMEOUT_MS: '9000', TOLLGATE_TRUST_PROXY: 'true' }, os.tmpdir());
+    expect([set.requestTimeoutMs, set.bodyIdleTimeoutMs, set.keepAliveTimeoutMs, set.trustProxy]).to.deep.equal([5000, 2000, 9000, true]);
+    for (const [name, value] of [['TOLLGATE_REQUEST_TIMEOUT_MS', '0'], ['TOLLGATE_BODY_IDLE_TIMEOUT_MS', 'soon'], ['TOLLGATE_KEEP_ALIVE_TIMEOUT_MS', '-1'], ['TOLLGATE_TRUST_PROXY', 'maybe']] as const) {
+      expect(() => loadConfiguration({ [name]: value }, os.tmpdir()), name).to.throw(new RegExp(name));
     }
   });
 });

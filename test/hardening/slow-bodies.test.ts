@@ -73,6 +73,10 @@ describe('slow and oversized request bodies', () => {
       await client.closed;
       // Nothing of the 1000 bytes was completed, and no answer could have been sent: the server closed the connection.
       expect(client.text()).to.not.match(/^HTTP\/1\.1 2/);
+      // The upstream got the head and the first bytes, and then the gateway abandoned it.
+      await upstream.waitForRequests(1);
+      await upstream.last().closed;
+      expect(upstream.last().aborted).to.equal(true);
     });
   });
 
