@@ -241,6 +241,34 @@ describe('the dashboard Origin check behind a reverse proxy', () => {
   });
 });
 
+describe('per-address sign-in limits behind a reverse proxy', () => {
+  async function signInFrom(gateway: TestGateway, forwardedFor: string, attempt: number): Promise<string> {
+    const response = await rawRequest(gateway.url, {
+      method: 'POST',
+      path: '/v1/admin/session',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': forwardedFor },
+      body: JSON.stringify({ username: `user${attempt}`, password: 'not the password' }),
+    });
+    return response.json<ErrorBody>().error.reason;
+  }
+
+  it('with TOLLGATE_TRUST_PROXY, counts the address the proxy appended last; without it, X-Forwarded-For is ignored', async () => {
+    const trusting = await TestGateway.start({ env: { TOLLGATE_TRUST_PROXY: 'true' } });
+    const plain = await TestGateway.start();
+    try {
+      // The client's own claim comes first; the proxy appends the address it saw.
+      for (let attempt = 0; attempt < 10; attempt += 1) expect(await signInFrom(trusting, `10.0.0.${attempt}, 198.51.100.1`, attempt)).to.equal('sign_in_failed');
+      expect(await signInFrom(trusting, '10.0.0.99, 198.51.100.1', 10)).to.equal('rate_limited_signin_address');
+      expect(await signInFrom(trusting, '198.51.100.1, 198.51.100.2', 11)).to.equal('sign_in_failed');
+      for (let attempt = 0; attempt < 10; attempt += 1) expect(await signInFrom(plain, `198.51.100.${attempt}`, attempt)).to.equal('sign_in_failed');
+      expect(await signInFrom(plain, '198.51.100.200', 10)).to.equal('rate_limited_signin_address');
+    } finally {
+      await trusting.close();
+      await plain.close();
+    }
+  });
+});
+
 describe('the server settings (docs/reference/configuration.md)', () => {
   it('have their documented defaults and refuse malformed values naming the variable', () => {
     const defaults = loadConfiguration({}, os.tmpdir());
