@@ -21,6 +21,7 @@ import { sendGatewayError, toGatewayError } from '../routes/errors';
 import { AuditRepository, type RequestLogQuery } from '../storage/repositories';
 import { CSRF_HEADER, SESSION_COOKIE, csrfTokensEqual, type DashboardAuth, type DashboardSession } from './dashboard-auth';
 import { buildOpenApiDocument } from './openapi';
+import { ADMIN_MAX_BODY_BYTES, clientAddress, expectedOrigin, originMatches, readJsonBody } from '../server/request-guards';
 
 export interface AdminApiDependencies {
   readonly database: Knex;
@@ -33,6 +34,10 @@ export interface AdminApiDependencies {
   readonly clock: () => number;
   /** The gateway's public base URL, for generated integration code. */
   readonly gatewayUrl: () => string;
+  /** `TOLLGATE_PUBLIC_URL`: when set, the only origin a dashboard write may come from. */
+  readonly publicUrl?: string | undefined;
+  /** `TOLLGATE_TRUST_PROXY`: client address and origin as the one trusted reverse proxy saw them. */
+  readonly trustProxy?: boolean;
   /** Errors answered with 500 are logged here (never sent). */
   readonly onInternalError?: (error: unknown) => void;
   /** Requests refused with 503 because a dependency could not answer (logged at warn, counted by cause). */
@@ -180,9 +185,8 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       method: 'post', path: '/setup', operationId: 'completeSetup', tag: 'session', public: true, rateLimited: true, body: SetupInput,
       summary: 'Create the first administrator with the one-time set-up link printed at first start, and sign in',
       response: { schema: 'Session', description: 'signed in; the session cookie is set' }, status: 201,
-      async handle({ body, request, response }) {
+      async handle({ body, response }) {
         const input = validateInput(SetupInput, body);
-        await limitSignIn(deps, request);
         const user = await auth.completeSetup(input.setupToken, input.username, input.password);
         await new AuditRepository(deps.database).append({ actor: `user:${user.username}`, action: 'admin.setup', target: user.id, details: null, createdAt: deps.clock() });
         return signIn(deps, response, input.username, input.password);
@@ -192,9 +196,8 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       method: 'post', path: '/session', operationId: 'signIn', tag: 'session', public: true, rateLimited: true, body: SignInInput,
       summary: 'Sign in to the dashboard (sets an httpOnly, SameSite=Strict session cookie)',
       response: { schema: 'Session', description: 'signed in; the session cookie is set' },
-      async handle({ body, request, response }) {
+      async handle({ body, response }) {
         const input = validateInput(SignInInput, body);
-        await limitSignIn(deps, request);
         return signIn(deps, response, input.username, input.password);
       },
     },
@@ -496,13 +499,13 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
 }
 
 /**
- * Charges one sign-in attempt to the client address (30 per 5 minutes: password spraying from one address). Failed
- * attempts per user name are counted by DashboardAuth (a lock after 5 failures in a row), so normal re-logins never
- * lock anyone out.
+ * Charges one sign-in attempt to the client address (30 per 5 minutes: password spraying from one address) before the
+ * body is read. Failed attempts per user name are counted by DashboardAuth (a lock after 5 failures in a row), so that
+ * normal re-logins never lock anyone out.
  */
 async function limitSignIn(deps: AdminApiDependencies, request: Request): Promise<void> {
-  const address = request.socket.remoteAddress ?? 'unknown';
-  const results = await deps.rateLimits.consume([{ policy: 'signin-address', key: `{signin}:a:${address}`, limit: 30, windowSeconds: 300 }], deps.clock());
+  const rule = { policy: 'signin-address', key: `{signin}:a:${clientAddress(request, deps.trustProxy ?? false)}`, limit: 30, windowSeconds: 300 };
+  const results = await deps.rateLimits.consume([rule], deps.clock());
   const refused = results.find((result) => !result.allowed);
   if (refused) {
     const seconds = Math.max(1, Math.ceil(refused.retryAfterSeconds));
@@ -533,7 +536,7 @@ async function authenticate(deps: AdminApiDependencies, request: Request): Promi
   if (!session) throw new GatewayError('unauthorized', 'Sign in to the dashboard, or send Authorization: Bearer ak_… (an admin key).', { reason: 'no_credentials' });
   if (!SAFE_METHODS.has(request.method)) {
     const origin = request.headers.origin;
-    if (origin !== undefined && origin !== `${request.protocol}://${request.headers.host}`) {
+    if (origin !== undefined && !originMatches(origin, expectedOrigin(request, { publicUrl: deps.publicUrl, trustProxy: deps.trustProxy ?? false }))) {
       throw new GatewayError('forbidden', 'Cross-origin requests cannot change anything.', { reason: 'cross_origin' });
     }
     if (!csrfTokensEqual(session.csrfToken, request.headers[CSRF_HEADER])) {
@@ -541,11 +544,6 @@ async function authenticate(deps: AdminApiDependencies, request: Request): Promi
     }
   }
   return { name: `user:${session.user.username}`, session };
-}
-
-/** Rejects bodies that are not UTF-8 (body-parser would otherwise decode them with replacement characters). */
-function strictUtf8(_request: unknown, _response: unknown, buffer: Buffer): void {
-  new TextDecoder('utf-8', { fatal: true }).decode(buffer);
 }
 
 /** The Express router for `/v1/admin`. */
@@ -557,7 +555,6 @@ export function createAdminRouter(deps: AdminApiDependencies): Router {
     response.setHeader('Cache-Control', 'no-store');
     response.json(document);
   });
-  const json = express.json({ limit: '64kb', strict: true, verify: strictUtf8, type: () => true });
   for (const route of routes) {
     const expressPath = route.path.replace(/\{(\w+)\}/g, ':$1');
     router[route.method](expressPath, async (request: Request, response: Response, next: NextFunction) => {
@@ -565,8 +562,10 @@ export function createAdminRouter(deps: AdminApiDependencies): Router {
         // Credentials first: an unauthenticated request learns nothing, not even whether its body is valid.
         let actor: Actor | null = null;
         if (!route.public) actor = await authenticate(deps, request);
+        // Public routes (sign-in, set-up) are charged to the client address before their body is read.
+        else if (route.rateLimited) await limitSignIn(deps, request);
         if (route.body || route.method !== 'get') {
-          await new Promise<void>((resolve, reject) => json(request, response, (error?: unknown) => (error ? reject(error) : resolve())));
+          request.body = await readJsonBody(request, ADMIN_MAX_BODY_BYTES, { anyType: true });
         }
         const body = route.body && request.body === undefined ? {} : request.body;
         const context: RouteContext = { params: request.params as Record<string, string>, query: request.query as Record<string, unknown>, body, actor, request, response };

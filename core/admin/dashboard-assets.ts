@@ -45,6 +45,14 @@ export function createDashboardRouter(assets = DASHBOARD_ASSETS): Router {
     if (!request.originalUrl.split('?')[0]!.endsWith('/')) return response.redirect(301, `${request.baseUrl}/`);
     next();
   });
+  // Source maps are never built for the dashboard (dashboard/tsconfig.json) and never served, even if one is dropped in.
+  router.use((request: Request, response: Response, next) => {
+    if (/\.map$/i.test(request.path)) {
+      response.status(404).type('text/plain').send('Not found.');
+      return;
+    }
+    next();
+  });
   router.use(express.static(assets, { index: 'index.html', fallthrough: true, setHeaders: (response) => response.setHeader('Cache-Control', 'no-cache') }));
   // Client-side pages (`/dashboard/setup`, …) get the shell; missing files with an extension stay 404.
   router.get(/^\/[a-z-]*$/, (_request: Request, response: Response) => {

@@ -50,6 +50,24 @@ export interface Configuration {
   readonly publicUrl: string | undefined;
   /** `TOLLGATE_HEADERS_TIMEOUT_MS`, default 20 000: a client must send its whole request head within this (slow-loris). */
   readonly headersTimeoutMs: number;
+  /**
+   * `TOLLGATE_REQUEST_TIMEOUT_MS`, default 30 000: every route but the proxy must have received its whole request (head
+   * and body) within this; a client still sending gets 408 and the connection closes.
+   */
+  readonly requestTimeoutMs: number;
+  /**
+   * `TOLLGATE_BODY_IDLE_TIMEOUT_MS`, default 15 000: on every route (proxy included), a request body that makes no
+   * progress for this long (while the gateway is waiting for it) is cut off.
+   */
+  readonly bodyIdleTimeoutMs: number;
+  /** `TOLLGATE_KEEP_ALIVE_TIMEOUT_MS`, default 65 000: an idle keep-alive connection is closed after this. */
+  readonly keepAliveTimeoutMs: number;
+  /**
+   * `TOLLGATE_TRUST_PROXY`, default false: the gateway runs behind one reverse proxy that sets `X-Forwarded-For`,
+   * `X-Forwarded-Proto` and `X-Forwarded-Host`; per-address limits then use the address that proxy saw, and the
+   * dashboard's Origin check (without `TOLLGATE_PUBLIC_URL`) the scheme and host it was reached at.
+   */
+  readonly trustProxy: boolean;
   /** `TOLLGATE_SHUTDOWN_GRACE_MS`, default 30 000: how long in-flight streams may finish on SIGTERM. */
   readonly shutdownGraceMs: number;
   /**
@@ -96,6 +114,14 @@ function readConfigFile(workingDirectory: string): Record<string, string> {
     out[key] = String(value);
   }
   return out;
+}
+
+function boolean(source: Source, name: string, fallback: boolean): boolean {
+  const raw = source[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (/^(true|1|yes)$/i.test(raw)) return true;
+  if (/^(false|0|no)$/i.test(raw)) return false;
+  throw new TollgateError('TG_ERR_CONFIGURATION', `${name} must be true or false, got "${raw}"`);
 }
 
 function integer(source: Source, name: string, fallback: number, minimum: number, maximum: number): number {
@@ -151,6 +177,10 @@ export function loadConfiguration(env: Source = process.env, workingDirectory = 
     requestLogRetentionDays: integer(source, 'TOLLGATE_REQUEST_LOG_RETENTION_DAYS', 30, 7, 3650),
     publicUrl: source.TOLLGATE_PUBLIC_URL ? source.TOLLGATE_PUBLIC_URL.replace(/\/$/, '') : undefined,
     headersTimeoutMs: integer(source, 'TOLLGATE_HEADERS_TIMEOUT_MS', 20_000, 100, 600_000),
+    requestTimeoutMs: integer(source, 'TOLLGATE_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
+    bodyIdleTimeoutMs: integer(source, 'TOLLGATE_BODY_IDLE_TIMEOUT_MS', 15_000, 100, 3_600_000),
+    keepAliveTimeoutMs: integer(source, 'TOLLGATE_KEEP_ALIVE_TIMEOUT_MS', 65_000, 100, 3_600_000),
+    trustProxy: boolean(source, 'TOLLGATE_TRUST_PROXY', false),
     shutdownGraceMs: integer(source, 'TOLLGATE_SHUTDOWN_GRACE_MS', 30_000, 0, 3_600_000),
     databaseAcquireTimeoutMs: integer(source, 'TOLLGATE_DATABASE_ACQUIRE_TIMEOUT_MS', 5000, 100, 600_000),
     databaseQueryTimeoutMs: integer(source, 'TOLLGATE_DATABASE_QUERY_TIMEOUT_MS', 15_000, 0, 3_600_000),

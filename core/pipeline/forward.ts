@@ -10,6 +10,8 @@
  *   stream: the client sees it end early, and the usage event records the truncation.
  * - The request body limit is enforced while streaming: a declared `Content-Length` over the limit is refused before a
  *   byte is read; a chunked body is counted and cut at the limit.
+ * - The answer is scrubbed (header-hygiene.ts, response-scrub.ts): no upstream `Tollgate-*` or rate-limit headers, no
+ *   header or small error body carrying the injected credential. Redirects are never followed.
  * - Upstream TLS certificates are verified (Node's default `rejectUnauthorized: true` and CA store; never turned off).
  *
  * Written on node:http rather than http-proxy-middleware: see docs/decisions/2026-11-22-forward-on-node-http.md.
@@ -21,6 +23,7 @@ import { inject, injectable } from 'tsyringe';
 import { CONFIGURATION, GatewayError, type PipelineStage, type ProxyContext } from '../contract';
 import type { Configuration } from '../configuration/configuration';
 import { scrubResponseHeaders } from './header-hygiene';
+import { ERROR_BODY_INSPECT_BYTES, credentialForms, inspectsBody, redactErrorBody } from './response-scrub';
 
 type FailureKind = 'connect-timeout' | 'first-byte-timeout' | 'body-too-large' | 'queue-timeout';
 
@@ -154,29 +157,66 @@ export class ForwardStage implements PipelineStage {
       proxyRequest.once('response', (proxyResponse: IncomingMessage) => {
         clearTimeout(firstByteTimer);
         clearTimeout(connectTimer);
-        scrubResponseHeaders(proxyResponse.headers);
+        // No redirect is ever followed: a 3xx goes back to the app like any answer, scrubbed of the credential.
+        const credentials = credentialForms(context);
+        scrubResponseHeaders(proxyResponse.headers, { credentials, gatewayRetryAfter: response.hasHeader('retry-after') });
         const status = proxyResponse.statusCode ?? 502;
         context.outcome.status = status;
         response.setHeader('X-Accel-Buffering', 'no');
-        response.writeHead(status, proxyResponse.headers);
-        // Once started, a response that sends nothing for TOLLGATE_UPSTREAM_IDLE_TIMEOUT_MS is cut (truncated).
-        const idleMs = this.configuration.upstreamIdleTimeoutMs;
-        if (idleMs > 0) {
-          idleTimer = setTimeout(() => {
-            context.outcome.truncated = true;
-            proxyRequest.destroy();
-            response.destroy();
-          }, idleMs);
-        }
-        proxyResponse.on('data', (chunk: Buffer) => {
-          idleTimer?.refresh();
-          context.outcome.bytesOut += chunk.length;
-          if (!response.write(chunk)) {
-            proxyResponse.pause();
-            response.once('drain', () => proxyResponse.resume());
+        const relay = (buffered?: Buffer) => {
+          response.writeHead(status, proxyResponse.headers);
+          // Once started, a response that sends nothing for TOLLGATE_UPSTREAM_IDLE_TIMEOUT_MS is cut (truncated).
+          const idleMs = this.configuration.upstreamIdleTimeoutMs;
+          if (idleMs > 0) {
+            idleTimer = setTimeout(() => {
+              context.outcome.truncated = true;
+              proxyRequest.destroy();
+              response.destroy();
+            }, idleMs);
           }
-        });
-        proxyResponse.once('end', () => response.end());
+          if (buffered?.length) {
+            context.outcome.bytesOut += buffered.length;
+            response.write(buffered);
+          }
+          proxyResponse.on('data', (chunk: Buffer) => {
+            idleTimer?.refresh();
+            context.outcome.bytesOut += chunk.length;
+            if (!response.write(chunk)) {
+              proxyResponse.pause();
+              response.once('drain', () => proxyResponse.resume());
+            }
+          });
+          proxyResponse.once('end', () => response.end());
+        };
+        if (!inspectsBody(status, proxyResponse.headers, upstream.method, credentials)) relay();
+        else {
+          // A small non-2xx, non-streamed answer is read whole (up to the bound) and redacted if it holds the credential.
+          const chunks: Buffer[] = [];
+          let size = 0;
+          const stopBuffering = () => {
+            proxyResponse.off('data', onData);
+            proxyResponse.off('end', onEnd);
+          };
+          const onData = (chunk: Buffer) => {
+            chunks.push(chunk);
+            size += chunk.length;
+            if (size > ERROR_BODY_INSPECT_BYTES) {
+              stopBuffering();
+              relay(Buffer.concat(chunks));
+            }
+          };
+          const onEnd = () => {
+            stopBuffering();
+            const original = Buffer.concat(chunks);
+            const body = redactErrorBody(original, proxyResponse.headers, credentials) ?? original;
+            if (proxyResponse.headers['content-length'] === undefined) proxyResponse.headers['content-length'] = String(body.length);
+            response.writeHead(status, proxyResponse.headers);
+            context.outcome.bytesOut += body.length;
+            response.end(body);
+          };
+          proxyResponse.on('data', onData);
+          proxyResponse.once('end', onEnd);
+        }
         proxyResponse.once('close', () => {
           if (!proxyResponse.complete) {
             // Reset mid-stream: the status is gone, so end the client's response early; it sees the stream stop.

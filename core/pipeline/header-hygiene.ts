@@ -9,7 +9,12 @@
  * - hop-by-hop headers: RFC 9110 §7.6.1 names `Connection`, `Proxy-Connection`, `Keep-Alive`, `TE`, `Transfer-Encoding`
  *   and `Upgrade`, plus every field named in `Connection`; `Trailer` goes with them (RFC 9110 §6.6.2);
  * - `Host` (set from the upstream), `Expect` (the gateway answers 100-continue itself), and client-address headers
- *   (`Forwarded`, `X-Forwarded-*`, `X-Real-IP`): a device's address is not the provider's business.
+ *   (`Forwarded`, `X-Forwarded-*`, `X-Real-IP`, `X-Client-IP`, `True-Client-IP`, `CF-Connecting-IP`, `Via`, …): a
+ *   device's address is not the provider's business;
+ * - override headers that some servers and proxies in front of a provider honour to rewrite the request after the
+ *   gateway checked it: `X-Original-URL`, `X-Rewrite-URL`, `X-Original-*`, `X-Override-URL`, `X-Host`,
+ *   `X-HTTP-Method-Override`, `X-HTTP-Method`, `X-Method-Override` (a route or method the provider's policy refuses
+ *   must not come back through a header).
  *
  * Response side: hop-by-hop headers and `Set-Cookie` from the provider never reach the app.
  */
@@ -36,6 +41,22 @@ const ALWAYS_STRIPPED = new Set([
   'x-real-ip',
   'x-api-key',
   'api-key',
+  'via',
+  'x-client-ip',
+  'x-cluster-client-ip',
+  'true-client-ip',
+  'cf-connecting-ip',
+  'fastly-client-ip',
+  'x-originating-ip',
+  'x-remote-ip',
+  'x-remote-addr',
+  'client-ip',
+  'x-rewrite-url',
+  'x-override-url',
+  'x-host',
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
 ]);
 
 function isStripped(name: string, credentialHeaders: ReadonlySet<string>, credentialPrefixes: readonly string[], connectionTokens: ReadonlySet<string>): boolean {
@@ -44,6 +65,7 @@ function isStripped(name: string, credentialHeaders: ReadonlySet<string>, creden
     name.startsWith('tollgate-') ||
     name.startsWith('proxy-') ||
     name.startsWith('x-forwarded-') ||
+    name.startsWith('x-original-') ||
     credentialHeaders.has(name) ||
     credentialPrefixes.some((prefix) => name.startsWith(prefix)) ||
     connectionTokens.has(name)
@@ -79,11 +101,82 @@ export function forwardableRequestHeaders(
 
 const RESPONSE_STRIPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'set-cookie', 'set-cookie2', 'alt-svc']);
 
-/** Removes hop-by-hop headers and cookies from a provider response's headers, in place. */
-export function scrubResponseHeaders(headers: IncomingHttpHeaders): void {
+/** Headers only the gateway speaks on a proxied response: an upstream's own are dropped so the gateway's win. */
+const GATEWAY_OWNED = new Set(['ratelimit', 'ratelimit-policy']);
+
+/** The longest `Retry-After` (seconds) an upstream may pass to the app; a longer or malformed one is dropped. */
+export const MAX_UPSTREAM_RETRY_AFTER_SECONDS = 3600;
+
+/** What the value of this response header redacts to, when it held the injected credential. */
+export const REDACTED = 'REDACTED';
+
+export interface ResponseScrubOptions {
+  /**
+   * The injected credential in every form it could be echoed in (see `credentialForms`). Never logged.
+   */
+  readonly credentials?: readonly string[];
+  /** The gateway already set its own `Retry-After` on this response: the upstream's is dropped. */
+  readonly gatewayRetryAfter?: boolean;
+}
+
+/** Replaces every occurrence of a credential form in `text` with {@link REDACTED}; returns the text unchanged when none. */
+export function redactCredentials(text: string, credentials: readonly string[]): string {
+  let out = text;
+  for (const form of credentials) if (out.includes(form)) out = out.split(form).join(REDACTED);
+  return out;
+}
+
+/** Whether a header value still carries a credential once percent-decoded (e.g. double-encoded in a `Location`). */
+function carriesEncodedCredential(value: string, credentials: readonly string[]): boolean {
+  let current = value;
+  for (let round = 0; round < 3; round += 1) {
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(current.replace(/\+/g, ' '));
+    } catch {
+      return false;
+    }
+    if (decoded === current) return false;
+    if (credentials.some((form) => decoded.includes(form))) return true;
+    current = decoded;
+  }
+  return false;
+}
+
+/**
+ * Scrubs a provider response's headers, in place, before they reach the app (protocol.md, "Errors": a provider
+ * response never carries a `Tollgate-*` header of its own, nor the injected credential):
+ * - hop-by-hop headers, cookies and `Alt-Svc` go;
+ * - every upstream `Tollgate-*` header goes, and so do `RateLimit` and `RateLimit-Policy`: the gateway's own win;
+ * - `Retry-After` passes only when the gateway set none and it is delta-seconds up to
+ *   {@link MAX_UPSTREAM_RETRY_AFTER_SECONDS} (an upstream cannot park the app for a day);
+ * - any header holding the credential (raw, percent-encoded, JSON-escaped; e.g. `Location: …?key=…`,
+ *   `WWW-Authenticate` echoing it) has it replaced by {@link REDACTED}, or is removed when it holds it in a form that
+ *   cannot be replaced in place.
+ */
+export function scrubResponseHeaders(headers: IncomingHttpHeaders, options: ResponseScrubOptions = {}): void {
   const connectionTokens = connectionTokensOf(headers.connection);
+  const credentials = options.credentials ?? [];
   for (const name of Object.keys(headers)) {
-    if (RESPONSE_STRIPPED.has(name) || connectionTokens.has(name) || name.startsWith('proxy-')) delete headers[name];
+    if (RESPONSE_STRIPPED.has(name) || connectionTokens.has(name) || name.startsWith('proxy-') || name.startsWith('tollgate-') || GATEWAY_OWNED.has(name)) {
+      delete headers[name];
+      continue;
+    }
+    if (name === 'retry-after') {
+      const value = String(headers[name] ?? '').trim();
+      if (options.gatewayRetryAfter || !/^\d{1,9}$/.test(value) || Number(value) > MAX_UPSTREAM_RETRY_AFTER_SECONDS) delete headers[name];
+      continue;
+    }
+    if (credentials.length === 0) continue;
+    const value = headers[name];
+    if (value === undefined) continue;
+    const values = Array.isArray(value) ? value : [value];
+    const redacted = values.map((item) => redactCredentials(item, credentials));
+    if (redacted.some((item) => carriesEncodedCredential(item, credentials))) {
+      delete headers[name];
+      continue;
+    }
+    if (redacted.some((item, index) => item !== values[index])) (headers as Record<string, string | string[]>)[name] = Array.isArray(value) ? redacted : redacted[0]!;
   }
 }
 

@@ -10,6 +10,7 @@ import { checkAppToken } from '../pipeline/verify-token';
 import { storeUnavailable, writeRateLimitHeaders } from '../pipeline/limit-rate';
 import { requestIdOf } from './proxy';
 import { sendGatewayError, toGatewayError } from './errors';
+import { ATTEST_MAX_BODY_BYTES, clientAddress, readJsonBody } from '../server/request-guards';
 
 /** Challenges live 5 minutes (issue "Device attestation"). */
 export const CHALLENGE_TTL_MS = 5 * 60 * 1000;
@@ -24,6 +25,8 @@ export interface AttestRouteDependencies {
   readonly deviceTokens: DeviceTokenService;
   readonly recordDevice: (input: { appId: string; deviceId: string; method: string; publicKey: string | null }) => Promise<{ revoked: boolean }>;
   readonly production: boolean;
+  /** `TOLLGATE_TRUST_PROXY`: per-address limits use the address the trusted reverse proxy saw. */
+  readonly trustProxy?: boolean;
   readonly clock: () => number;
   readonly devices: DeviceKeyStore;
 }
@@ -36,7 +39,7 @@ export function createAttestRouter(dependencies: AttestRouteDependencies): Route
 
   /** Per-address limit, so that attestation endpoints cannot be used to grind challenges or tokens. */
   const limitByAddress = async (request: Request, response: Response) => {
-    const address = request.socket.remoteAddress ?? 'unknown';
+    const address = clientAddress(request, dependencies.trustProxy ?? false);
     const rule = { policy: 'attest-ip', key: `ip\u0000${address}`, limit: ATTEST_LIMIT_PER_MINUTE, windowSeconds: 60 };
     let result: Awaited<ReturnType<RateLimitStore['consume']>>[number] | undefined;
     try {
@@ -58,7 +61,7 @@ export function createAttestRouter(dependencies: AttestRouteDependencies): Route
   const handle = (work: (request: Request, response: Response) => Promise<void>) => (request: Request, response: Response) => {
     work(request, response).catch((error: unknown) => {
       response.locals.error = error;
-      sendGatewayError(response, requestIdOf(response), toGatewayError(error));
+      sendGatewayError(response, requestIdOf(response), toGatewayError(error), request);
     });
   };
 
@@ -74,9 +77,10 @@ export function createAttestRouter(dependencies: AttestRouteDependencies): Route
     }),
   );
 
+  // The body is read only after the per-address limit, the app token and the method were checked (cheap checks first),
+  // and is capped at ATTEST_MAX_BODY_BYTES.
   router.post(
     '/:method',
-    express.json({ limit: '256kb', strict: true }),
     handle(async (request, response) => {
       await limitByAddress(request, response);
       const app = await checkAppToken(dependencies.directory, request.headers['tollgate-app-token']);
@@ -85,7 +89,7 @@ export function createAttestRouter(dependencies: AttestRouteDependencies): Route
       if (!verifier) {
         throw new GatewayError('invalidRequest', `Unknown attestation method "${method}" (known: ${[...verifiers.keys()].join(', ')}).`, { status: 404, reason: 'unknown_method' });
       }
-      const body: unknown = request.body;
+      const body: unknown = await readJsonBody(request, ATTEST_MAX_BODY_BYTES);
       if (body === null || typeof body !== 'object' || Array.isArray(body)) {
         throw new GatewayError('invalidRequest', 'The request body must be a JSON object.', { reason: 'body_not_object' });
       }

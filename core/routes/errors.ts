@@ -19,6 +19,8 @@ export function toGatewayError(error: unknown): GatewayError {
   if (error instanceof TollgateError && error.code === 'TG_ERR_NOT_FOUND') return new GatewayError('notFound', sentence(error.message), { reason: 'not_found' });
   if (error instanceof TollgateError && error.code === 'TG_ERR_CONFLICT') return new GatewayError('conflict', sentence(error.message), { reason: 'conflict' });
   const bodyParser = error as { type?: string; status?: number } | undefined;
+  if (isClientAbort(error)) return new GatewayError('invalidRequest', 'The client closed the connection before the request was complete.', { reason: 'client_aborted' });
+  if (bodyParser?.type === 'request.size.invalid') return new GatewayError('invalidRequest', 'The request body is shorter or longer than its Content-Length.', { reason: 'malformed_framing' });
   if (bodyParser?.type === 'entity.parse.failed') return new GatewayError('invalidRequest', 'The request body is not valid JSON.', { reason: 'malformed_json' });
   if (bodyParser?.type === 'entity.verify.failed') return new GatewayError('invalidRequest', 'The request body is not valid UTF-8.', { reason: 'malformed_utf8' });
   if (bodyParser?.type === 'entity.too.large') return new GatewayError('invalidRequest', 'The request body is too large.', { status: 413, reason: 'body_too_large' });
@@ -30,6 +32,15 @@ export function toGatewayError(error: unknown): GatewayError {
   return new GatewayError('internalError', 'The gateway failed to handle this request.', { reason: 'internal', cause: error });
 }
 
+/**
+ * True for a client that went away mid-request: Node's `aborted` error on the request stream, or body-parser's
+ * `request.aborted`. Not a fault of the gateway: logged at `info`, without a stack.
+ */
+export function isClientAbort(error: unknown): boolean {
+  const candidate = error as { type?: string; code?: string; message?: string } | undefined;
+  return candidate?.type === 'request.aborted' || (error instanceof Error && candidate?.code === 'ECONNRESET' && candidate.message === 'aborted');
+}
+
 /** True when the client declared a request body that has not been read to its end. */
 export function hasUnreadBody(request: IncomingMessage): boolean {
   if (request.complete) return false;
@@ -37,8 +48,17 @@ export function hasUnreadBody(request: IncomingMessage): boolean {
   return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
+/** The reason of the gateway error each response carried, for its access-log line. */
+const sentReasons = new WeakMap<ServerResponse, string>();
+
+/** The `reason` of the gateway error sent on (or cutting) `response`, if any. */
+export function errorReasonOf(response: ServerResponse): string | undefined {
+  return sentReasons.get(response);
+}
+
 /** Sends `error` unless a response has already started (then the connection is cut so the client notices). */
 export function sendGatewayError(response: ServerResponse, requestId: string, error: GatewayError, request?: IncomingMessage): void {
+  sentReasons.set(response, error.reason);
   if (response.headersSent) {
     response.destroy();
     return;

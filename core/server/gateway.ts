@@ -51,7 +51,7 @@ import { VerifyDeviceStage } from '../pipeline/verify-device';
 import { VerifyTokenStage } from '../pipeline/verify-token';
 import { ProviderRegistry } from '../registry/provider-registry';
 import { createAttestRouter } from '../routes/attest';
-import { sendGatewayError, toGatewayError } from '../routes/errors';
+import { errorReasonOf, sendGatewayError, toGatewayError } from '../routes/errors';
 import { createHealthRouter, withDeadline } from '../routes/health';
 import { GatewayMetrics } from '../routes/metrics';
 import { PROXY_PREFIX, createProxyHandler, requestIdOf } from '../routes/proxy';
@@ -75,6 +75,7 @@ import { MemoryChallengeStore } from '../stores/memory-challenge-store';
 import { MemoryRateLimitStore } from '../stores/memory-rate-limit-store';
 import { BUILT_IN_PLUGINS_DIRECTORY, BUILT_IN_PROVIDERS_DIRECTORY, discoverPluginFolders, discoverProviderFolders, loadPluginPackage } from './plugin-loader';
 import { createLogger } from './logger';
+import { MCP_MAX_BODY_BYTES, answerClientError, continueWhenRead, readJsonBody, watchRequestBody } from './request-guards';
 
 export const TOLLGATE_VERSION: string = (require('../../../package.json') as { version: string }).version;
 
@@ -457,26 +458,33 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         }),
       );
   });
-  // The assistant-facing server over streamable HTTP, stateless: one MCP server and transport per request. Admin key only.
-  app.all('/mcp', express.json({ limit: '1mb' }), async (request: Request, response: Response) => {
-    const admin = await authenticateAdminKey(database, request.headers.authorization);
-    if (!admin) {
-      sendGatewayError(response, requestIdOf(response), new GatewayError('unauthorized', 'The MCP endpoint requires Authorization: Bearer ak_… (an admin key).', { reason: 'admin_key_invalid' }));
-      return;
+  // The assistant-facing server over streamable HTTP, stateless: one MCP server and transport per request. Admin key
+  // only, checked before a byte of the body is read; the body is then capped at MCP_MAX_BODY_BYTES.
+  app.all('/mcp', async (request: Request, response: Response, next: NextFunction) => {
+    try {
+      const admin = await authenticateAdminKey(database, request.headers.authorization);
+      if (!admin) {
+        sendGatewayError(response, requestIdOf(response), new GatewayError('unauthorized', 'The MCP endpoint requires Authorization: Bearer ak_… (an admin key).', { reason: 'admin_key_invalid' }), request);
+        return;
+      }
+      if (request.method !== 'POST') {
+        response.setHeader('Allow', 'POST');
+        sendGatewayError(response, requestIdOf(response), new GatewayError('invalidRequest', 'This MCP endpoint is stateless: use POST.', { status: 405, reason: 'mcp_method' }), request);
+        return;
+      }
+      // Parsed whatever its Content-Type: the transport checks that itself, and must never read the body on its own.
+      request.body = await readJsonBody(request, MCP_MAX_BODY_BYTES, { anyType: true });
+      const mcp = createMcpServer(mcpDependencies(core, admin.name, configuration.publicUrl ?? url));
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      response.once('close', () => {
+        void transport.close();
+        void mcp.close();
+      });
+      await mcp.connect(transport);
+      await transport.handleRequest(request, response, request.body);
+    } catch (error) {
+      next(error);
     }
-    if (request.method !== 'POST') {
-      response.setHeader('Allow', 'POST');
-      sendGatewayError(response, requestIdOf(response), new GatewayError('invalidRequest', 'This MCP endpoint is stateless: use POST.', { status: 405, reason: 'mcp_method' }));
-      return;
-    }
-    const mcp = createMcpServer(mcpDependencies(core, admin.name, configuration.publicUrl ?? url));
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    response.once('close', () => {
-      void transport.close();
-      void mcp.close();
-    });
-    await mcp.connect(transport);
-    await transport.handleRequest(request, response, request.body);
   });
   const dashboardAuth = new DashboardAuth(database, { clock });
   const setupToken = await dashboardAuth.issueSetupToken();
@@ -493,6 +501,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       version: TOLLGATE_VERSION,
       clock,
       gatewayUrl: () => configuration.publicUrl ?? url,
+      publicUrl: configuration.publicUrl,
+      trustProxy: configuration.trustProxy,
       onInternalError: (error) => logger.error({ err: error }, 'admin request failed'),
       onUnavailable: (error) => refused(error),
     }),
@@ -509,6 +519,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       rateLimits,
       deviceTokens,
       production: configuration.production,
+      trustProxy: configuration.trustProxy,
       clock,
       devices: deviceKeys,
       recordDevice: async (input) => {
@@ -532,28 +543,40 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
    * straight to the pipeline: the hot path does not pass through Express's router (measured in docs/benchmarks.md);
    * everything else is an Express route.
    */
+  const writeAccessLine = (requestId: string, requestUrl: string, started: number, request: IncomingMessage, response: ServerResponse) => {
+    const details = accessDetails.get(response);
+    logger.info(
+      {
+        requestId,
+        method: request.method,
+        path: redactUrl(requestUrl),
+        status: response.statusCode,
+        errorType: response.getHeader('Tollgate-Error'),
+        ms: Math.round((performance.now() - started) * 10) / 10,
+        aborted: response.writableFinished ? undefined : true,
+        // A client that went away mid-body shows here as reason client_aborted, at info, without a stack.
+        reason: errorReasonOf(response),
+        ...details,
+      },
+      'request',
+    );
+  };
+
   const handleRequest = (request: IncomingMessage, response: ServerResponse) => {
     const requestId = randomUUID();
     const started = performance.now();
     response.setHeader('Tollgate-Request-Id', requestId);
+    // Read now: Express rewrites request.url inside mounted routers.
+    const requestUrl = request.url ?? '';
     response.once('close', () => {
       if (!logger.isLevelEnabled('info')) return;
-      const details = accessDetails.get(response);
-      logger.info(
-        {
-          requestId,
-          method: request.method,
-          path: redactUrl(request.url ?? ''),
-          status: response.statusCode,
-          errorType: response.getHeader('Tollgate-Error'),
-          ms: Math.round((performance.now() - started) * 10) / 10,
-          aborted: response.writableFinished ? undefined : true,
-          ...details,
-        },
-        'request',
-      );
+      // After the handlers that run on the same close (a body read cut short ends as client_aborted) had their turn.
+      setImmediate(() => writeAccessLine(requestId, requestUrl, started, request, response));
     });
-    if (request.url !== undefined && request.url.startsWith(`${PROXY_PREFIX}/`)) proxyHandler(request, response);
+    const proxied = request.url !== undefined && request.url.startsWith(`${PROXY_PREFIX}/`);
+    // Proxy bodies may be long uploads: only the idle deadline applies; every other route has a whole-request deadline.
+    watchRequestBody(request, response, { totalMs: proxied ? 0 : configuration.requestTimeoutMs, idleMs: configuration.bodyIdleTimeoutMs, answer: !proxied });
+    if (proxied) proxyHandler(request, response);
     else app(request, response);
   };
 
@@ -563,14 +586,20 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       headersTimeout: configuration.headersTimeoutMs,
       // Node enforces headersTimeout only when it sweeps connections (default every 30 s).
       connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(configuration.headersTimeoutMs / 4))),
-      // No whole-request timeout: uploads and streams may legitimately run long; the body limit and the upstream
-      // timeouts bound them instead.
+      // No server-wide whole-request timeout: proxy uploads may legitimately run long. watchRequestBody gives every other
+      // route TOLLGATE_REQUEST_TIMEOUT_MS and every route TOLLGATE_BODY_IDLE_TIMEOUT_MS instead.
       requestTimeout: 0,
-      keepAliveTimeout: 65_000,
+      keepAliveTimeout: configuration.keepAliveTimeoutMs,
       maxHeaderSize: 32 * 1024,
     },
     handleRequest,
   );
+  // Parser refusals get the protocol's error body; `100 Continue` waits until a route reads the body (after its checks).
+  server.on('clientError', answerClientError);
+  server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+    continueWhenRead(request, response);
+    handleRequest(request, response);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(configuration.port, configuration.host, () => {

@@ -1,0 +1,115 @@
+/**
+ * Keeping the injected credential out of what a provider sends back (protocol.md, "Errors"; docs/security.md,
+ * "Provider responses"). An upstream that echoes the key (a redirect to `…?key=…`, a `WWW-Authenticate` quoting the
+ * `Authorization` it got, an error body that prints the request) must not hand it to the app.
+ *
+ * Headers are scrubbed in header-hygiene.ts; this module names the credential's forms and redacts small error bodies.
+ * A body is inspected only when it is a non-2xx answer that is not a stream, at most {@link ERROR_BODY_INSPECT_BYTES}
+ * long (declared, or counted while buffering); anything else streams through untouched (protocol.md, "Streaming").
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import zlib from 'node:zlib';
+import type { ProxyContext } from '../contract';
+import { redactCredentials } from './header-hygiene';
+
+/** Largest non-2xx response body buffered to look for the credential. */
+export const ERROR_BODY_INSPECT_BYTES = 64 * 1024;
+/** Largest decompressed size of such a body (a compressed body that inflates past this passes untouched). */
+const INFLATED_LIMIT = 1024 * 1024;
+/** Shorter strings are not searched for: they would redact ordinary text. */
+const MIN_CREDENTIAL_LENGTH = 8;
+
+/** The ways a credential string could appear in a response: as is, percent-encoded, JSON-escaped. */
+function formsOf(value: string): string[] {
+  if (value.length < MIN_CREDENTIAL_LENGTH) return [];
+  const forms = new Set([value, encodeURIComponent(value), JSON.stringify(value).slice(1, -1)]);
+  return [...forms];
+}
+
+/** JSON secrets (cloud credentials): the string fields that are credentials themselves. */
+function jsonCredentialFields(value: string): string[] {
+  if (!value.startsWith('{')) return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    return [];
+  }
+  if (parsed === null || typeof parsed !== 'object') return [];
+  return Object.entries(parsed as Record<string, unknown>)
+    .filter(([key, field]) => typeof field === 'string' && /key|secret|token|password|credential/i.test(key) && !/ur[il]$/i.test(key))
+    .map(([, field]) => field as string);
+}
+
+/**
+ * Every form of the credential this request injected: the resolved secret (and the credential fields of a JSON secret),
+ * and the value of the credential header sent upstream (e.g. a computed `Authorization: Bearer …` token). Longest
+ * first, so a longer form is redacted before a form it contains. Never log the result.
+ */
+export function credentialForms(context: ProxyContext): string[] {
+  const secret = context.peek('secret');
+  if (!secret) return [];
+  const plain = secret.value.reveal();
+  const values = [plain, ...jsonCredentialFields(plain)];
+  const upstream = context.peek('upstream');
+  const auth = context.provider.auth;
+  const headerNames = auth.kind === 'header' ? [auth.header.toLowerCase()] : auth.kind === 'computed' ? ['authorization', 'x-amz-security-token'] : [];
+  for (const name of headerNames) {
+    const sent = upstream?.headers[name];
+    for (const item of Array.isArray(sent) ? sent : sent === undefined ? [] : [sent]) {
+      values.push(item);
+      const space = item.indexOf(' ');
+      if (space > 0) values.push(item.slice(space + 1));
+    }
+  }
+  const forms = new Set<string>();
+  for (const value of values) for (const form of formsOf(value)) forms.add(form);
+  return [...forms].sort((a, b) => b.length - a.length);
+}
+
+const STREAMED = /^(text\/event-stream|application\/(x-)?ndjson|application\/vnd\.amazon\.eventstream|audio\/|video\/)/i;
+
+/** Whether this answer's body is inspected for the credential before it is sent. */
+export function inspectsBody(status: number, headers: IncomingHttpHeaders, method: string, credentials: readonly string[]): boolean {
+  if (credentials.length === 0 || (status >= 200 && status < 300) || status === 204 || status === 304 || method === 'HEAD') return false;
+  if (STREAMED.test(String(headers['content-type'] ?? ''))) return false;
+  const declared = headers['content-length'];
+  return declared === undefined || Number(declared) <= ERROR_BODY_INSPECT_BYTES;
+}
+
+function decode(body: Buffer, encoding: string): Buffer | null {
+  const options = { maxOutputLength: INFLATED_LIMIT };
+  try {
+    if (encoding === '' || encoding === 'identity') return body;
+    if (encoding === 'gzip' || encoding === 'x-gzip') return zlib.gunzipSync(body, options);
+    if (encoding === 'deflate') return zlib.inflateSync(body, options);
+    if (encoding === 'br') return zlib.brotliDecompressSync(body, options);
+  } catch {
+    return null;
+  }
+  return null;
+}
+
+/**
+ * The body to send for an inspected answer: `null` when it holds no credential (send the provider's bytes unchanged),
+ * else the decoded body with every credential form replaced, and the headers adjusted in place (no
+ * `Content-Encoding`, the new `Content-Length`, no digests of the old bytes).
+ */
+export function redactErrorBody(body: Buffer, headers: IncomingHttpHeaders, credentials: readonly string[]): Buffer | null {
+  const encoding = String(headers['content-encoding'] ?? '').trim().toLowerCase();
+  const plain = decode(body, encoding);
+  if (!plain) return null;
+  // latin1 maps bytes 1:1, so bytes around a match survive exactly; the forms are compared as their UTF-8 bytes.
+  const text = plain.toString('latin1');
+  const redacted = redactCredentials(text, credentials.map((form) => Buffer.from(form, 'utf8').toString('latin1')));
+  if (redacted === text) return null;
+  const out = Buffer.from(redacted, 'latin1');
+  delete headers['content-encoding'];
+  delete headers['content-md5'];
+  delete headers['digest'];
+  delete headers['content-digest'];
+  delete headers['repr-digest'];
+  delete headers['etag'];
+  headers['content-length'] = String(out.length);
+  return out;
+}
