@@ -25,14 +25,14 @@ describe('generated React Native code compiles against the SDK', function () {
       for (const slug of ['openai', 'anthropic', 'gemini', 'elevenlabs']) {
         const provider = registry.find(slug)!.manifest;
         for (const capability of INTEGRATION_CAPABILITIES) {
-          const snippet = generateIntegrationCode({ platform: 'react-native', appToken: 'at_YOUR_APP_TOKEN', provider, capability, baseUrl: 'https://gateway.example.com' });
+          const snippet = generateIntegrationCode({ platform: 'react-native', appToken: 'at_YOUR_APP_TOKEN', provider, capability, gatewayUrl: 'https://gateway.example.com' });
           const source = `${snippet.request.replace("from '@tollgate/react-native'", "from '../src/index'")}\n\ndeclare function handle(value: unknown): void;\n`;
           const file = path.join(directory, `${slug}-${capability}.ts`);
           writeFileSync(file, source);
           files.push(file);
         }
       }
-      const init = generateIntegrationCode({ platform: 'react-native', appToken: 'at_YOUR_APP_TOKEN', provider: registry.find('openai')!.manifest, capability: 'chat', baseUrl: 'https://gateway.example.com' });
+      const init = generateIntegrationCode({ platform: 'react-native', appToken: 'at_YOUR_APP_TOKEN', provider: registry.find('openai')!.manifest, capability: 'chat', gatewayUrl: 'https://gateway.example.com' });
       const initFile = path.join(directory, 'init.ts');
       // The initialization runs in index.js; the React Native imports are the app's own.
       writeFileSync(initFile, `${init.initialization.replace(/import \{ AppRegistry \}[^\n]*\n/, '').replace(/import App[^\n]*\n/, '').replace(/AppRegistry[^\n]*\n?/, '').replace("from '@tollgate/react-native'", "from '../src/index'")}\nexport {};\n`);
