@@ -170,7 +170,7 @@ function swift(request: IntegrationRequest, endpoint: string, example: Capabilit
     initializationPlace: 'your App initializer (or application(_:didFinishLaunchingWithOptions:)), before any request',
     initialization: `import SwiftUI\nimport Tollgate\n\n@main\nstruct MyApp: App {\n    init() {\n${configure}\n    }\n    var body: some Scene { WindowGroup { ContentView() } }\n}`,
     request:
-      `import Tollgate\n\nfunc ${functionName(request)}() async {\n    do {\n${indent(call, 8)}\n` +
+      `import Foundation\nimport Tollgate\n\n// handle(_:) is yours.\nfunc ${functionName(request)}() async {\n    do {\n${indent(call, 8)}\n` +
       `    } catch TollgateError.attestationFailed(let details) where details.reason == "device_revoked" {\n        // The operator revoked this device: no call succeeds until the app restarts.\n        print("Tollgate: device revoked")\n` +
       `    } catch TollgateError.attestationFailed(let details) {\n        // Not the genuine app on a real device (or no development token on a simulator).\n        print("Tollgate: attestation failed (\\(details.reason ?? "-")): \\(details.message)")\n` +
       `    } catch TollgateError.unauthorized(let details) {\n        // The app token is wrong, rotated, or the app is disabled: ship the current token.\n        print("Tollgate: unauthorized (\\(details.reason ?? "-"))")\n` +
@@ -205,7 +205,7 @@ function kotlin(request: IntegrationRequest, endpoint: string, example: Capabili
       `import android.app.Application\nimport dev.tollgate.Tollgate\n${developmentToken ? 'import dev.tollgate.TollgateConfiguration\n' : ''}\n` +
       `class MyApplication : Application() {\n    override fun onCreate() {\n        super.onCreate()\n${initialize}\n    }\n}`,
     request:
-      `import dev.tollgate.Tollgate\nimport dev.tollgate.core.RequestBody\nimport dev.tollgate.core.TollgateError\n\nsuspend fun ${functionName(request)}() {\n    try {\n${indent(call, 8)}\n    } catch (error: TollgateError) {\n        when (error) {\n` +
+      `import dev.tollgate.Tollgate\nimport dev.tollgate.core.RequestBody\nimport dev.tollgate.core.TollgateError\n\n// handle(…) and log(…) are yours; call from a coroutine (e.g. lifecycleScope.launch).\nsuspend fun ${functionName(request)}() {\n    try {\n${indent(call, 8)}\n    } catch (error: TollgateError) {\n        when (error) {\n` +
       `            is TollgateError.AttestationFailed -> if (error.reason == "device_revoked") {\n                log("device revoked: no call succeeds until the app restarts")\n            } else {\n                log("not the genuine app on a real device (${'$'}{error.reason})")\n            }\n` +
       `            is TollgateError.Unauthorized -> log("wrong, rotated or disabled app token (${'$'}{error.reason})")\n` +
       `            is TollgateError.RateLimited -> log("rate limited: retry in ${'$'}{error.retryAfterSeconds} s (${'$'}{error.reason})")\n` +
