@@ -12,7 +12,7 @@ import type { Knex } from 'knex';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { parse as parseCookies } from 'cookie';
 import { GatewayError, type RateLimitStore } from '../contract';
-import { generateIntegrationCode, INTEGRATION_CAPABILITIES, INTEGRATION_PLATFORMS, type IntegrationCapability, type IntegrationPlatform } from '../integration/code-generator';
+import { DEVELOPMENT_TOKEN_PATTERN, generateIntegrationCode, INTEGRATION_CAPABILITIES, INTEGRATION_PLATFORMS, type IntegrationCapability, type IntegrationPlatform } from '../integration/code-generator';
 import { ATTESTATION_SECRET_NAMES, AttestationSecretBodyInput, ChangePasswordInput, CreateAppInput, CreateUserInput, DevelopmentTokenInput, NameInput, RotateTokenInput, SecretBodyInput, SetupInput, SignInInput, UpdateAppInput, validateInput } from '../management/inputs';
 import type { ManagementService } from '../management/management-service';
 import { authenticateAdminKey } from '../management/admin-auth';
@@ -430,7 +430,8 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       query: [
         { name: 'platform', description: 'ios, android, flutter or react-native (default ios)', schema: { type: 'string', enum: INTEGRATION_PLATFORMS } },
         { name: 'provider', description: 'a provider slug (default: the first the app has a secret for, else the first in the catalog)', schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,39}$' } },
-        { name: 'capability', description: 'chat, streaming, image, tts, translation or search (default chat)', schema: { type: 'string', enum: INTEGRATION_CAPABILITIES } },
+        { name: 'capability', description: 'chat, streaming, image, tts, translation or search (default chat); one the provider offers (400 validation otherwise)', schema: { type: 'string', enum: INTEGRATION_CAPABILITIES } },
+        { name: 'developmentToken', description: 'a development token (dt_…) to wire in for simulators and emulators, in debug builds only; the app must allow development attestation', schema: { type: 'string', pattern: DEVELOPMENT_TOKEN_PATTERN.source } },
       ],
       summary: 'Initialization and request code for one platform (the generator the assistant server uses)',
       response: { schema: 'Integration', description: 'the snippet' },
@@ -442,7 +443,14 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
         const slug = typeof query.provider === 'string' ? query.provider : (secrets[0]?.provider ?? registry.list()[0]?.manifest.slug);
         const provider = slug === undefined ? undefined : registry.find(slug);
         if (!provider) throw new GatewayError('invalidRequest', `Unknown provider "${String(slug)}".`, { reason: 'validation', fields: { provider: ['must be a registered provider slug'] } });
-        return generateIntegrationCode({ platform, capability, appToken: 'at_YOUR_APP_TOKEN', provider: provider.manifest, baseUrl: deps.gatewayUrl() });
+        const developmentToken = query.developmentToken;
+        if (developmentToken !== undefined && (typeof developmentToken !== 'string' || !DEVELOPMENT_TOKEN_PATTERN.test(developmentToken))) {
+          throw new GatewayError('invalidRequest', 'The query parameter developmentToken must be a development token (dt_…).', { reason: 'validation', fields: { developmentToken: ['must match ^dt_[0-9A-Za-z]{32}$'] } });
+        }
+        return generateIntegrationCode({
+          platform, capability, appToken: 'at_YOUR_APP_TOKEN', provider: provider.manifest, gatewayUrl: deps.gatewayUrl(),
+          allowDevelopmentAttestation: app.settings.allowDevelopmentAttestation, ...(developmentToken !== undefined ? { developmentToken } : {}),
+        });
       },
     },
     {

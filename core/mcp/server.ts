@@ -9,8 +9,8 @@
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { TollgateError } from '../contract';
-import { generateIntegrationCode, INTEGRATION_CAPABILITIES, INTEGRATION_PLATFORMS } from '../integration/code-generator';
+import { GatewayError, TollgateError } from '../contract';
+import { DEVELOPMENT_TOKEN_PATTERN, generateIntegrationCode, INTEGRATION_CAPABILITIES, INTEGRATION_PLATFORMS } from '../integration/code-generator';
 import type { ManagementService } from '../management/management-service';
 import type { ProviderRegistry } from '../registry/provider-registry';
 import { digestsEqual, hashToken, isWellFormedToken } from '../security/tokens';
@@ -185,18 +185,23 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
     'generate_integration_code',
     {
       description:
-        'Ready-to-paste code for an app: SDK initialization at startup and a call through the SDK with every error kind handled. No provider key ever appears in it. Pass the appToken you received from create_app or rotate_app_token to embed it (it is checked against the app); otherwise a placeholder is used.',
+        'Ready-to-paste code for an app: the install step, the native configuration holding the gateway address (Info.plist TollgateGatewayURL, AndroidManifest dev.tollgate.GATEWAY_URL), SDK initialization at startup and a call through the SDK with every error kind handled. No provider key ever appears in it. Pass the appToken you received from create_app or rotate_app_token to embed it (it is checked against the app); otherwise a placeholder is used. Pass a developmentToken (from create_development_token) for an app that allows development attestation to wire it in for simulators and emulators, debug builds only. Only capabilities the provider offers (see list_providers) are accepted.',
       inputSchema: {
         platform: z.enum(INTEGRATION_PLATFORMS as [string, ...string[]]),
         appId: z.string(),
         provider: z.string(),
         capability: z.enum(INTEGRATION_CAPABILITIES as [string, ...string[]]),
         appToken: z.string().optional(),
+        developmentToken: z
+          .string()
+          .regex(DEVELOPMENT_TOKEN_PATTERN)
+          .optional()
+          .describe('a development token (dt_…, from create_development_token) to wire in for simulators and emulators, in debug builds only; the app must allow development attestation'),
       },
     },
-    ({ platform, appId, provider, capability, appToken }) =>
+    ({ platform, appId, provider, capability, appToken, developmentToken }) =>
       run(async () => {
-        await management.getApp(appId);
+        const app = await management.getApp(appId);
         const registered = registry.find(provider);
         if (!registered) throw new TollgateError('TG_ERR_VALIDATION', `unknown provider "${provider}" (see list_providers)`);
         let token = 'at_YOUR_APP_TOKEN';
@@ -207,13 +212,22 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
           }
           token = appToken;
         }
-        return generateIntegrationCode({
-          platform: platform as (typeof INTEGRATION_PLATFORMS)[number],
-          capability: capability as (typeof INTEGRATION_CAPABILITIES)[number],
-          appToken: token,
-          provider: registered.manifest,
-          baseUrl: dependencies.gatewayUrl,
-        });
+        try {
+          return generateIntegrationCode({
+            platform: platform as (typeof INTEGRATION_PLATFORMS)[number],
+            capability: capability as (typeof INTEGRATION_CAPABILITIES)[number],
+            appToken: token,
+            provider: registered.manifest,
+            gatewayUrl: dependencies.gatewayUrl,
+            allowDevelopmentAttestation: app.settings.allowDevelopmentAttestation,
+            ...(developmentToken !== undefined ? { developmentToken } : {}),
+          });
+        } catch (error) {
+          // The generator's 400 `validation` (a capability the provider does not offer, a development token the app
+          // does not allow), as this server's validation error.
+          if (error instanceof GatewayError && error.reason === 'validation') throw new TollgateError('TG_ERR_VALIDATION', error.message);
+          throw error;
+        }
       }),
   );
 

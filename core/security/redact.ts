@@ -4,7 +4,7 @@
  */
 
 /** Query parameters whose values are credentials or may be. Matched case-insensitively on the whole name. */
-const SENSITIVE_QUERY = /^(key|api[_-]?key|apikey|access[_-]?token|token|auth|authorization|secret|password|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|code)$/i;
+const SENSITIVE_QUERY = /^(key|api[_-]?key|apikey|access[_-]?token|development[_-]?token|token|auth|authorization|secret|password|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|code)$/i;
 
 /** Header names never logged with their value. */
 const SENSITIVE_HEADER = /^(authorization|proxy-authorization|cookie|set-cookie|x-api-key|api-key|xi-api-key|x-goog-api-key|x-subscription-token|tollgate-app-token|tollgate-device-token|tollgate-assertion|x-amz-security-token)$|key|token|secret/i;

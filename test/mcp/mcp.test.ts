@@ -21,8 +21,8 @@ const TOOLS = [
   'create_development_token', 'revoke_device', 'get_usage', 'generate_integration_code',
 ];
 const INITIALIZATION: Record<string, RegExp> = {
-  ios: /Tollgate\.configure\(appToken: "at_/,
-  android: /Tollgate\.initialize\(this, "at_[^"]*", TollgateConfiguration\(gatewayUrl = /,
+  ios: /try Tollgate\.configure\(appToken: "at_[^"]*"\)/,
+  android: /Tollgate\.initialize\(this, "at_[^"]*"\)/,
   flutter: /await Tollgate\.initialize\('at_/,
   'react-native': /await Tollgate\.initialize\(\{ appToken: 'at_/,
 };
@@ -96,6 +96,16 @@ async function scenario(client: Client, gateway: TestGateway, upstream: FakeUpst
     }
   }
 
+  // The development token of an app that allows it: wired in for emulators, in debug builds only.
+  const debugWiring = await callTool(client, seen, 'generate_integration_code', { platform: 'android', appId, provider: 'openai', capability: 'chat', appToken, developmentToken });
+  expect(debugWiring.isError, debugWiring.text).to.equal(false);
+  expect((debugWiring.json as { code: string }).code).to.include(`TollgateConfiguration(developmentToken = if (BuildConfig.DEBUG) "${developmentToken}" else null)`);
+  const malformed = await callTool(client, seen, 'generate_integration_code', { platform: 'android', appId, provider: 'openai', capability: 'chat', developmentToken: 'dt_short' });
+  expect(malformed.isError).to.equal(true);
+  // Only capabilities the provider offers.
+  const unsupported = await callTool(client, seen, 'generate_integration_code', { platform: 'ios', appId, provider: 'anthropic', capability: 'image' });
+  expect(unsupported.isError).to.equal(true);
+  expect(unsupported.text).to.match(/TG_ERR_VALIDATION: Anthropic offers no image capability; it offers: chat, streaming/);
   const forged = await callTool(client, seen, 'generate_integration_code', { platform: 'ios', appId, provider: 'openai', capability: 'chat', appToken: `at_${'Z'.repeat(32)}` });
   expect(forged.isError).to.equal(true);
   const unknown = await callTool(client, seen, 'set_secret', { appId, provider: 'no-such-provider', value: 'x' });
