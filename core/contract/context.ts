@@ -24,6 +24,16 @@ export interface UpstreamRequest {
   readonly headers: Record<string, string | string[]>;
   /** A buffered body (only for providers whose signature covers the payload); otherwise the client's body is streamed. */
   readonly body?: Buffer;
+  /**
+   * For providers that declare `responseUrlHeaders`: how `forward` maps a provider URL in those response headers back to
+   * the gateway's own proxy route (core/pipeline/response-urls.ts).
+   */
+  readonly responseUrls?: {
+    readonly headers: readonly string[];
+    readonly upstreamOrigin: string;
+    readonly versions: ReadonlyArray<{ readonly name: string; readonly prefix: string }>;
+    readonly proxyBase: string;
+  };
 }
 
 /**

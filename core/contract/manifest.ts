@@ -240,6 +240,12 @@ export interface ProviderManifest {
    * the body limit) before signing and forwards that buffer; every other provider's body is streamed.
    */
   readonly authorizeNeedsBody?: boolean;
+  /**
+   * Response headers whose value is a provider URL the client must call next (e.g. `x-goog-upload-url`, Gemini's
+   * resumable upload). The gateway rewrites such a URL to its own proxy route for the matching version, or removes it
+   * when it points anywhere else: the client never receives a provider address it cannot use.
+   */
+  readonly responseUrlHeaders?: readonly string[];
 }
 
 /**

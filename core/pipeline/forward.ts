@@ -24,6 +24,7 @@ import { CONFIGURATION, GatewayError, type PipelineStage, type ProxyContext } fr
 import type { Configuration } from '../configuration/configuration';
 import { scrubResponseHeaders } from './header-hygiene';
 import { ERROR_BODY_INSPECT_BYTES, credentialForms, inspectsBody, redactErrorBody } from './response-scrub';
+import { rewriteResponseUrls } from './response-urls';
 
 type FailureKind = 'connect-timeout' | 'first-byte-timeout' | 'body-too-large' | 'queue-timeout';
 
@@ -160,6 +161,7 @@ export class ForwardStage implements PipelineStage {
         // No redirect is ever followed: a 3xx goes back to the app like any answer, scrubbed of the credential.
         const credentials = credentialForms(context);
         scrubResponseHeaders(proxyResponse.headers, { credentials, gatewayRetryAfter: response.hasHeader('retry-after') });
+        if (upstream.responseUrls) rewriteResponseUrls(proxyResponse.headers, upstream.responseUrls);
         const status = proxyResponse.statusCode ?? 502;
         context.outcome.status = status;
         response.setHeader('X-Accel-Buffering', 'no');

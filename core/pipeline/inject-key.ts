@@ -1,5 +1,5 @@
 import { inject, injectable } from 'tsyringe';
-import { CONFIGURATION, GatewayError, type PipelineStage, type ProxyContext, type UpstreamRequestDraft } from '../contract';
+import { CONFIGURATION, GatewayError, type PipelineStage, type ProxyContext, type UpstreamRequest, type UpstreamRequestDraft } from '../contract';
 import type { Configuration } from '../configuration/configuration';
 import { ProviderRegistry, type RegisteredProvider } from '../registry/provider-registry';
 import { forwardableRequestHeaders, withoutCredentialParameters } from './header-hygiene';
@@ -85,7 +85,24 @@ export class InjectKeyStage implements PipelineStage {
     }
     if (auth.kind === 'computed') return this.authorize(context, { method, origin, path, headers });
     // A body already read (a per-request assertion covered it) is sent as is.
-    context.set('upstream', context.requestBody ? withBody({ method, origin, path, headers }, context.requestBody) : { method, origin, path, headers });
+    const request = context.requestBody ? withBody({ method, origin, path, headers }, context.requestBody) : { method, origin, path, headers };
+    context.set('upstream', manifest.responseUrlHeaders?.length ? { ...request, responseUrls: this.responseUrls(provider, context, origin) } : request);
+  }
+
+  /** How `forward` maps provider URLs in the declared response headers back to this gateway (response-urls.ts). */
+  private responseUrls(provider: RegisteredProvider, context: ProxyContext, origin: string): NonNullable<UpstreamRequest['responseUrls']> {
+    const manifest = provider.manifest;
+    const versions: Array<{ name: string; prefix: string }> = [];
+    for (const [name, target] of Object.entries(manifest.versions)) {
+      const { base, prefix } = versionBase(provider, context, target);
+      const url = new URL(base);
+      if (url.origin !== origin) continue;
+      versions.push({ name, prefix: `${url.pathname.replace(/\/$/, '')}${prefix}` });
+    }
+    versions.sort((a, b) => b.prefix.length - a.prefix.length);
+    const host = context.request.headers.host;
+    const publicBase = (this.configuration.publicUrl ?? `http://${typeof host === 'string' && /^[A-Za-z0-9.:[\]-]{1,300}$/.test(host) ? host : 'localhost'}`).replace(/\/$/, '');
+    return { headers: manifest.responseUrlHeaders!.map((name) => name.toLowerCase()), upstreamOrigin: origin, versions, proxyBase: `${publicBase}/v1/proxy/${manifest.slug}` };
   }
 
   /** Computed credentials: the manifest's hook signs the draft (with the whole body when it asks for it). */

@@ -36,6 +36,9 @@ export const manifest = defineProvider({
   auth: { kind: 'header', header: 'x-goog-api-key' },
   capabilities: ['chat', 'embeddings', 'image'],
   streaming: ['sse', 'json-array'],
+  // The resumable upload's start answers with the URL that takes the bytes (https://ai.google.dev/api/files#method:-media.upload):
+  // the gateway hands the client its own route for it instead.
+  responseUrlHeaders: ['x-goog-upload-url'],
   routes: { methods: ['GET', 'POST'], allow: ['models', 'cachedContents', 'files', 'upload/v1beta/files', 'upload/v1/files', 'upload/v1alpha/files'], deny: ['tunedModels', 'operations', 'corpora'], account: ACCOUNT },
   examples: {
     chat: { method: 'POST', version: 'v1beta', path: 'models/gemini-2.0-flash:generateContent', body: { contents: [{ parts: [{ text: 'Hello!' }] }] } },

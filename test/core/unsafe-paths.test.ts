@@ -4,6 +4,7 @@
  */
 import { expect } from 'chai';
 import { checkProviderPath, joinUpstreamUrl } from '../../core/pipeline/proxy-path';
+import { gatewayUrlFor } from '../../core/pipeline/response-urls';
 import { FakeUpstream } from '../support/fake-upstream';
 import { TestGateway, type Provisioned } from '../support/gateway';
 import { rawRequest, type ErrorBody } from '../support/http';
@@ -85,5 +86,23 @@ describe('unsafe provider paths', () => {
       expect(joinUpstreamUrl('https://translation.googleapis.com/language/translate', '/v2', '', 'q=1')).to.deep.equal({ origin: 'https://translation.googleapis.com', path: '/language/translate/v2?q=1' });
       expect(joinUpstreamUrl('https://api.perplexity.ai', '', '', '')).to.deep.equal({ origin: 'https://api.perplexity.ai', path: '/' });
     });
+  });
+});
+
+describe('provider URLs in response headers (response-urls.ts)', () => {
+  const rewrite = {
+    headers: ['x-goog-upload-url'],
+    upstreamOrigin: 'https://generativelanguage.googleapis.com',
+    versions: [{ name: 'v1beta', prefix: '/v1beta' }, { name: 'v1', prefix: '/v1' }, { name: 'v1-root', prefix: '' }],
+    proxyBase: 'https://gateway.example.com/v1/proxy/gemini',
+  };
+  it('maps a provider URL to the gateway route of the longest matching version', () => {
+    expect(gatewayUrlFor('https://generativelanguage.googleapis.com/upload/v1beta/files?upload_id=u-1&upload_protocol=resumable', rewrite)).to.equal('https://gateway.example.com/v1/proxy/gemini/v1-root/upload/v1beta/files?upload_id=u-1&upload_protocol=resumable');
+    expect(gatewayUrlFor('https://generativelanguage.googleapis.com/v1beta/files/abc', rewrite)).to.equal('https://gateway.example.com/v1/proxy/gemini/v1beta/files/abc');
+  });
+  it('never hands the client another host, userinfo or garbage', () => {
+    expect(gatewayUrlFor('https://evil.example.com/upload/v1beta/files', rewrite)).to.equal(null);
+    expect(gatewayUrlFor('https://user:pw@generativelanguage.googleapis.com/v1beta/files', rewrite)).to.equal(null);
+    expect(gatewayUrlFor('not a url', rewrite)).to.equal(null);
   });
 });
