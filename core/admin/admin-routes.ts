@@ -12,7 +12,7 @@ import type { Knex } from 'knex';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { parse as parseCookies } from 'cookie';
 import { GatewayError, type RateLimitStore } from '../contract';
-import { DEVELOPMENT_TOKEN_PATTERN, generateIntegrationCode, INTEGRATION_CAPABILITIES, INTEGRATION_PLATFORMS, type IntegrationCapability, type IntegrationPlatform } from '../integration/code-generator';
+import { DEVELOPMENT_TOKEN_PATTERN, generateIntegrationCode, supportedCapabilities, INTEGRATION_CAPABILITIES, INTEGRATION_PLATFORMS, type IntegrationCapability, type IntegrationPlatform } from '../integration/code-generator';
 import { ATTESTATION_SECRET_NAMES, AttestationSecretBodyInput, ChangePasswordInput, CreateAppInput, CreateUserInput, DevelopmentTokenInput, NameInput, RotateTokenInput, SecretBodyInput, SetupInput, SignInInput, UpdateAppInput, validateInput } from '../management/inputs';
 import type { ManagementService } from '../management/management-service';
 import { authenticateAdminKey } from '../management/admin-auth';
@@ -465,6 +465,7 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
           streaming: [...manifest.streaming],
           perTenantHost: Boolean(manifest.tenant),
           accountRoutes: (manifest.routes?.account ?? []).map((route) => ({ methods: [...route.methods], path: route.path, why: route.why })),
+          integrationCapabilities: supportedCapabilities(manifest),
         }));
       },
     },

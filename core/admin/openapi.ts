@@ -92,6 +92,7 @@ const RESPONSE_SCHEMAS: Record<string, Schema> = {
       description: 'account-class routes, closed unless an app opens them (openAccountRoutes); why says what opening exposes',
       items: object({ methods: { type: 'array', items: string }, path: string, why: string }),
     },
+    integrationCapabilities: { type: 'array', items: string, description: 'the capabilities the integration-code generator offers for this provider' },
   }),
   RequestLog: object({
     requests: {

@@ -94,6 +94,7 @@ export interface Provider {
   capabilities: string[];
   streaming: string[];
   perTenantHost: boolean;
+  integrationCapabilities: string[];
   /** Account-class routes, closed unless an app opens them; `why` says what opening exposes. */
   accountRoutes: Array<{ methods: string[]; path: string; why: string }>;
 }

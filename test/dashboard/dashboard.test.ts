@@ -324,6 +324,21 @@ describe('dashboard in Chromium', function () {
       await page.getByTestId('initialization').filter({ hasText: pattern }).waitFor();
       expect(await page.getByTestId('request').textContent()).to.not.include(CANARY);
     }
+    // Only the capabilities the provider offers (Anthropic has no image generation), an install step, copy buttons.
+    await page.getByLabel('Provider', { exact: true }).selectOption('anthropic');
+    const offered = await page.getByLabel('Capability').locator('option').allTextContents();
+    expect(offered).to.include('chat');
+    expect(offered).to.not.include('image');
+    await page.getByLabel('Provider', { exact: true }).selectOption('openai');
+    await page.getByLabel('Platform').selectOption('react-native');
+    await page.getByRole('button', { name: 'Show code' }).click();
+    await page.getByTestId('install').waitFor();
+    expect(await page.getByTestId('install').textContent()).to.include('npm install');
+    // The snippet runs on a simulator: a development token is created on request and wired in for debug builds only.
+    await page.getByRole('button', { name: 'Create a development token for this code' }).click();
+    await page.getByTestId('initialization').filter({ hasText: /dt_[0-9A-Za-z]{32}/ }).waitFor();
+    expect(await page.getByTestId('initialization').textContent()).to.include('__DEV__');
+    expect(await page.getByRole('button', { name: 'Copy' }).count()).to.be.greaterThan(2);
     await checkpoint('integrate');
   });
 
