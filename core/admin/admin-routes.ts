@@ -508,12 +508,12 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
 }
 
 /**
- * Charges one sign-in attempt to the client address (30 per 5 minutes: password spraying from one address) before the
+ * Charges one sign-in attempt to the client address (10 per 5 minutes: password spraying from one address) before the
  * body is read. Failed attempts per user name are counted by DashboardAuth (a lock after 5 failures in a row), so that
  * normal re-logins never lock anyone out.
  */
 async function limitSignIn(deps: AdminApiDependencies, request: Request): Promise<void> {
-  const rule = { policy: 'signin-address', key: `{signin}:a:${clientAddress(request, deps.trustProxy ?? false)}`, limit: 30, windowSeconds: 300 };
+  const rule = { policy: 'signin-address', key: `{signin}:a:${clientAddress(request, deps.trustProxy ?? false)}`, limit: 10, windowSeconds: 300 };
   const results = await deps.rateLimits.consume([rule], deps.clock());
   const refused = results.find((result) => !result.allowed);
   if (refused) {
