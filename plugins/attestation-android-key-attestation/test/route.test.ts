@@ -14,8 +14,8 @@ import path from 'node:path';
 import * as x509 from '@peculiar/x509';
 import { TestGateway } from '../../../test/support/gateway';
 
-/** ../shared from the project root (every checkout and CI run has it), or TOLLGATE_SHARED_DIR. */
-const TESTDATA = path.join(process.env.TOLLGATE_SHARED_DIR ?? path.resolve(__dirname, '..', '..', '..', '..', '..', 'shared'), 'testdata', 'android-key-attestation');
+/** The real chains, copied into the project with their provenance (test/fixtures/README.md); read from the source tree. */
+const TESTDATA = path.resolve(__dirname, '..', '..', '..', '..', 'plugins', 'attestation-android-key-attestation', 'test', 'fixtures');
 const CLI = path.resolve(__dirname, '..', '..', '..', 'bin', 'tollgate.js');
 const derChain = (name: string) =>
   readFileSync(path.join(TESTDATA, name), 'utf8')

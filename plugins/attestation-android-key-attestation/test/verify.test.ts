@@ -1,6 +1,6 @@
 /**
- * Android key attestation against real chains from public test suites (../shared/testdata/android-key-attestation, with
- * their provenance), each verified at the instant its README gives, against Google's real root key.
+ * Android key attestation against real chains from public test suites (test/fixtures, copied from the
+ * project's shared test data with their provenance), each verified at the instant its README gives, against Google's real root key.
  */
 import { expect } from 'chai';
 import { readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
@@ -9,10 +9,10 @@ import path from 'node:path';
 import * as x509 from '@peculiar/x509';
 import { KeyAttestationError, revokedSerialsFrom, verifyAndroidKeyAttestation } from '../verify';
 
-/** ../shared from the project root (every checkout and CI run has it), or TOLLGATE_SHARED_DIR. */
-const TESTDATA = path.join(process.env.TOLLGATE_SHARED_DIR ?? path.resolve(__dirname, '..', '..', '..', '..', '..', 'shared'), 'testdata', 'android-key-attestation');
+/** The real chains, copied into the project with their provenance (test/fixtures/README.md); read from the source tree. */
+const TESTDATA = path.resolve(__dirname, '..', '..', '..', '..', 'plugins', 'attestation-android-key-attestation', 'test', 'fixtures');
 const read = (name: string) => readFileSync(path.join(TESTDATA, name), 'utf8');
-// Read when the suite runs, so that a missing ../shared fails these tests with a clear error, not the whole run.
+// Read when the suite runs, so that a missing file fails these tests with a clear error, not the whole run.
 let TEE: { chain: string; challenge: Buffer; at: Date };
 let PIXEL: { chain: string; challenge: Buffer; at: Date };
 
