@@ -30,8 +30,9 @@ Usage:
   tollgate migrate
   tollgate apps create --name NAME [--apple-app-id TEAMID.BUNDLE] [--android-package PKG --android-cert-sha256 HEX] [--allow-development-attestation]
                        [--device-limit N] [--app-limit N] [--provider-limit SLUG=N …] [--device-daily-quota N] [--app-daily-quota N] [--max-streams N]
+                       [--assertion-mode exchange|every-request]
   tollgate apps update --app ID [--name NAME] [--device-limit N] [--app-limit N] [--allow-development-attestation true|false] [--device-token-ttl SECONDS] [--allowed-providers a,b] [--allowed-routes openai/chat/completions,…]
-                        [--provider-limit SLUG=N …] [--device-daily-quota N] [--app-daily-quota N] [--max-streams N]
+                        [--provider-limit SLUG=N …] [--device-daily-quota N] [--app-daily-quota N] [--max-streams N] [--assertion-mode exchange|every-request]
   tollgate apps list | get --app ID | rotate-token --app ID | disable --app ID | enable --app ID | delete --app ID
   tollgate secrets set --app ID --provider SLUG [--base-url URL]     (the value is read from stdin, never from argv)
   tollgate secrets list --app ID | delete --app ID --provider SLUG
@@ -69,6 +70,7 @@ const OPTIONS = {
   'device-daily-quota': { type: 'string' },
   'app-daily-quota': { type: 'string' },
   'max-streams': { type: 'string' },
+  'assertion-mode': { type: 'string' },
   label: { type: 'string' },
   device: { type: 'string' },
   method: { type: 'string' },
@@ -348,6 +350,7 @@ async function main(argv: string[]): Promise<void> {
             deviceDailyQuota: integerOption(options, 'device-daily-quota'),
             appDailyQuota: integerOption(options, 'app-daily-quota'),
             maxConcurrentStreamsPerDevice: integerOption(options, 'max-streams'),
+            assertionMode: options['assertion-mode'],
           }),
         ),
       );
@@ -370,6 +373,7 @@ async function main(argv: string[]): Promise<void> {
             deviceDailyQuota: integerOption(options, 'device-daily-quota'),
             appDailyQuota: integerOption(options, 'app-daily-quota'),
             maxConcurrentStreamsPerDevice: integerOption(options, 'max-streams'),
+            assertionMode: options['assertion-mode'],
           }),
         ),
       );

@@ -10,6 +10,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { TollgateError } from '../contract';
+import { toGatewayError } from '../routes/errors';
 import { generateIntegrationCode, INTEGRATION_CAPABILITIES, INTEGRATION_PLATFORMS } from '../integration/code-generator';
 import type { ManagementService } from '../management/management-service';
 import type { ProviderRegistry } from '../registry/provider-registry';
@@ -53,6 +54,9 @@ const settingsShape = {
   deviceDailyQuota: z.number().int().min(1).optional().describe('requests per rolling day per device'),
   appDailyQuota: z.number().int().min(1).optional().describe('requests per rolling day for the app'),
   maxConcurrentStreamsPerDevice: z.number().int().min(1).max(10_000).optional().describe('open streams per device (default 10)'),
+  assertionMode: z.enum(['exchange', 'every-request']).optional().describe('every-request: each proxied call must carry a Tollgate-Assertion (refused for apps whose methods cannot prove requests)'),
+  allowAppAttestDevelopment: z.boolean().optional().describe("accept App Attest keys of Xcode's development environment (never in production)"),
+  playIntegrityDeviceVerdict: z.enum(['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY', 'MEETS_STRONG_INTEGRITY']).optional().describe('the Play Integrity device verdict required'),
 };
 
 type ToolResult = { content: Array<{ type: 'text'; text: string }>; isError?: boolean; structuredContent?: Record<string, unknown> };
@@ -61,9 +65,23 @@ function ok(value: unknown): ToolResult {
   return { content: [{ type: 'text', text: JSON.stringify(value, null, 2) }] };
 }
 
+/**
+ * A refused tool call, typed like the admin API's errors: `{"error":{"type","reason","message","fields"?,"code"?}}` as
+ * the text and as structured content, so that an assistant can act on `reason` and `fields` (a bug is `internalError`
+ * with a generic message; its details go nowhere near the client).
+ */
 function refused(error: unknown): ToolResult {
-  const message = error instanceof TollgateError ? `${error.code}: ${error.message}` : error instanceof Error ? error.message : String(error);
-  return { content: [{ type: 'text', text: message }], isError: true };
+  const typed = toGatewayError(error);
+  const body = {
+    error: {
+      type: typed.type,
+      reason: typed.reason,
+      message: typed.message,
+      ...(typed.fields ? { fields: typed.fields } : {}),
+      ...(error instanceof TollgateError ? { code: error.code } : {}),
+    },
+  };
+  return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body, isError: true };
 }
 
 function defined<T extends Record<string, unknown>>(value: T): Partial<T> {
@@ -74,6 +92,10 @@ function defined<T extends Record<string, unknown>>(value: T): Partial<T> {
 export function createMcpServer(dependencies: McpDependencies): McpServer {
   const { management, registry } = dependencies;
   const server = new McpServer({ name: 'tollgate', version: dependencies.version }, { capabilities: { logging: {} } });
+  // Arguments the tool schemas refuse (a wrong type, an unknown enum value) are answered by the SDK itself, as raw text;
+  // they become the same typed `invalidRequest` (`validation`) as every other refusal.
+  (server as unknown as { createToolError(message: string): ToolResult }).createToolError = (message) =>
+    refused(new TollgateError('TG_ERR_VALIDATION', message.replace(/^MCP error -?\d+: /, '')));
 
   const run = async (work: () => Promise<unknown>): Promise<ToolResult> => {
     try {

@@ -5,7 +5,8 @@
  */
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import { createHash, generateKeyPairSync, sign } from 'node:crypto';
+import { KeyObject, createHash, generateKeyPairSync, sign } from 'node:crypto';
+import { requestDigest } from '../../../core/pipeline/verify-device';
 import { DeviceRepository } from '../../../core/storage/repositories';
 import { createTestKeyAuthority } from './test-chain';
 import { FakeUpstream, respondJson } from '../../../test/support/fake-upstream';
@@ -121,6 +122,50 @@ describe('android-key-attestation route and CLI', () => {
       expect(refusals.map((refusal) => refusal.body.error!.message)).to.satisfy((messages: string[]) =>
         /root/.test(messages[0]!) && /com\.example\.attested/.test(messages[1]!) && /signed/.test(messages[2]!) && /software/.test(messages[3]!),
       );
+    } finally {
+      await trusting.close();
+      await upstream.close();
+    }
+  });
+
+  it('every-request mode: each proxied call carries the attested key’s signature over the request digest; anything else never reaches the provider', async () => {
+    const authority = await createTestKeyAuthority();
+    const upstream = await FakeUpstream.start();
+    upstream.respond(respondJson(200, { ok: true }));
+    const trusting = await TestGateway.start({ upstreams: { openai: upstream.url }, env: { TOLLGATE_TEST_ANDROID_ROOT_SPKI_SHA256: authority.rootSpkiSha256 } });
+    try {
+      const app = await trusting.createApp({ androidPackage: 'com.example.signed', assertionMode: 'every-request', allowDevelopmentAttestation: false });
+      await trusting.setSecret(app.appId, 'openai', 'sk-android-every-request-0000');
+      const issued = ((await (await fetch(`${trusting.url}/v1/attest/challenge`, { method: 'POST', headers: { 'tollgate-app-token': app.appToken } })).json()) as { challenge: string }).challenge;
+      const { chain, leafPrivateKey } = await authority.attest({ challenge: Buffer.from(issued, 'base64url'), packageName: 'com.example.signed', signatureDigestHex: 'ab'.repeat(32) });
+      const attested = await fetch(`${trusting.url}/v1/attest/android-key-attestation`, { method: 'POST', headers: { 'content-type': 'application/json', 'tollgate-app-token': app.appToken }, body: JSON.stringify({ challenge: issued, chain }) });
+      const { deviceToken } = (await attested.json()) as { deviceToken: string };
+      expect(attested.status).to.equal(200);
+      const key = KeyObject.from(leafPrivateKey);
+      const stranger = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+      const pathWithQuery = '/v1/proxy/openai/v1/chat/completions?v=2';
+      const body = '{"model":"gpt-4o-mini","messages":[]}';
+      const call = async (options: { signer?: KeyObject; signedPath?: string; reuse?: string; sent?: string } = {}) => {
+        const time = String(Date.now());
+        // SHA256withECDSA over the 32 digest bytes, DER, base64url without padding (protocol.md, client-behaviour.json).
+        const assertion = options.reuse ?? sign('sha256', requestDigest('POST', options.signedPath ?? pathWithQuery, time, Buffer.from(body)), options.signer ?? key).toString('base64url');
+        const before = upstream.requests.length;
+        const response = await fetch(`${trusting.url}${pathWithQuery}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'tollgate-app-token': app.appToken, 'tollgate-device-token': deviceToken, 'tollgate-request-time': time, 'tollgate-assertion': assertion },
+          body: options.sent ?? body,
+        });
+        const answer = (await response.json()) as { error?: { reason: string } };
+        return { status: response.status, reason: answer.error?.reason, reached: upstream.requests.length > before, assertion };
+      };
+      const good = await call();
+      expect(good.status).to.equal(200);
+      expect(upstream.last().headers.authorization).to.equal('Bearer sk-android-every-request-0000');
+      const refusals = [await call({ reuse: good.assertion }), await call({ signer: stranger }), await call({ signedPath: '/v1/proxy/openai/v1/models' }), await call({ sent: '{"model":"gpt-4o"}' }), await call({ reuse: 'bm90IGEgc2lnbmF0dXJl' })];
+      expect(refusals.map((refusal) => [refusal.status, refusal.reached])).to.deep.equal(refusals.map(() => [403, false]));
+      expect(refusals.map((refusal) => refusal.reason)).to.deep.equal(['assertion_replayed', 'signature_invalid', 'signature_invalid', 'signature_invalid', 'signature_invalid']);
+      const unsigned = await fetch(`${trusting.url}/v1/proxy/openai/v1/models`, { headers: { 'tollgate-app-token': app.appToken, 'tollgate-device-token': deviceToken } });
+      expect(((await unsigned.json()) as { error: { reason: string } }).error.reason).to.equal('assertion_required');
     } finally {
       await trusting.close();
       await upstream.close();
