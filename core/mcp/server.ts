@@ -88,6 +88,40 @@ function defined<T extends Record<string, unknown>>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, entry]) => entry !== undefined)) as Partial<T>;
 }
 
+const PROTOTYPE_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** The path of the first prototype key (`__proto__`, `constructor`, `prototype`) in `value`, or null. */
+function prototypeKeyPath(value: unknown, path: string, depth = 0): string | null {
+  if (value === null || typeof value !== 'object' || depth > 32) return null;
+  for (const [key, entry] of Object.entries(value)) {
+    const field = Array.isArray(value) ? `${path}[${key}]` : path ? `${path}.${key}` : key;
+    if (!Array.isArray(value) && PROTOTYPE_KEYS.has(key)) return field;
+    const found = prototypeKeyPath(entry, field, depth + 1);
+    if (found) return found;
+  }
+  return null;
+}
+
+/**
+ * Tool arguments carrying a prototype key crash the SDK's own argument handling before any tool runs (a JSON-RPC
+ * internal error, raw text). They are answered here, as the transport delivers them, with the typed `validation`
+ * refusal every other bad input gets.
+ */
+function refusePrototypeKeys(server: McpServer): void {
+  const connect = server.connect.bind(server);
+  server.connect = async (transport) => {
+    await connect(transport);
+    const deliver = transport.onmessage;
+    transport.onmessage = (message, extra) => {
+      const call = message as { method?: unknown; id?: unknown; params?: { arguments?: unknown } };
+      const field = call.method === 'tools/call' && (typeof call.id === 'string' || typeof call.id === 'number') ? prototypeKeyPath(call.params?.arguments, '') : null;
+      if (field === null) return deliver?.(message, extra);
+      const result = refused(new TollgateError('TG_ERR_VALIDATION', `invalid input: ${field}: not an accepted name`, { [field]: ['is not an accepted name'] }));
+      transport.send({ jsonrpc: '2.0', id: call.id as string | number, result }).catch(() => undefined);
+    };
+  };
+}
+
 /** Builds the MCP server (one per session or request; it holds no state of its own). */
 export function createMcpServer(dependencies: McpDependencies): McpServer {
   const { management, registry } = dependencies;
@@ -96,6 +130,7 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
   // they become the same typed `invalidRequest` (`validation`) as every other refusal.
   (server as unknown as { createToolError(message: string): ToolResult }).createToolError = (message) =>
     refused(new TollgateError('TG_ERR_VALIDATION', message.replace(/^MCP error -?\d+: /, '')));
+  refusePrototypeKeys(server);
 
   const run = async (work: () => Promise<unknown>): Promise<ToolResult> => {
     try {
