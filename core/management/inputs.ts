@@ -167,33 +167,39 @@ function fieldsOf(type: Function): ReadonlySet<string> {
  * (an inherited name such as `toString` or `hasOwnProperty` is not one); no prototype key (`__proto__`, `constructor`,
  * `prototype`) at any depth; nothing deeper than {@link MAX_INPUT_DEPTH}. Each problem is named by its path.
  */
-function shapeProblems(type: Function, plain: Record<string, unknown>): Record<string, string[]> {
+function shapeProblems(type: Function, plain: Record<string, unknown>): { problems: Record<string, string[]>; sound: Record<string, unknown> } {
   // Null prototype: a problem named `__proto__` must be a key like any other.
   const problems: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
   const fields = fieldsOf(type);
-  const walk = (value: unknown, path: string, depth: number): void => {
-    if (value === null || typeof value !== 'object') return;
+  const walk = (value: unknown, path: string, depth: number): boolean => {
+    if (value === null || typeof value !== 'object') return true;
     if (depth > MAX_INPUT_DEPTH) {
       problems[path] = ['is nested too deeply'];
-      return;
+      return false;
     }
-    if (Array.isArray(value)) return value.forEach((entry, index) => walk(entry, `${path}[${index}]`, depth + 1));
+    if (Array.isArray(value)) return value.map((entry, index) => walk(entry, `${path}[${index}]`, depth + 1)).every(Boolean);
     if (Object.getPrototypeOf(value) !== Object.prototype && Object.getPrototypeOf(value) !== null) {
       problems[path] = ['must be a JSON object'];
-      return;
+      return false;
     }
+    let clean = true;
     for (const key of Object.keys(value)) {
       const field = `${path}.${key}`;
-      if (PROTOTYPE_KEYS.has(key)) problems[field] = [`${key} is not an accepted name`];
-      else walk((value as Record<string, unknown>)[key], field, depth + 1);
+      if (PROTOTYPE_KEYS.has(key)) {
+        problems[field] = [`${key} is not an accepted name`];
+        clean = false;
+      } else if (!walk((value as Record<string, unknown>)[key], field, depth + 1)) clean = false;
     }
+    return clean;
   };
+  // The fields without a shape problem, for the field-by-field validation (so that every failing field is named).
+  const sound: Record<string, unknown> = {};
   for (const key of Object.keys(plain)) {
     if (PROTOTYPE_KEYS.has(key)) problems[key] = [`${key} is not an accepted name`];
     else if (!fields.has(key)) problems[key] = [`property ${key} should not exist`];
-    else walk(plain[key], key, 1);
+    else if (walk(plain[key], key, 1)) sound[key] = plain[key];
   }
-  return problems;
+  return { problems, sound };
 }
 
 function validationError(details: Record<string, string[]>): TollgateError {
@@ -214,9 +220,9 @@ export function validateInput<T extends object>(type: new () => T, plain: unknow
     throw new TollgateError('TG_ERR_VALIDATION', 'the input must be a JSON object', { input: ['must be an object'] });
   }
   const shape = shapeProblems(type, plain as Record<string, unknown>);
-  if (Object.keys(shape).length > 0) throw validationError(shape);
-  const instance = plainToInstance(type, plain, { enableImplicitConversion: false });
+  const instance = plainToInstance(type, shape.sound, { enableImplicitConversion: false });
   const errors = validateSync(instance, { whitelist: true, forbidNonWhitelisted: true, forbidUnknownValues: true });
-  if (errors.length > 0) throw validationError(collect(errors));
+  const problems = Object.assign(Object.create(null) as Record<string, string[]>, collect(errors), shape.problems);
+  if (Object.keys(problems).length > 0) throw validationError(problems);
   return instance;
 }
