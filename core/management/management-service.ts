@@ -294,7 +294,7 @@ export class ManagementService {
     return this.write(async (transaction) => {
       await this.requireApp(transaction, appId);
       const existing = await new SecretRepository(transaction).find(appId, key);
-      const masked = `…${input.value.trim().slice(-4)}`;
+      const masked = maskSecret(input.value);
       await new SecretRepository(transaction).upsert({
         appId,
         provider: key,
