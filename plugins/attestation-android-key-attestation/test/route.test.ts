@@ -10,7 +10,8 @@ import { requestDigest } from '../../../core/pipeline/verify-device';
 import { DeviceRepository } from '../../../core/storage/repositories';
 import { createTestKeyAuthority } from './test-chain';
 import { FakeUpstream, respondJson } from '../../../test/support/fake-upstream';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import * as x509 from '@peculiar/x509';
 import { TestGateway } from '../../../test/support/gateway';
@@ -172,13 +173,26 @@ describe('android-key-attestation route and CLI', () => {
     }
   });
 
-  it('tollgate attest verify accepts the real chains at their instants and rejects the foreign root with a reason', () => {
+  it('tollgate attest verify accepts the real chains at their instants and rejects the foreign root with a reason', async () => {
     const ok = spawnSync(process.execPath, [CLI, 'attest', 'verify', '--method', 'android-key-attestation', '--chain', path.join(TESTDATA, 'pixel8a-2025-chain.pem'), '--challenge', '5652e2dc45549a96f96afa225502f87fadc08a60bc021392c0be8c5062fd5f5e', '--package', 'com.google.android.gsf', '--at', '2025-01-08T00:00:00Z'], { encoding: 'utf8' });
     expect(ok.status, ok.stderr).to.equal(0);
     expect(JSON.parse(ok.stdout)).to.deep.include({ valid: true, attestationVersion: 300 });
     const bad = spawnSync(process.execPath, [CLI, 'attest', 'verify', '--method', 'android-key-attestation', '--chain', path.join(TESTDATA, 'selfsigned-strongbox-chain.pem'), '--challenge', '616263', '--at', '2019-01-01T00:00:00Z'], { encoding: 'utf8' });
     expect(bad.status).to.equal(1);
     expect(bad.stdout).to.equal('');
-    expect(bad.stderr).to.match(/invalid \((broken_chain|untrusted_root|bad_signature)\)/);
+    expect(bad.stderr).to.match(/invalid \(broken_chain\)/);
+    // A well-formed chain under another root reaches the pin of Google's root key.
+    const authority = await createTestKeyAuthority();
+    const { chain } = await authority.attest({ challenge: Buffer.from('abc'), packageName: 'com.example.app', signatureDigestHex: 'ab'.repeat(32) });
+    const directory = mkdtempSync(path.join(os.tmpdir(), 'tollgate-foreign-root-'));
+    try {
+      const file = path.join(directory, 'chain.pem');
+      writeFileSync(file, chain.map((der) => new x509.X509Certificate(Buffer.from(der, 'base64')).toString('pem')).join('\n'));
+      const foreign = spawnSync(process.execPath, [CLI, 'attest', 'verify', '--method', 'android-key-attestation', '--chain', file, '--challenge', '616263'], { encoding: 'utf8' });
+      expect(foreign.status).to.equal(1);
+      expect(foreign.stderr).to.match(/invalid \(untrusted_root\)/);
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
   });
 });
