@@ -85,6 +85,9 @@ describe('admin inputs: every bad input is a typed 4xx (property)', function () 
     { method: 'PUT', route: `/apps/${appId}/attestation-secrets/play-integrity-service-account`, fields: ['value'] },
     { method: 'POST', route: `/apps/${appId}/development-tokens`, fields: ['label'] },
     { method: 'POST', route: '/admin-keys', fields: ['name'] },
+    // The dashboard's public routes validate before anything else (sign-in limits, scrypt).
+    { method: 'POST', route: '/session', fields: ['username', 'password'] },
+    { method: 'POST', route: '/setup', fields: ['setupToken', 'username', 'password'] },
   ];
 
   it('the reported case: {"providerLimitsPerMinute":{"constructor":5}} is 400 validation, on create and update', async () => {
