@@ -2,7 +2,7 @@
  * Device tokens (protocol.md, "Device tokens"): compact JWS signed with EdDSA (Ed25519) under a key kept, encrypted, in
  * the database. Claims: `app`, `dev`, `m`, `iat`, `exp`, `jti`, and `iatMs`: the issue instant in unix milliseconds
  * (`iat` is whole seconds), so that "revoke every device" at instant T refuses exactly the tokens issued at or before T
- * and none issued in the same second after it (docs/security.md, "Revocation cut-off"). A token without `iatMs`
+ * and none issued in the same second after it (docs/security.md, "Policies, proofs and identities"). A token without `iatMs`
  * (issued before the claim existed) counts as issued at `iat` × 1000, the start of its second, so the cut-off can only
  * refuse it too early, never let it through.
  *

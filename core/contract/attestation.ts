@@ -106,7 +106,7 @@ export function attestationSecretName(key: string): string | null {
 
 /**
  * The normal form of a device id, applied when a device token is issued and before every revocation check, so that one
- * device has one id (docs/security.md, "Device ids"). Ids a client names itself (development device ids, Play
+ * device has one id (docs/security.md, "Policies, proofs and identities"). Ids a client names itself (development device ids, Play
  * Integrity installation ids, `pi:<id>`) are case-insensitive ASCII: lower-cased. Android key ids are lower-case hex
  * (lower-cased too). App Attest key ids are standard base64, where case is significant: left as they are.
  */

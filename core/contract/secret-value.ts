@@ -37,7 +37,7 @@ export class SecretValue {
 const MASK_MIN_LENGTH = 24;
 
 /**
- * Masks a credential for display, revealing nothing an attacker could use (docs/security.md, "Masks"):
+ * Masks a credential for display, revealing nothing an attacker could use (docs/security.md, "Policies, proofs and identities"):
  * - a JSON value (a service-account key file) shows no character of its own: `JSON key (…@<domain of client_email>)`
  *   when it names a `client_email`, which is what tells two service accounts apart, else `JSON value`;
  * - a PEM block shows `PEM key`;
