@@ -101,7 +101,8 @@ function mergeSettings(base: AppSettings, input: AppSettingsInput): AppSettings 
 }
 
 /**
- * A policy must be one the gateway can enforce, or it is refused (docs/security.md, "Policies, proofs and identities"). `every-request` needs every method the app allows to prove a request: development attestation cannot,
+ * A policy must be one the gateway can enforce, or it is refused (docs/security.md, "Policies, proofs and
+ * identities"). `every-request` needs every method the app allows to prove a request: development attestation cannot,
  * and at least one method that can (App Attest with `appleAppId`; Android key attestation or Play Integrity standard
  * requests with `androidPackage`) must be configured.
  */
