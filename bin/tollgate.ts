@@ -31,8 +31,9 @@ Usage:
   tollgate migrate
   tollgate apps create --name NAME [--apple-app-id TEAMID.BUNDLE] [--android-package PKG --android-cert-sha256 HEX] [--allow-development-attestation]
                        [--device-limit N] [--app-limit N] [--provider-limit SLUG=N …] [--device-daily-quota N] [--app-daily-quota N] [--max-streams N]
+                       [--assertion-mode exchange|every-request]
   tollgate apps update --app ID [--name NAME] [--device-limit N] [--app-limit N] [--allow-development-attestation true|false] [--device-token-ttl SECONDS] [--allowed-providers a,b] [--allowed-routes openai/chat/completions,…]
-                        [--provider-limit SLUG=N …] [--device-daily-quota N] [--app-daily-quota N] [--max-streams N]
+                        [--provider-limit SLUG=N …] [--device-daily-quota N] [--app-daily-quota N] [--max-streams N] [--assertion-mode exchange|every-request]
                         [--open-account-routes SLUG,…] [--close-account-routes SLUG,…] [--extra-route SLUG:METHOD[,METHOD…]:PATTERN …] [--no-extra-routes]
                         [--attestation-mode enforce|monitor] [--allow-monitor-in-production]      (an empty value, e.g. --device-daily-quota '', clears a setting)
   tollgate requests --app ID [--device ID] [--limit N]                      (the request log, newest first)
@@ -77,6 +78,7 @@ const OPTIONS = {
   'attestation-mode': { type: 'string' },
   'allow-monitor-in-production': { type: 'boolean' },
   limit: { type: 'string' },
+  'assertion-mode': { type: 'string' },
   label: { type: 'string' },
   device: { type: 'string' },
   method: { type: 'string' },
@@ -451,6 +453,7 @@ async function main(argv: string[]): Promise<void> {
             deviceDailyQuota: integerOption(options, 'device-daily-quota'),
             appDailyQuota: integerOption(options, 'app-daily-quota'),
             maxConcurrentStreamsPerDevice: integerOption(options, 'max-streams'),
+            assertionMode: options['assertion-mode'],
           }),
         ),
         (app) => ({ name: app.name }),
@@ -480,6 +483,7 @@ async function main(argv: string[]): Promise<void> {
             maxConcurrentStreamsPerDevice: clearable(options, 'max-streams', integerOption),
             attestationMode: options['attestation-mode'],
             allowMonitorInProduction: options['allow-monitor-in-production'] ? true : undefined,
+            assertionMode: options['assertion-mode'],
           }),
         ),
       );

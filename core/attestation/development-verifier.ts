@@ -1,9 +1,10 @@
 /**
  * Development attestation (operations.md, "Development attestation"): for simulators, emulators and tests. An app created
  * with `--allow-development-attestation` trades a development token (`dt_…`) and a device id for a device token marked
- * `m: "development"`. Production refuses it for every app, whatever the app's setting.
+ * `m: "development"`. Production refuses it for every app, whatever the app's setting, and an app in `every-request`
+ * assertion mode refuses development device tokens (they cannot prove a request).
  */
-import { GatewayError, type AttestationInput, type AttestationVerifier, type AttestedDevice } from '../contract';
+import { GatewayError, normalizeDeviceId, type AttestationInput, type AttestationVerifier, type AttestedDevice } from '../contract';
 
 /** Looks up a development token by its hash; answers the owning app id, or null when unknown or revoked. */
 export type DevelopmentTokenLookup = (token: string) => Promise<{ appId: string } | null>;
@@ -33,6 +34,7 @@ export class DevelopmentAttestationVerifier implements AttestationVerifier {
     if (!owner || owner.appId !== input.app.id) {
       throw new GatewayError('attestationFailed', 'The development token is unknown, revoked, or belongs to another app.', { reason: 'development_token_invalid' });
     }
-    return { deviceId };
+    // Case-insensitive: `Dev-1` and `dev-1` are one device, so a revoked id cannot come back in another case.
+    return { deviceId: normalizeDeviceId(this.method, deviceId) };
   }
 }

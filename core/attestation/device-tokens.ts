@@ -1,6 +1,10 @@
 /**
  * Device tokens (protocol.md, "Device tokens"): compact JWS signed with EdDSA (Ed25519) under a key kept, encrypted, in
- * the database. Claims: `app`, `dev`, `m`, `iat`, `exp`, `jti`.
+ * the database. Claims: `app`, `dev`, `m`, `iat`, `exp`, `jti`, and `iatMs`: the issue instant in unix milliseconds
+ * (`iat` is whole seconds), so that "revoke every device" at instant T refuses exactly the tokens issued at or before T
+ * and none issued in the same second after it (docs/security.md, "Policies, proofs and identities"). A token without `iatMs`
+ * (issued before the claim existed) counts as issued at `iat` × 1000, the start of its second, so the cut-off can only
+ * refuse it too early, never let it through.
  *
  * Rotation without downtime: `rotate()` adds a key that signs from then on; older keys keep verifying the tokens they
  * signed until those expire. A process that meets an unknown `kid` reloads the key set (at most once a second), so a
@@ -42,6 +46,18 @@ interface LoadedKey {
 
 function signingKeyAssociatedData(kid: string): string {
   return `signing-key\u0000${kid}`;
+}
+
+/**
+ * The issue instant in milliseconds: `iatMs` when present (it must fall inside the second `iat` names), else the start
+ * of the `iat` second.
+ */
+function issuedAtMs(payload: Record<string, unknown>): number {
+  const seconds = Number(payload.iat);
+  if (payload.iatMs === undefined) return seconds * 1000;
+  const millis = payload.iatMs;
+  if (typeof millis !== 'number' || !Number.isSafeInteger(millis) || Math.floor(millis / 1000) !== seconds) throw rejected('device_token_invalid', 'The device token is invalid.');
+  return millis;
 }
 
 function rejected(reason: string, message: string): GatewayError {
@@ -91,10 +107,11 @@ export class DeviceTokenService {
   async issue(input: { appId: string; deviceId: string; method: string; ttlSeconds: number }): Promise<{ token: string; expiresAt: number; tokenId: string }> {
     if (!this.current) await this.initialize();
     const key = this.current!;
-    const issuedAt = Math.floor(this.clock() / 1000);
+    const issuedAtMs = this.clock();
+    const issuedAt = Math.floor(issuedAtMs / 1000);
     const expiresAt = issuedAt + input.ttlSeconds;
     const tokenId = randomUUID();
-    const token = await new SignJWT({ app: input.appId, dev: input.deviceId, m: input.method })
+    const token = await new SignJWT({ app: input.appId, dev: input.deviceId, m: input.method, iatMs: issuedAtMs })
       .setProtectedHeader({ alg: DEVICE_TOKEN_ALGORITHM, kid: key.kid, typ: DEVICE_TOKEN_TYPE })
       .setIssuedAt(issuedAt)
       .setExpirationTime(expiresAt)
@@ -152,7 +169,7 @@ export class DeviceTokenService {
       deviceId: String(payload.dev),
       method: String(payload.m),
       tokenId: String(payload.jti),
-      issuedAt: Number(payload.iat) * 1000,
+      issuedAt: issuedAtMs(payload),
       expiresAt: Number(payload.exp) * 1000,
     });
     if (key.retiredAt !== null && claims.issuedAt > key.retiredAt) {

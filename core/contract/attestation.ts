@@ -44,11 +44,15 @@ export interface DeviceKeyStore {
 export interface RequestAssertionInput {
   readonly app: AppIdentity;
   readonly deviceId: string;
-  /** The decoded `Tollgate-Assertion` header. */
+  /** The decoded `Tollgate-Assertion` header (base64url without padding, protocol.md). */
   readonly assertion: Buffer;
+  /** The `Tollgate-Assertion` header as sent, for proofs that are text (a Play Integrity standard token). */
+  readonly header: string;
   /** The request digest of protocol.md (32 bytes): what the device signed. */
   readonly digest: Buffer;
   readonly devices: DeviceKeyStore;
+  /** Reads a credential the app keeps for its attestation (e.g. the Play Integrity service account), decrypted; null when absent. */
+  readAttestationSecret(name: string): Promise<string | null>;
 }
 
 /** A verified device. */
@@ -68,8 +72,10 @@ export interface AttestationVerifier {
   readonly method: string;
   verify(input: AttestationInput): Promise<AttestedDevice>;
   /**
-   * Checks a per-request assertion by a device this method attested (methods with device-held keys only). Throws
-   * `GatewayError('attestationFailed', …)` when it is rejected.
+   * Checks a per-request proof (`Tollgate-Assertion`) over the request digest by a device this method attested. A
+   * method without it cannot prove requests: an app in `every-request` mode refuses its device tokens, and management
+   * refuses that mode for an app whose allowed methods all lack it. Throws `GatewayError('attestationFailed', …)`
+   * when the proof is rejected.
    */
   verifyRequestAssertion?(input: RequestAssertionInput): Promise<void>;
 }
@@ -97,3 +103,16 @@ export function attestationSecretKey(name: string): string {
 export function attestationSecretName(key: string): string | null {
   return key.startsWith('@') ? key.slice(1) : null;
 }
+
+/**
+ * The normal form of a device id, applied when a device token is issued and before every revocation check, so that one
+ * device has one id (docs/security.md, "Policies, proofs and identities"). Ids a client names itself (development device ids, Play
+ * Integrity installation ids, `pi:<id>`) are case-insensitive ASCII: lower-cased. Android key ids are lower-case hex
+ * (lower-cased too). App Attest key ids are standard base64, where case is significant: left as they are.
+ */
+export function normalizeDeviceId(method: string, deviceId: string): string {
+  return CASE_INSENSITIVE_DEVICE_IDS.has(method) ? deviceId.toLowerCase() : deviceId;
+}
+
+/** Methods whose device ids are case-insensitive (see {@link normalizeDeviceId}); any other method's ids are kept as they are. */
+const CASE_INSENSITIVE_DEVICE_IDS: ReadonlySet<string> = new Set(['development', 'android-play-integrity', 'android-key-attestation']);

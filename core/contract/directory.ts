@@ -32,7 +32,7 @@ export interface GatewayDirectory {
   findSecret(appId: string, provider: string): MaybePromise<ResolvedSecret | null>;
   /** Providers `appId` has a secret for. */
   providersWithSecrets(appId: string): MaybePromise<readonly string[]>;
-  /** True when the device was revoked (at or after `issuedAtMs` or before: a revoked device stays revoked). */
+  /** True when the device was revoked (a revoked device stays revoked). `deviceId` in normal form (`normalizeDeviceId`). */
   isDeviceRevoked(appId: string, deviceId: string): boolean;
   /** Drops every cached entry now (called after local writes; other processes notice through the change feed). */
   invalidate(): void;

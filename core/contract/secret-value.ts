@@ -15,7 +15,7 @@ export class SecretValue {
     return plain.get(this) ?? '';
   }
 
-  /** A display form that never holds more than the first 3 and last 4 characters, e.g. `sk-…abcd`. */
+  /** A display form that reveals nothing usable of the value ({@link maskSecret}), e.g. `sk-…abcd`. */
   masked(): string {
     return maskSecret(this.reveal());
   }
@@ -33,12 +33,35 @@ export class SecretValue {
   }
 }
 
+/** Values shorter than this show no character at all: four characters of a short secret are too large a share of it. */
+const MASK_MIN_LENGTH = 24;
+
 /**
- * Masks a credential for display: `sk-proj-abc…wxyz` keeps 3 leading and 4 trailing characters when the value is long
- * enough (≥ 16) that this reveals little; shorter values show only `…` and the last 2.
+ * Masks a credential for display, revealing nothing an attacker could use (docs/security.md, "Policies, proofs and identities"):
+ * - a JSON value (a service-account key file) shows no character of its own: `JSON key (…@<domain of client_email>)`
+ *   when it names a `client_email`, which is what tells two service accounts apart, else `JSON value`;
+ * - a PEM block shows `PEM key`;
+ * - a value of at least 24 characters shows its last 4, after its public vendor marker when it has one (letters and
+ *   a dash or underscore, e.g. `sk-`, `gsk_`, `xai-`): `sk-…wxyz`, `…wxyz`;
+ * - anything shorter shows `…` only.
  */
 export function maskSecret(value: string): string {
-  if (value.length >= 16) return `${value.slice(0, 3)}…${value.slice(-4)}`;
-  if (value.length >= 6) return `…${value.slice(-2)}`;
-  return '…';
+  const text = value.trim();
+  if (text.startsWith('{') || text.startsWith('[')) return maskJson(text);
+  if (text.startsWith('-----BEGIN')) return 'PEM key';
+  if (text.length < MASK_MIN_LENGTH) return '…';
+  const marker = /^[A-Za-z]{1,8}[-_]/.exec(text)?.[0] ?? '';
+  return `${marker}…${text.slice(-4)}`;
+}
+
+function maskJson(text: string): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return 'JSON value';
+  }
+  const email = parsed !== null && typeof parsed === 'object' ? (parsed as { client_email?: unknown }).client_email : undefined;
+  const domain = typeof email === 'string' ? /@([A-Za-z0-9.-]{1,253})$/.exec(email)?.[1] : undefined;
+  return domain ? `JSON key (…@${domain})` : 'JSON value';
 }

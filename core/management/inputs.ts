@@ -3,7 +3,7 @@
  * are refused (no mass assignment), and a failure names each failing field.
  */
 import 'reflect-metadata';
-import { plainToInstance } from 'class-transformer';
+import { Transform, plainToInstance } from 'class-transformer';
 import {
   ArrayMaxSize,
   IsArray,
@@ -21,6 +21,7 @@ import {
   ValidateIf,
   ValidatorConstraint,
   type ValidatorConstraintInterface,
+  getMetadataStorage,
   validateSync,
   type ValidationError,
 } from 'class-validator';
@@ -100,6 +101,8 @@ export class AppSettingsInput {
   @IsOptional() @IsArray() @ArrayMaxSize(100) @Matches(SLUG, { each: true, message: 'allowedProviders must be provider slugs' })
   allowedProviders?: string[];
   @IsOptional()
+  // Validated as sent: class-transformer would rebuild the map and silently drop keys such as `toString`.
+  @Transform(({ obj }) => (obj as Record<string, unknown>).providerLimitsPerMinute)
   @IsObject()
   @Validate(ProviderLimits)
   @JSONSchema({
@@ -225,8 +228,72 @@ function collect(errors: readonly ValidationError[], prefix = '', into: Record<s
   return into;
 }
 
+/** Names that reach `Object.prototype` or a constructor when used as keys: refused at any depth of an input. */
+const PROTOTYPE_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+/** Inputs are a few levels deep at most (a map of limits, a list of routes). */
+const MAX_INPUT_DEPTH = 4;
+
+/** The fields `type` declares (class-validator metadata), by class. */
+const declaredFields = new Map<Function, ReadonlySet<string>>();
+function fieldsOf(type: Function): ReadonlySet<string> {
+  let fields = declaredFields.get(type);
+  if (!fields) {
+    fields = new Set(getMetadataStorage().getTargetValidationMetadatas(type, '', true, false).map((metadata) => metadata.propertyName));
+    declaredFields.set(type, fields);
+  }
+  return fields;
+}
+
 /**
- * Validates `plain` against `type`, refusing unknown fields.
+ * The shape checks done before class-transformer sees an input: only plain JSON values; only declared fields at the top
+ * (an inherited name such as `toString` or `hasOwnProperty` is not one); no prototype key (`__proto__`, `constructor`,
+ * `prototype`) at any depth; nothing deeper than {@link MAX_INPUT_DEPTH}. Each problem is named by its path.
+ */
+function shapeProblems(type: Function, plain: Record<string, unknown>): { problems: Record<string, string[]>; sound: Record<string, unknown> } {
+  // Null prototype: a problem named `__proto__` must be a key like any other.
+  const problems: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
+  const fields = fieldsOf(type);
+  const walk = (value: unknown, path: string, depth: number): boolean => {
+    if (value === null || typeof value !== 'object') return true;
+    if (depth > MAX_INPUT_DEPTH) {
+      problems[path] = ['is nested too deeply'];
+      return false;
+    }
+    if (Array.isArray(value)) return value.map((entry, index) => walk(entry, `${path}[${index}]`, depth + 1)).every(Boolean);
+    if (Object.getPrototypeOf(value) !== Object.prototype && Object.getPrototypeOf(value) !== null) {
+      problems[path] = ['must be a JSON object'];
+      return false;
+    }
+    let clean = true;
+    for (const key of Object.keys(value)) {
+      const field = `${path}.${key}`;
+      if (PROTOTYPE_KEYS.has(key)) {
+        problems[field] = [`${key} is not an accepted name`];
+        clean = false;
+      } else if (!walk((value as Record<string, unknown>)[key], field, depth + 1)) clean = false;
+    }
+    return clean;
+  };
+  // The fields without a shape problem, for the field-by-field validation (so that every failing field is named).
+  const sound: Record<string, unknown> = {};
+  for (const key of Object.keys(plain)) {
+    if (PROTOTYPE_KEYS.has(key)) problems[key] = [`${key} is not an accepted name`];
+    else if (!fields.has(key)) problems[key] = [`property ${key} should not exist`];
+    else if (walk(plain[key], key, 1)) sound[key] = plain[key];
+  }
+  return { problems, sound };
+}
+
+function validationError(details: Record<string, string[]>): TollgateError {
+  const summary = Object.entries(details)
+    .map(([field, messages]) => `${field}: ${messages.join('; ')}`)
+    .join(' | ');
+  return new TollgateError('TG_ERR_VALIDATION', `invalid input: ${summary}`, details);
+}
+
+/**
+ * Validates `plain` against `type`, refusing unknown fields, inherited and prototype names, and anything but plain
+ * JSON values, so that every bad input is a typed `validation` error, never a crash (issue 16).
  *
  * @throws TollgateError `TG_ERR_VALIDATION` with `details` naming each failing field.
  */
@@ -234,14 +301,10 @@ export function validateInput<T extends object>(type: new () => T, plain: unknow
   if (plain === null || typeof plain !== 'object' || Array.isArray(plain)) {
     throw new TollgateError('TG_ERR_VALIDATION', 'the input must be a JSON object', { input: ['must be an object'] });
   }
-  const instance = plainToInstance(type, plain, { enableImplicitConversion: false });
+  const shape = shapeProblems(type, plain as Record<string, unknown>);
+  const instance = plainToInstance(type, shape.sound, { enableImplicitConversion: false });
   const errors = validateSync(instance, { whitelist: true, forbidNonWhitelisted: true, forbidUnknownValues: true });
-  if (errors.length > 0) {
-    const details = collect(errors);
-    const summary = Object.entries(details)
-      .map(([field, messages]) => `${field}: ${messages.join('; ')}`)
-      .join(' | ');
-    throw new TollgateError('TG_ERR_VALIDATION', `invalid input: ${summary}`, details);
-  }
+  const problems = Object.assign(Object.create(null) as Record<string, string[]>, collect(errors), shape.problems);
+  if (Object.keys(problems).length > 0) throw validationError(problems);
   return instance;
 }

@@ -6,7 +6,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { isIP } from 'node:net';
 import type { Knex } from 'knex';
-import { DEFAULT_APP_SETTINGS, GatewayError, TollgateError, attestationSecretKey, attestationSecretName, maskSecret, type AppSettings } from '../contract';
+import { DEFAULT_APP_SETTINGS, GatewayError, TollgateError, attestationSecretKey, attestationSecretName, maskSecret, normalizeDeviceId, type AppSettings } from '../contract';
 import type { ProviderRegistry } from '../registry/provider-registry';
 import { hostMatches } from '../pipeline/proxy-path';
 import { generateId, generateToken, hashToken, isWellFormedToken, tokenHint } from '../security/tokens';
@@ -115,7 +115,24 @@ function mergeSettings(base: AppSettings, input: AppSettingsInput): AppSettings 
   // An empty list opens nothing: stored as none, so that the settings read the same as the default.
   if (Array.isArray(settings.openAccountRoutes)) settings.openAccountRoutes = settings.openAccountRoutes.length ? [...new Set(settings.openAccountRoutes as string[])].sort() : undefined;
   if (Array.isArray(settings.extraRoutes) && settings.extraRoutes.length === 0) settings.extraRoutes = undefined;
+  checkPolicy(settings as unknown as AppSettings);
   return Object.freeze(settings) as unknown as AppSettings;
+}
+
+/**
+ * A policy must be one the gateway can enforce, or it is refused (docs/security.md, "Policies, proofs and
+ * identities"). `every-request` needs every method the app allows to prove a request: development attestation cannot,
+ * and at least one method that can (App Attest with `appleAppId`; Android key attestation or Play Integrity standard
+ * requests with `androidPackage`) must be configured.
+ */
+function checkPolicy(settings: AppSettings): void {
+  if (settings.assertionMode !== 'every-request') return;
+  const problems: string[] = [];
+  if (settings.allowDevelopmentAttestation) problems.push('development attestation cannot prove a request: set allowDevelopmentAttestation to false first');
+  if (!settings.appleAppId && !settings.androidPackage) {
+    problems.push('no allowed attestation method can prove a request: set appleAppId (App Attest) or androidPackage (Android key attestation, Play Integrity standard requests)');
+  }
+  if (problems.length > 0) throw new TollgateError('TG_ERR_VALIDATION', `assertionMode "every-request" cannot be enforced for this app: ${problems.join('; ')}`, { assertionMode: problems });
 }
 
 function isPrivateHost(hostname: string): boolean {
@@ -383,7 +400,7 @@ export class ManagementService {
     return this.write(async (transaction) => {
       await this.requireApp(transaction, appId);
       const existing = await new SecretRepository(transaction).find(appId, key);
-      const masked = `…${input.value.trim().slice(-4)}`;
+      const masked = maskSecret(input.value);
       await new SecretRepository(transaction).upsert({
         appId,
         provider: key,
@@ -514,15 +531,29 @@ export class ManagementService {
     return (await new DeviceRepository(this.database).listForApp(appId)).map(deviceView);
   }
 
-  /** Revokes one device: its tokens are refused on their next request. */
+  /**
+   * Revokes one device: its tokens are refused on their next request. The id may be given in any case for the methods
+   * whose ids are case-insensitive (`normalizeDeviceId`); the answer names the device's stored id.
+   */
   async revokeDevice(appId: string, deviceId: string): Promise<{ appId: string; deviceId: string; revoked: true }> {
+    let revokedId = deviceId;
     await this.write(async (transaction) => {
       await this.requireApp(transaction, appId);
       const devices = new DeviceRepository(transaction);
-      if (!(await devices.find(appId, deviceId))) throw notFound(`device "${deviceId}"`);
-      await devices.revoke(appId, deviceId, this.clock());
+      const device = (await devices.find(appId, deviceId)) ?? (await this.findCaseInsensitive(devices, appId, deviceId));
+      if (!device) throw notFound(`device "${deviceId}"`);
+      revokedId = device.deviceId;
+      await devices.revoke(appId, device.deviceId, this.clock());
     });
-    return { appId, deviceId, revoked: true };
+    return { appId, deviceId: revokedId, revoked: true };
+  }
+
+  /** The device stored under the normal form of `deviceId`, when its method's ids are case-insensitive. */
+  private async findCaseInsensitive(devices: DeviceRepository, appId: string, deviceId: string): Promise<DeviceRow | undefined> {
+    if (typeof deviceId !== 'string') return undefined;
+    const lower = deviceId.toLowerCase();
+    const device = lower === deviceId ? undefined : await devices.find(appId, lower);
+    return device && normalizeDeviceId(device.method, deviceId) === device.deviceId ? device : undefined;
   }
 
   /** Revokes every device token of the app issued until now. */

@@ -10,6 +10,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { GatewayError, TollgateError } from '../contract';
+import { toGatewayError } from '../routes/errors';
 import { DEVELOPMENT_TOKEN_PATTERN, generateIntegrationCode, INTEGRATION_CAPABILITIES, INTEGRATION_PLATFORMS } from '../integration/code-generator';
 import type { ManagementService } from '../management/management-service';
 import type { ProviderRegistry } from '../registry/provider-registry';
@@ -65,6 +66,9 @@ const settingsShape = {
   attestationMode: z.enum(['enforce', 'monitor']).optional().describe('monitor: forward requests without a valid device token and count them as unverified (a rollout aid; production needs allowMonitorInProduction)'),
   monitorProviders: z.array(z.string()).optional().describe('with monitor: only these providers are monitored, the rest enforced'),
   allowMonitorInProduction: z.boolean().optional().describe('the explicit opt-in for monitor mode on a production gateway'),
+  assertionMode: z.enum(['exchange', 'every-request']).optional().describe('every-request: each proxied call must carry a Tollgate-Assertion (refused for apps whose methods cannot prove requests)'),
+  allowAppAttestDevelopment: z.boolean().optional().describe("accept App Attest keys of Xcode's development environment (never in production)"),
+  playIntegrityDeviceVerdict: z.enum(['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY', 'MEETS_STRONG_INTEGRITY']).optional().describe('the Play Integrity device verdict required'),
 };
 
 /** `update_app`: every setting may also be null, which clears it (as in the management API). */
@@ -78,19 +82,72 @@ function ok(value: unknown): ToolResult {
   return { content: [{ type: 'text', text: JSON.stringify(value, null, 2) }] };
 }
 
+/**
+ * A refused tool call, typed like the admin API's errors: `{"error":{"type","reason","message","fields"?,"code"?}}` as
+ * the text and as structured content, so that an assistant can act on `reason` and `fields` (a bug is `internalError`
+ * with a generic message; its details go nowhere near the client).
+ */
 function refused(error: unknown): ToolResult {
-  const message = error instanceof TollgateError ? `${error.code}: ${error.message}` : error instanceof Error ? error.message : String(error);
-  return { content: [{ type: 'text', text: message }], isError: true };
+  const typed = toGatewayError(error);
+  const body = {
+    error: {
+      type: typed.type,
+      reason: typed.reason,
+      message: typed.message,
+      ...(typed.fields ? { fields: typed.fields } : {}),
+      ...(error instanceof TollgateError ? { code: error.code } : {}),
+    },
+  };
+  return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body, isError: true };
 }
 
 function defined<T extends Record<string, unknown>>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, entry]) => entry !== undefined)) as Partial<T>;
 }
 
+const PROTOTYPE_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** The path of the first prototype key (`__proto__`, `constructor`, `prototype`) in `value`, or null. */
+function prototypeKeyPath(value: unknown, path: string, depth = 0): string | null {
+  if (value === null || typeof value !== 'object' || depth > 32) return null;
+  for (const [key, entry] of Object.entries(value)) {
+    const field = Array.isArray(value) ? `${path}[${key}]` : path ? `${path}.${key}` : key;
+    if (!Array.isArray(value) && PROTOTYPE_KEYS.has(key)) return field;
+    const found = prototypeKeyPath(entry, field, depth + 1);
+    if (found) return found;
+  }
+  return null;
+}
+
+/**
+ * Tool arguments carrying a prototype key crash the SDK's own argument handling before any tool runs (a JSON-RPC
+ * internal error, raw text). They are answered here, as the transport delivers them, with the typed `validation`
+ * refusal every other bad input gets.
+ */
+function refusePrototypeKeys(server: McpServer): void {
+  const connect = server.connect.bind(server);
+  server.connect = async (transport) => {
+    await connect(transport);
+    const deliver = transport.onmessage;
+    transport.onmessage = (message, extra) => {
+      const call = message as { method?: unknown; id?: unknown; params?: { arguments?: unknown } };
+      const field = call.method === 'tools/call' && (typeof call.id === 'string' || typeof call.id === 'number') ? prototypeKeyPath(call.params?.arguments, '') : null;
+      if (field === null) return deliver?.(message, extra);
+      const result = refused(new TollgateError('TG_ERR_VALIDATION', `invalid input: ${field}: not an accepted name`, { [field]: ['is not an accepted name'] }));
+      transport.send({ jsonrpc: '2.0', id: call.id as string | number, result }).catch(() => undefined);
+    };
+  };
+}
+
 /** Builds the MCP server (one per session or request; it holds no state of its own). */
 export function createMcpServer(dependencies: McpDependencies): McpServer {
   const { management, registry } = dependencies;
   const server = new McpServer({ name: 'tollgate', version: dependencies.version }, { capabilities: { logging: {} } });
+  // Arguments the tool schemas refuse (a wrong type, an unknown enum value) are answered by the SDK itself, as raw text;
+  // they become the same typed `invalidRequest` (`validation`) as every other refusal.
+  (server as unknown as { createToolError(message: string): ToolResult }).createToolError = (message) =>
+    refused(new TollgateError('TG_ERR_VALIDATION', message.replace(/^MCP error -?\d+: /, '')));
+  refusePrototypeKeys(server);
 
   const run = async (work: () => Promise<unknown>): Promise<ToolResult> => {
     try {

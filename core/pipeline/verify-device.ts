@@ -8,6 +8,8 @@ import {
   DEVICE_TOKENS,
   GATEWAY_DIRECTORY,
   GatewayError,
+  attestationSecretKey,
+  normalizeDeviceId,
   type AttestationVerifier,
   type DeviceKeyStore,
   type GatewayDirectory,
@@ -20,6 +22,8 @@ import { readRequestBody } from './request-body';
 
 /** How far `Tollgate-Request-Time` may be from the gateway's clock in every-request mode. */
 export const REQUEST_TIME_SKEW_MS = 5 * 60 * 1000;
+/** At most this many recent proofs are remembered for the replay check (oldest forgotten first). */
+const RECENT_PROOFS_LIMIT = 200_000;
 
 /**
  * The request digest of protocol.md: SHA-256( METHOD "\n" path-with-query "\n" Tollgate-Request-Time "\n"
@@ -32,8 +36,10 @@ export function requestDigest(method: string, pathWithQuery: string, requestTime
 
 /**
  * Stage 2, `verifyDevice`: the `Tollgate-Device-Token` is a device token this gateway signed, for this app, unexpired,
- * of a device that is not revoked; and, when the app's assertion mode is `every-request` and the device's method has
- * device-held keys, the `Tollgate-Assertion` proves the device signed this very request (method, path, time, body).
+ * of a device that is not revoked (its id in normal form, {@link normalizeDeviceId}); and, when the app's assertion
+ * mode is `every-request`, the `Tollgate-Assertion` proves the device made this very request (method, path, time,
+ * body). That mode is never skipped: a device whose method cannot prove requests (development tokens included) is
+ * refused with `assertion_method_unsupported`, and a proof already seen is refused with `assertion_replayed`.
  * Provides `device`.
  */
 @injectable()
@@ -52,6 +58,8 @@ export class VerifyDeviceStage implements PipelineStage {
   }
 
   private readonly verifiers: Map<string, AttestationVerifier>;
+  /** Proofs accepted recently (digest of app, device and proof → when it may be forgotten): one use each. */
+  private readonly recentProofs = new Map<string, number>();
 
   run(context: ProxyContext): void | Promise<void> {
     if (!this.monitored(context)) return this.verify(context);
@@ -99,7 +107,7 @@ export class VerifyDeviceStage implements PipelineStage {
     if (claims.method === 'development' && this.configuration.production) {
       throw new GatewayError('attestationFailed', 'Development attestation is refused in production.', { reason: 'development_in_production' });
     }
-    if (claims.issuedAt < app.devicesRevokedBefore || this.directory.isDeviceRevoked(app.id, claims.deviceId)) {
+    if (claims.issuedAt < app.devicesRevokedBefore || this.directory.isDeviceRevoked(app.id, normalizeDeviceId(claims.method, claims.deviceId))) {
       throw new GatewayError('attestationFailed', 'This device has been revoked.', { reason: 'device_revoked' });
     }
     context.set('device', {
@@ -109,8 +117,16 @@ export class VerifyDeviceStage implements PipelineStage {
       issuedAt: claims.issuedAt,
       expiresAt: claims.expiresAt,
     });
+    if (app.settings.assertionMode !== 'every-request') return;
     const verifier = this.verifiers.get(claims.method);
-    if (app.settings.assertionMode === 'every-request' && verifier?.verifyRequestAssertion) return this.checkAssertion(context, claims.deviceId, verifier);
+    if (!verifier?.verifyRequestAssertion) {
+      throw new GatewayError(
+        'attestationFailed',
+        `This app requires a per-request proof (Tollgate-Assertion), which a device attested with "${claims.method}" cannot give: attest with App Attest, Android key attestation or Play Integrity.`,
+        { reason: 'assertion_method_unsupported' },
+      );
+    }
+    return this.checkAssertion(context, claims.deviceId, verifier);
   }
 
   /** Every-request mode: the device signed the request digest with its attested key; its counter moves forward. */
@@ -124,8 +140,46 @@ export class VerifyDeviceStage implements PipelineStage {
     if (typeof time !== 'string' || !/^\d{10,16}$/.test(time) || Math.abs(Number(time) - this.clock()) > REQUEST_TIME_SKEW_MS) {
       throw new GatewayError('attestationFailed', 'Tollgate-Request-Time is missing or more than 5 minutes from the gateway clock.', { reason: 'request_time_skew' });
     }
-    const body = await readRequestBody(context, this.configuration.maxBodyBytes);
-    const digest = requestDigest(context.request.method ?? 'GET', context.request.url ?? '', time, body);
-    await verifier.verifyRequestAssertion!({ app: context.get('app'), deviceId, assertion: Buffer.from(assertion, 'base64url'), digest, devices: this.devices });
+    const app = context.get('app');
+    const proof = createHash('sha256').update(`${app.id}\u0000${deviceId}\u0000${assertion}`, 'utf8').digest('base64url');
+    // Reserved before it is checked (synchronously, so two concurrent copies cannot both pass), kept while its request
+    // time is within the skew window (a replay after that fails the time check), released when it is rejected.
+    if (!this.reserve(proof, Number(time) + REQUEST_TIME_SKEW_MS)) {
+      throw new GatewayError('attestationFailed', 'This Tollgate-Assertion was already used: sign each request afresh.', { reason: 'assertion_replayed' });
+    }
+    try {
+      const body = await readRequestBody(context, this.configuration.maxBodyBytes);
+      const digest = requestDigest(context.request.method ?? 'GET', context.request.url ?? '', time, body);
+      await verifier.verifyRequestAssertion!({
+        app,
+        deviceId,
+        assertion: Buffer.from(assertion, 'base64url'),
+        header: assertion,
+        digest,
+        devices: this.devices,
+        readAttestationSecret: async (name) => (await this.directory.findSecret(app.id, attestationSecretKey(name)))?.value.reveal() ?? null,
+      });
+    } catch (error) {
+      this.recentProofs.delete(proof);
+      throw error;
+    }
+  }
+
+  /** Records `proof` as used until `until`; false when it is already in use. Methods without a counter rely on this. */
+  private reserve(proof: string, until: number): boolean {
+    const now = this.clock();
+    const held = this.recentProofs.get(proof);
+    if (held !== undefined && held > now) return false;
+    this.remember(proof, until);
+    return true;
+  }
+
+  private remember(proof: string, until: number): void {
+    if (this.recentProofs.size >= RECENT_PROOFS_LIMIT) {
+      const now = this.clock();
+      for (const [key, expiry] of this.recentProofs) if (expiry <= now) this.recentProofs.delete(key);
+      if (this.recentProofs.size >= RECENT_PROOFS_LIMIT) this.recentProofs.delete(this.recentProofs.keys().next().value!);
+    }
+    this.recentProofs.set(proof, until);
   }
 }

@@ -4,7 +4,7 @@
  * another node) bump the change feed, which this class polls every `TOLLGATE_CHANGE_POLL_MS`.
  */
 import type { Knex } from 'knex';
-import { SecretValue, type AppEntry, type GatewayDirectory, type MaybePromise, type ResolvedSecret } from '../contract';
+import { SecretValue, normalizeDeviceId, type AppEntry, type GatewayDirectory, type MaybePromise, type ResolvedSecret } from '../contract';
 import { SecretCipher } from './encryption';
 import { AppRepository, DeviceRepository, SecretRepository, readChangeSequence, type AppRow } from './repositories';
 
@@ -117,7 +117,9 @@ export class CachedDirectory implements GatewayDirectory {
     const generation = this.generation;
     const revoked = await new DeviceRepository(this.database).listRevoked();
     if (generation !== this.generation) return;
-    this.revokedDevices = new Set(revoked.map((device) => `${device.appId}\u0000${device.deviceId}`));
+    // In normal form (normalizeDeviceId), so that a device revoked under an id stored before ids were normalized is
+    // still found by the normal form of that id.
+    this.revokedDevices = new Set(revoked.map((device) => `${device.appId}\u0000${normalizeDeviceId(device.method, device.deviceId)}`));
   }
 
   /**

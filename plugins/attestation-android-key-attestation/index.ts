@@ -7,11 +7,14 @@
  *   `androidCertSha256`) must be configured; the device id is the SHA-256 of the attested public key.
  * - `{"challenge":"…","keyId":"<device id>","signature":"<base64 DER ECDSA/RSA signature over the UTF-8 challenge>"}`:
  *   a refresh signed by a key attested earlier, so that the device keeps its id (and its limits) across refreshes.
+ * - Per request, in the app's `every-request` assertion mode: `Tollgate-Assertion` is base64url (no padding) of the
+ *   DER signature (SHA256withECDSA, or SHA256withRSA for an RSA key) by the attested key over the 32 bytes of the
+ *   request digest (protocol.md), checked against the key stored at attestation.
  * Operators may configure a revocation status list with `TOLLGATE_ANDROID_REVOCATION_LIST` (a file in Google's JSON format).
  */
 import { createPublicKey, verify } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { GatewayError, requireAttestedKey, type AttestationInput, type AttestationVerifier, type AttestedDevice, type TollgatePlugin } from '../../core/contract';
+import { GatewayError, requireAttestedKey, type AttestationInput, type AttestationVerifier, type AttestedDevice, type RequestAssertionInput, type TollgatePlugin } from '../../core/contract';
 import { KeyAttestationError, revokedSerialsFrom, verifyAndroidKeyAttestation } from './verify';
 
 export class AndroidKeyAttestationVerifier implements AttestationVerifier {
@@ -48,6 +51,27 @@ export class AndroidKeyAttestationVerifier implements AttestationVerifier {
       throw error;
     }
   }
+
+  /**
+   * Every-request mode: the attested key signed the request digest (the 32 bytes are the message, hashed again by
+   * SHA256withECDSA). The key has no counter; the pipeline refuses a proof it has already seen.
+   */
+  async verifyRequestAssertion(input: RequestAssertionInput): Promise<void> {
+    const device = await requireAttestedKey(input.devices, input.app.id, input.deviceId);
+    if (!signedBy(device.publicKey, input.digest, input.assertion)) {
+      throw new GatewayError('attestationFailed', 'Key attestation rejected: the Tollgate-Assertion is not a signature of this request by the attested key.', { reason: 'signature_invalid' });
+    }
+  }
+}
+
+/** True when `signature` (DER) is a SHA-256 signature of `message` by the key `publicKeyPem`; false for any malformed input. */
+function signedBy(publicKeyPem: string, message: Buffer, signature: Buffer): boolean {
+  if (signature.length === 0 || signature.length > 1024) return false;
+  try {
+    return verify('sha256', message, createPublicKey(publicKeyPem), signature);
+  } catch {
+    return false;
+  }
 }
 
 /** A refresh: the stored attested key signed this challenge. */
@@ -58,13 +82,7 @@ async function refreshWithSignature(input: AttestationInput): Promise<AttestedDe
   }
   await input.useChallenge(challenge);
   const device = await requireAttestedKey(input.devices, input.app.id, keyId);
-  let valid = false;
-  try {
-    valid = verify('sha256', Buffer.from(challenge, 'utf8'), createPublicKey(device.publicKey), Buffer.from(signature, 'base64'));
-  } catch {
-    valid = false;
-  }
-  if (!valid) throw new GatewayError('attestationFailed', 'Key attestation refresh rejected: the signature does not verify with the attested key.', { reason: 'signature_invalid' });
+  if (!signedBy(device.publicKey, Buffer.from(challenge, 'utf8'), Buffer.from(signature, 'base64'))) throw new GatewayError('attestationFailed', 'Key attestation refresh rejected: the signature does not verify with the attested key.', { reason: 'signature_invalid' });
   return { deviceId: keyId };
 }
 

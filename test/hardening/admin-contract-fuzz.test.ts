@@ -5,7 +5,8 @@
  */
 import { expect } from 'chai';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { TestGateway } from '../support/gateway';
 
@@ -56,14 +57,17 @@ describe('management API contract fuzzing (schemathesis)', function () {
       '--workers',
       '1',
     ];
+    // schemathesis (and hypothesis under it) keep a cache in their working directory: a temporary one, so that the run
+    // leaves nothing in the project tree (`git status` stays clean).
+    const workingDirectory = mkdtempSync(path.join(os.tmpdir(), 'tollgate-schemathesis-'));
     const output = await new Promise<{ status: number | null; text: string }>((resolve) => {
       // Asynchronous: the gateway under test runs in this process and must keep answering.
-      const child = spawn(st!, args, { cwd: ROOT, env: { ...process.env, NO_COLOR: '1' } });
+      const child = spawn(st!, args, { cwd: workingDirectory, env: { ...process.env, NO_COLOR: '1' } });
       let text = '';
       child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
       child.stderr.on('data', (chunk: Buffer) => (text += chunk.toString()));
       child.once('close', (status) => resolve({ status, text }));
-    });
+    }).finally(() => rmSync(workingDirectory, { recursive: true, force: true }));
     expect(output.status, output.text.slice(-6000)).to.equal(0);
     const generated = /(\d+) generated, (\d+) passed/.exec(output.text);
     expect(generated, output.text.slice(-2000)).to.not.equal(null);

@@ -5,17 +5,19 @@
  */
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import { createHash, generateKeyPairSync, sign } from 'node:crypto';
+import { KeyObject, createHash, generateKeyPairSync, sign } from 'node:crypto';
+import { requestDigest } from '../../../core/pipeline/verify-device';
 import { DeviceRepository } from '../../../core/storage/repositories';
 import { createTestKeyAuthority } from './test-chain';
 import { FakeUpstream, respondJson } from '../../../test/support/fake-upstream';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import * as x509 from '@peculiar/x509';
 import { TestGateway } from '../../../test/support/gateway';
 
-/** ../shared from the project root (every checkout and CI run has it), or TOLLGATE_SHARED_DIR. */
-const TESTDATA = path.join(process.env.TOLLGATE_SHARED_DIR ?? path.resolve(__dirname, '..', '..', '..', '..', '..', 'shared'), 'testdata', 'android-key-attestation');
+/** The real chains, copied into the project with their provenance (test/fixtures/README.md); read from the source tree. */
+const TESTDATA = path.resolve(__dirname, '..', '..', '..', '..', 'plugins', 'attestation-android-key-attestation', 'test', 'fixtures');
 const CLI = path.resolve(__dirname, '..', '..', '..', 'bin', 'tollgate.js');
 const derChain = (name: string) =>
   readFileSync(path.join(TESTDATA, name), 'utf8')
@@ -127,13 +129,70 @@ describe('android-key-attestation route and CLI', () => {
     }
   });
 
-  it('tollgate attest verify accepts the real chains at their instants and rejects the foreign root with a reason', () => {
+  it('every-request mode: each proxied call carries the attested key’s signature over the request digest; anything else never reaches the provider', async () => {
+    const authority = await createTestKeyAuthority();
+    const upstream = await FakeUpstream.start();
+    upstream.respond(respondJson(200, { ok: true }));
+    const trusting = await TestGateway.start({ upstreams: { openai: upstream.url }, env: { TOLLGATE_TEST_ANDROID_ROOT_SPKI_SHA256: authority.rootSpkiSha256 } });
+    try {
+      const app = await trusting.createApp({ androidPackage: 'com.example.signed', assertionMode: 'every-request', allowDevelopmentAttestation: false });
+      await trusting.setSecret(app.appId, 'openai', 'sk-android-every-request-0000');
+      const issued = ((await (await fetch(`${trusting.url}/v1/attest/challenge`, { method: 'POST', headers: { 'tollgate-app-token': app.appToken } })).json()) as { challenge: string }).challenge;
+      const { chain, leafPrivateKey } = await authority.attest({ challenge: Buffer.from(issued, 'base64url'), packageName: 'com.example.signed', signatureDigestHex: 'ab'.repeat(32) });
+      const attested = await fetch(`${trusting.url}/v1/attest/android-key-attestation`, { method: 'POST', headers: { 'content-type': 'application/json', 'tollgate-app-token': app.appToken }, body: JSON.stringify({ challenge: issued, chain }) });
+      const { deviceToken } = (await attested.json()) as { deviceToken: string };
+      expect(attested.status).to.equal(200);
+      const key = KeyObject.from(leafPrivateKey);
+      const stranger = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+      const pathWithQuery = '/v1/proxy/openai/v1/chat/completions?v=2';
+      const body = '{"model":"gpt-4o-mini","messages":[]}';
+      const call = async (options: { signer?: KeyObject; signedPath?: string; reuse?: string; sent?: string } = {}) => {
+        const time = String(Date.now());
+        // SHA256withECDSA over the 32 digest bytes, DER, base64url without padding (protocol.md, client-behaviour.json).
+        const assertion = options.reuse ?? sign('sha256', requestDigest('POST', options.signedPath ?? pathWithQuery, time, Buffer.from(body)), options.signer ?? key).toString('base64url');
+        const before = upstream.requests.length;
+        const response = await fetch(`${trusting.url}${pathWithQuery}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'tollgate-app-token': app.appToken, 'tollgate-device-token': deviceToken, 'tollgate-request-time': time, 'tollgate-assertion': assertion },
+          body: options.sent ?? body,
+        });
+        const answer = (await response.json()) as { error?: { reason: string } };
+        return { status: response.status, reason: answer.error?.reason, reached: upstream.requests.length > before, assertion };
+      };
+      const good = await call();
+      expect(good.status).to.equal(200);
+      expect(upstream.last().headers.authorization).to.equal('Bearer sk-android-every-request-0000');
+      const refusals = [await call({ reuse: good.assertion }), await call({ signer: stranger }), await call({ signedPath: '/v1/proxy/openai/v1/models' }), await call({ sent: '{"model":"gpt-4o"}' }), await call({ reuse: 'bm90IGEgc2lnbmF0dXJl' })];
+      expect(refusals.map((refusal) => [refusal.status, refusal.reached])).to.deep.equal(refusals.map(() => [403, false]));
+      expect(refusals.map((refusal) => refusal.reason)).to.deep.equal(['assertion_replayed', 'signature_invalid', 'signature_invalid', 'signature_invalid', 'signature_invalid']);
+      const unsigned = await fetch(`${trusting.url}/v1/proxy/openai/v1/models`, { headers: { 'tollgate-app-token': app.appToken, 'tollgate-device-token': deviceToken } });
+      expect(((await unsigned.json()) as { error: { reason: string } }).error.reason).to.equal('assertion_required');
+    } finally {
+      await trusting.close();
+      await upstream.close();
+    }
+  });
+
+  it('tollgate attest verify accepts the real chains at their instants and rejects the foreign root with a reason', async () => {
     const ok = spawnSync(process.execPath, [CLI, 'attest', 'verify', '--method', 'android-key-attestation', '--chain', path.join(TESTDATA, 'pixel8a-2025-chain.pem'), '--challenge', '5652e2dc45549a96f96afa225502f87fadc08a60bc021392c0be8c5062fd5f5e', '--package', 'com.google.android.gsf', '--at', '2025-01-08T00:00:00Z'], { encoding: 'utf8' });
     expect(ok.status, ok.stderr).to.equal(0);
     expect(JSON.parse(ok.stdout)).to.deep.include({ valid: true, attestationVersion: 300 });
     const bad = spawnSync(process.execPath, [CLI, 'attest', 'verify', '--method', 'android-key-attestation', '--chain', path.join(TESTDATA, 'selfsigned-strongbox-chain.pem'), '--challenge', '616263', '--at', '2019-01-01T00:00:00Z'], { encoding: 'utf8' });
     expect(bad.status).to.equal(1);
     expect(bad.stdout).to.equal('');
-    expect(bad.stderr).to.match(/invalid \((broken_chain|untrusted_root|bad_signature)\)/);
+    expect(bad.stderr).to.match(/invalid \(broken_chain\)/);
+    // A well-formed chain under another root reaches the pin of Google's root key.
+    const authority = await createTestKeyAuthority();
+    const { chain } = await authority.attest({ challenge: Buffer.from('abc'), packageName: 'com.example.app', signatureDigestHex: 'ab'.repeat(32) });
+    const directory = mkdtempSync(path.join(os.tmpdir(), 'tollgate-foreign-root-'));
+    try {
+      const file = path.join(directory, 'chain.pem');
+      writeFileSync(file, chain.map((der) => new x509.X509Certificate(Buffer.from(der, 'base64')).toString('pem')).join('\n'));
+      const foreign = spawnSync(process.execPath, [CLI, 'attest', 'verify', '--method', 'android-key-attestation', '--chain', file, '--challenge', '616263'], { encoding: 'utf8' });
+      expect(foreign.status).to.equal(1);
+      expect(foreign.stderr).to.match(/invalid \(untrusted_root\)/);
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
   });
 });

@@ -23,8 +23,11 @@ export interface TestKeyChain {
 export interface TestKeyAuthority {
   /** SHA-256 of the test root's SubjectPublicKeyInfo, hex: what the verifier is told to trust. */
   readonly rootSpkiSha256: string;
-  /** A fresh Keystore key attested over `challenge`, as a device makes one per attestation. */
-  attest(options: { challenge: Buffer; packageName: string; signatureDigestHex: string; securityLevel?: SecurityLevel }): Promise<TestKeyChain>;
+  /**
+   * A fresh Keystore key attested over `challenge`, as a device makes one per attestation. `securityLevel` sets both
+   * levels; `keymasterSecurityLevel` overrides the keymaster/KeyMint one alone (a chain that mixes levels).
+   */
+  attest(options: { challenge: Buffer; packageName: string; signatureDigestHex: string; securityLevel?: SecurityLevel; keymasterSecurityLevel?: SecurityLevel }): Promise<TestKeyChain>;
 }
 
 export async function createTestKeyAuthority(at = new Date()): Promise<TestKeyAuthority> {
@@ -66,7 +69,7 @@ export async function createTestKeyAuthority(at = new Date()): Promise<TestKeyAu
         attestationVersion: Version.KM4,
         attestationSecurityLevel: level,
         keymasterVersion: 4,
-        keymasterSecurityLevel: level,
+        keymasterSecurityLevel: options.keymasterSecurityLevel ?? level,
         attestationChallenge: new OctetString(options.challenge),
         uniqueId: new OctetString(),
         softwareEnforced: new AuthorizationList({ attestationApplicationId: new OctetString(AsnConvert.serialize(applicationId)) }),

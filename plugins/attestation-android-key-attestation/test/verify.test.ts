@@ -1,18 +1,20 @@
 /**
- * Android key attestation against real chains from public test suites (../shared/testdata/android-key-attestation, with
- * their provenance), each verified at the instant its README gives, against Google's real root key.
+ * Android key attestation against real chains from public test suites (test/fixtures, copied from the
+ * project's shared test data with their provenance), each verified at the instant its README gives, against Google's real root key.
  */
 import { expect } from 'chai';
 import { readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as x509 from '@peculiar/x509';
+import { SecurityLevel } from '@peculiar/asn1-android';
 import { KeyAttestationError, revokedSerialsFrom, verifyAndroidKeyAttestation } from '../verify';
+import { createTestKeyAuthority } from './test-chain';
 
-/** ../shared from the project root (every checkout and CI run has it), or TOLLGATE_SHARED_DIR. */
-const TESTDATA = path.join(process.env.TOLLGATE_SHARED_DIR ?? path.resolve(__dirname, '..', '..', '..', '..', '..', 'shared'), 'testdata', 'android-key-attestation');
+/** The real chains, copied into the project with their provenance (test/fixtures/README.md); read from the source tree. */
+const TESTDATA = path.resolve(__dirname, '..', '..', '..', '..', 'plugins', 'attestation-android-key-attestation', 'test', 'fixtures');
 const read = (name: string) => readFileSync(path.join(TESTDATA, name), 'utf8');
-// Read when the suite runs, so that a missing ../shared fails these tests with a clear error, not the whole run.
+// Read when the suite runs, so that a missing file fails these tests with a clear error, not the whole run.
 let TEE: { chain: string; challenge: Buffer; at: Date };
 let PIXEL: { chain: string; challenge: Buffer; at: Date };
 
@@ -26,7 +28,7 @@ async function rejection(promise: Promise<unknown>): Promise<string> {
   throw new Error('the attestation was accepted');
 }
 
-describe('Android key attestation (real chains)', () => {
+describe('Android key attestation verifier (real chains, and the test CA for what they cannot show)', () => {
   before(() => {
     TEE = { chain: read('google-ec-tee-chain.pem'), challenge: Buffer.from('abc'), at: new Date('2019-01-01T00:00:00Z') };
     PIXEL = { chain: read('pixel8a-2025-chain.pem'), challenge: Buffer.from('5652e2dc45549a96f96afa225502f87fadc08a60bc021392c0be8c5062fd5f5e', 'hex'), at: new Date('2025-01-08T00:00:00Z') };
@@ -44,9 +46,31 @@ describe('Android key attestation (real chains)', () => {
     expect(result).to.deep.include({ valid: true, attestationVersion: 300, securityLevel: 'TrustedEnvironment' });
   });
 
-  it('rejects a chain that ends in a root that is not Google’s', async () => {
-    const reason = await rejection(verifyAndroidKeyAttestation({ chain: read('selfsigned-strongbox-chain.pem'), challenge: Buffer.from('abc'), at: TEE.at }));
-    expect(['untrusted_root', 'broken_chain', 'bad_signature']).to.include(reason);
+  it('rejects a well-formed chain that ends in a root that is not Google’s at the root pin (untrusted_root)', async () => {
+    // A chain that passes every other check (valid now, each certificate signed by the next, the right challenge, a
+    // hardware key): only the pin of Google's root key can refuse it.
+    const authority = await createTestKeyAuthority();
+    const challenge = Buffer.from('foreign-root-challenge');
+    const { chain } = await authority.attest({ challenge, packageName: 'com.example.app', signatureDigestHex: 'ab'.repeat(32) });
+    expect(await rejection(verifyAndroidKeyAttestation({ chain, challenge, at: new Date() }))).to.equal('untrusted_root');
+    expect(await rejection(verifyAndroidKeyAttestation({ chain, challenge, at: new Date(), trustedRootSpkiSha256: ['00'.repeat(32)] }))).to.equal('untrusted_root');
+    // The control: the same chain verifies when its root is the trusted one.
+    expect(await verifyAndroidKeyAttestation({ chain, challenge, at: new Date(), trustedRootSpkiSha256: [authority.rootSpkiSha256] })).to.include({ valid: true });
+    // The real StrongBox chain of the fixtures is refused earlier: its leaf does not name the next certificate as issuer.
+    expect(await rejection(verifyAndroidKeyAttestation({ chain: read('selfsigned-strongbox-chain.pem'), challenge: Buffer.from('abc'), at: TEE.at }))).to.equal('broken_chain');
+  });
+
+  it('rejects a key whose attestation is in hardware but whose keymaster is in software, and the reverse', async () => {
+    const authority = await createTestKeyAuthority();
+    const challenge = Buffer.from('mixed-levels');
+    const verify = async (levels: { securityLevel: SecurityLevel; keymasterSecurityLevel: SecurityLevel }) => {
+      const { chain } = await authority.attest({ challenge, packageName: 'com.example.app', signatureDigestHex: 'ab'.repeat(32), ...levels });
+      return verifyAndroidKeyAttestation({ chain, challenge, at: new Date(), trustedRootSpkiSha256: [authority.rootSpkiSha256] });
+    };
+    expect(await rejection(verify({ securityLevel: SecurityLevel.trustedEnvironment, keymasterSecurityLevel: SecurityLevel.software }))).to.equal('software_attestation');
+    expect(await rejection(verify({ securityLevel: SecurityLevel.strongBox, keymasterSecurityLevel: SecurityLevel.software }))).to.equal('software_attestation');
+    expect(await rejection(verify({ securityLevel: SecurityLevel.software, keymasterSecurityLevel: SecurityLevel.trustedEnvironment }))).to.equal('software_attestation');
+    expect(await verify({ securityLevel: SecurityLevel.trustedEnvironment, keymasterSecurityLevel: SecurityLevel.strongBox })).to.include({ securityLevel: 'TrustedEnvironment' });
   });
 
   it('rejects the wrong challenge, an expired chain, a chain not yet valid, a wrong package, a revoked certificate', async () => {

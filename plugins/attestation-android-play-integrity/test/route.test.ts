@@ -8,6 +8,10 @@ import { FakeUpstream, respondJson } from '../../../test/support/fake-upstream';
 import { TestGateway } from '../../../test/support/gateway';
 import { FakeGoogle, serviceAccount } from './fake-google';
 import { CERTIFICATE_DIGEST, PACKAGE, buildClassicToken, generatePlayConsoleKeys, verdictPayload } from './token-builder';
+import { exchangeBinding } from '../index';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { requestDigest } from '../../../core/pipeline/verify-device';
 
 describe('android-play-integrity route', () => {
   let upstream: FakeUpstream;
@@ -55,7 +59,7 @@ describe('android-play-integrity route', () => {
   it('verifies a classic token locally and issues a device token the proxy accepts; the keys are listed masked only', async () => {
     const app = await configuredApp();
     const challenge = await challengeFor(app.appToken);
-    const token = await buildClassicToken(verdictPayload({ nonce: challenge, timestampMillis: Date.now() }), app.keys);
+    const token = await buildClassicToken(verdictPayload({ nonce: exchangeBinding(challenge, 'installation-0001'), timestampMillis: Date.now() }), app.keys);
     const result = await attest(app.appToken, { challenge, integrityToken: token, deviceId: 'installation-0001' });
     expect(result.status, JSON.stringify(result.body)).to.equal(200);
     expect(result.body.deviceId).to.equal('pi:installation-0001');
@@ -66,12 +70,15 @@ describe('android-play-integrity route', () => {
     expect(await (await admin('GET', `/apps/${app.appId}/secrets`)).json()).to.have.length(1); // provider keys only
   });
 
-  it('refuses a wrong package, a failing device verdict, a stale verdict, another nonce and a replayed challenge', async () => {
+  it('refuses a wrong package, a failing device verdict, a stale verdict, another nonce, another installation’s binding and a replayed challenge', async () => {
     const app = await configuredApp();
     const cases: Array<(challenge: string) => Record<string, unknown>> = [
-      (nonce) => ({ ...verdictPayload({ nonce, timestampMillis: Date.now() }), appIntegrity: { appRecognitionVerdict: 'PLAY_RECOGNIZED', packageName: 'com.example.impostor', certificateSha256Digest: [CERTIFICATE_DIGEST] } }),
-      (nonce) => ({ ...verdictPayload({ nonce, timestampMillis: Date.now() }), deviceIntegrity: { deviceRecognitionVerdict: ['MEETS_BASIC_INTEGRITY'] } }),
-      (nonce) => verdictPayload({ nonce, timestampMillis: Date.now() - 10 * 60 * 1000 }),
+      (challenge) => ({ ...verdictPayload({ nonce: exchangeBinding(challenge, 'installation-0002'), timestampMillis: Date.now() }), appIntegrity: { appRecognitionVerdict: 'PLAY_RECOGNIZED', packageName: 'com.example.impostor', certificateSha256Digest: [CERTIFICATE_DIGEST] } }),
+      (challenge) => ({ ...verdictPayload({ nonce: exchangeBinding(challenge, 'installation-0002'), timestampMillis: Date.now() }), deviceIntegrity: { deviceRecognitionVerdict: ['MEETS_BASIC_INTEGRITY'] } }),
+      (challenge) => verdictPayload({ nonce: exchangeBinding(challenge, 'installation-0002'), timestampMillis: Date.now() - 10 * 60 * 1000 }),
+      // The challenge alone (the binding before the device id was bound) and the binding of another installation.
+      (challenge) => verdictPayload({ nonce: challenge, timestampMillis: Date.now() }),
+      (challenge) => verdictPayload({ nonce: exchangeBinding(challenge, 'installation-9999'), timestampMillis: Date.now() }),
       () => verdictPayload({ nonce: 'c29tZSBvdGhlciBub25jZSB2YWx1ZQ', timestampMillis: Date.now() }),
     ];
     for (const make of cases) {
@@ -81,7 +88,7 @@ describe('android-play-integrity route', () => {
       expect(result.body.error!.type).to.equal('attestationFailed');
     }
     const challenge = await challengeFor(app.appToken);
-    const token = await buildClassicToken(verdictPayload({ nonce: challenge, timestampMillis: Date.now() }), app.keys);
+    const token = await buildClassicToken(verdictPayload({ nonce: exchangeBinding(challenge, 'installation-0003'), timestampMillis: Date.now() }), app.keys);
     expect((await attest(app.appToken, { challenge, integrityToken: token, deviceId: 'installation-0003' })).status).to.equal(200);
     expect((await attest(app.appToken, { challenge, integrityToken: token, deviceId: 'installation-0003' })).status).to.equal(403);
   });
@@ -89,7 +96,7 @@ describe('android-play-integrity route', () => {
   it('verifies a standard token through Google’s decodeIntegrityToken (a fake on loopback)', async () => {
     const app = await configuredApp();
     const challenge = await challengeFor(app.appToken);
-    google.payloads.set('standard-token-1', verdictPayload({ requestHash: challenge, timestampMillis: Date.now() }));
+    google.payloads.set('standard-token-1', verdictPayload({ requestHash: exchangeBinding(challenge, 'installation-0004'), timestampMillis: Date.now() }));
     const result = await attest(app.appToken, { challenge, integrityToken: 'standard-token-1', deviceId: 'installation-0004', type: 'standard' });
     expect(result.status, JSON.stringify(result.body)).to.equal(200);
     const other = await challengeFor(app.appToken);
@@ -105,5 +112,71 @@ describe('android-play-integrity route', () => {
     expect(refused.body.error!.message).to.match(/no Play Integrity keys/);
     expect((await attest(bare.appToken, { challenge: 'c', integrityToken: 1, deviceId: 'x' })).status).to.equal(400);
     expect((await admin('PUT', `/apps/${bare.appId}/attestation-secrets/not-a-name`, { value: 'x' })).status).to.equal(400);
+  });
+
+  it('binds the installation id to the verdict: the binding is the conformance vector’s, another installation’s verdict is refused, ids differing in case are one device', async () => {
+    // sdk/conformance/client-behaviour.json, rule attestation-request: what the SDKs compute.
+    const vectors = (JSON.parse(readFileSync(path.resolve(__dirname, '..', '..', '..', '..', 'sdk', 'conformance', 'client-behaviour.json'), 'utf8')) as { vectors: Array<{ name: string; input: { fields: Record<string, string> }; expected: Record<string, string> }> }).vectors;
+    for (const name of ['attestation-request-play-integrity-standard', 'attestation-request-play-integrity-classic']) {
+      const vector = vectors.find((entry) => entry.name === name)!;
+      expect(exchangeBinding(vector.input.fields.challenge!, vector.input.fields.deviceId!)).to.equal(vector.expected.requestHash ?? vector.expected.nonce);
+    }
+    const app = await configuredApp();
+    const challenge = await challengeFor(app.appToken);
+    google.payloads.set('standard-token-other-installation', verdictPayload({ requestHash: exchangeBinding(challenge, 'installation-aaaa'), timestampMillis: Date.now() }));
+    const stolen = await attest(app.appToken, { challenge, integrityToken: 'standard-token-other-installation', deviceId: 'installation-bbbb', type: 'standard' });
+    expect(stolen.status, JSON.stringify(stolen.body)).to.equal(403);
+    expect((stolen.body.error as { reason?: string }).reason).to.equal('request_hash_mismatch');
+
+    const first = await challengeFor(app.appToken);
+    const upper = await attest(app.appToken, { challenge: first, integrityToken: await buildClassicToken(verdictPayload({ nonce: exchangeBinding(first, 'Installation-CASE'), timestampMillis: Date.now() }), app.keys), deviceId: 'Installation-CASE' });
+    expect(upper.status, JSON.stringify(upper.body)).to.equal(200);
+    expect(upper.body.deviceId).to.equal('pi:installation-case');
+    await gateway.gateway.management.revokeDevice(app.appId, 'pi:INSTALLATION-case');
+    const second = await challengeFor(app.appToken);
+    const lower = await attest(app.appToken, { challenge: second, integrityToken: await buildClassicToken(verdictPayload({ nonce: exchangeBinding(second, 'installation-case'), timestampMillis: Date.now() }), app.keys), deviceId: 'installation-case' });
+    expect(lower.status).to.equal(403);
+    expect((lower.body.error as { reason?: string }).reason).to.equal('device_revoked');
+  });
+
+  it('every-request mode: each proxied call carries a standard token whose requestHash is the request digest; anything else never reaches the provider', async () => {
+    const app = await configuredApp({ assertionMode: 'every-request', allowDevelopmentAttestation: false });
+    const challenge = await challengeFor(app.appToken);
+    google.payloads.set('standard-exchange', verdictPayload({ requestHash: exchangeBinding(challenge, 'installation-0100'), timestampMillis: Date.now() }));
+    const exchanged = await attest(app.appToken, { challenge, integrityToken: 'standard-exchange', deviceId: 'installation-0100', type: 'standard' });
+    expect(exchanged.status, JSON.stringify(exchanged.body)).to.equal(200);
+    const pathWithQuery = '/v1/proxy/openai/v1/chat/completions?n=1';
+    const body = '{"model":"gpt-4o-mini","messages":[]}';
+    let sequence = 0;
+    const call = async (options: { requestHash?: (digest: Buffer) => string; assertion?: string; body?: string; payload?: (hash: string) => Record<string, unknown> } = {}) => {
+      const time = String(Date.now());
+      const digest = requestDigest('POST', pathWithQuery, time, Buffer.from(body));
+      const token = options.assertion ?? `standard-request-${(sequence += 1)}`;
+      const hash = (options.requestHash ?? ((value: Buffer) => value.toString('base64url')))(digest);
+      if (!options.assertion) google.payloads.set(token, (options.payload ?? ((requestHash: string) => verdictPayload({ requestHash, timestampMillis: Date.now() })))(hash));
+      const before = upstream.requests.length;
+      const response = await fetch(`${gateway.url}${pathWithQuery}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'tollgate-app-token': app.appToken, 'tollgate-device-token': exchanged.body.deviceToken!, 'tollgate-request-time': time, 'tollgate-assertion': token },
+        body: options.body ?? body,
+      });
+      const answer = (await response.json()) as { error?: { reason: string } };
+      return { status: response.status, reason: answer.error?.reason, reached: upstream.requests.length > before, token };
+    };
+    const good = await call();
+    expect(good.status).to.equal(200);
+    expect(good.reached).to.equal(true);
+    const refusals = [
+      await call({ assertion: good.token }), // the same proof again
+      await call({ requestHash: (digest) => digest.toString('hex') }), // the digest, not base64url
+      await call({ body: '{"model":"gpt-4o","messages":[]}' }), // another body than the one proven
+      await call({ payload: (requestHash) => ({ ...verdictPayload({ requestHash, timestampMillis: Date.now() }), deviceIntegrity: { deviceRecognitionVerdict: [] } }) }),
+      await call({ assertion: 'a-token-google-never-issued' }),
+    ];
+    expect(refusals.map((refusal) => [refusal.status, refusal.reached])).to.deep.equal(refusals.map(() => [403, false]));
+    expect(refusals.map((refusal) => refusal.reason)).to.deep.equal(['assertion_replayed', 'request_hash_mismatch', 'request_hash_mismatch', 'device_integrity_insufficient', 'google_rejected']);
+    const missing = await fetch(`${gateway.url}/v1/proxy/openai/v1/models`, { headers: { 'tollgate-app-token': app.appToken, 'tollgate-device-token': exchanged.body.deviceToken! } });
+    expect(missing.status).to.equal(403);
+    expect(((await missing.json()) as { error: { reason: string } }).error.reason).to.equal('assertion_required');
   });
 });

@@ -103,7 +103,7 @@ describe('apple-app-attest route and every-request assertions', () => {
     let device: Awaited<ReturnType<typeof attestedDevice>>;
     let counter = 0;
     before(async () => {
-      device = await attestedDevice({ assertionMode: 'every-request' });
+      device = await attestedDevice({ assertionMode: 'every-request', allowDevelopmentAttestation: false });
     });
 
     /** A signed proxied call, as the SDK makes it; `change` tampers with what is sent after signing. */
