@@ -105,7 +105,7 @@ async function scenario(client: Client, gateway: TestGateway, upstream: FakeUpst
   // Only capabilities the provider offers.
   const unsupported = await callTool(client, seen, 'generate_integration_code', { platform: 'ios', appId, provider: 'anthropic', capability: 'image' });
   expect(unsupported.isError).to.equal(true);
-  expect(unsupported.text).to.match(/TG_ERR_VALIDATION: Anthropic offers no image capability; it offers: chat, streaming/);
+  expect(unsupported.text).to.match(/"reason":"validation".*Anthropic offers no image capability; it offers: chat, streaming/);
   const forged = await callTool(client, seen, 'generate_integration_code', { platform: 'ios', appId, provider: 'openai', capability: 'chat', appToken: `at_${'Z'.repeat(32)}` });
   expect(forged.isError).to.equal(true);
   const unknown = await callTool(client, seen, 'set_secret', { appId, provider: 'no-such-provider', value: 'x' });

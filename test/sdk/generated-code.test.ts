@@ -407,7 +407,7 @@ describe('generated integration code', function () {
         generated = JSON.parse(result.content.map((part) => part.text ?? '').join('')) as IntegrationSnippet;
         const unsupported = (await client.callTool({ name: 'generate_integration_code', arguments: { platform: 'react-native', appId, provider: 'anthropic', capability: 'image' } })) as { content: Array<{ text?: string }>; isError?: boolean };
         expect(unsupported.isError).to.equal(true);
-        expect(unsupported.content[0]?.text).to.match(/TG_ERR_VALIDATION: Anthropic offers no image capability; it offers: chat, streaming/);
+        expect(unsupported.content[0]?.text).to.match(/"reason":"validation".*Anthropic offers no image capability; it offers: chat, streaming/);
       } finally {
         await client.close();
       }
