@@ -146,8 +146,10 @@ export class DeviceTokenService {
     }
     if (!kid) throw rejected('device_token_invalid', 'The device token is malformed.');
     let key = this.keys.get(kid);
-    if (!key && this.mayReloadFor(token)) {
-      await this.reload();
+    // Requests that meet the same new kid at once share one reload: one arriving while it runs waits for it rather than
+    // being refused by the reload throttle (nodes booting together; a burst right after another node's first token).
+    if (!key && (this.reloading || this.mayReloadFor(token))) {
+      await (this.reloading ?? this.reloadShared());
       key = this.keys.get(kid);
     }
     if (!key) throw rejected('device_token_invalid', 'The device token was not issued by this gateway.');
@@ -203,6 +205,17 @@ export class DeviceTokenService {
       if (toDrop-- <= 0) break;
       this.verified.delete(token);
     }
+  }
+
+  private reloading: Promise<void> | null = null;
+
+  /** One reload at a time; concurrent callers share it. */
+  private reloadShared(): Promise<void> {
+    const flight = this.reload().finally(() => {
+      if (this.reloading === flight) this.reloading = null;
+    });
+    this.reloading = flight;
+    return flight;
   }
 
   private async reload(): Promise<void> {
