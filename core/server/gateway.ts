@@ -371,6 +371,11 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         route: `${context.route.version}/${context.route.providerPath}`,
         reason: context.outcome.reason ?? null,
         requestId: context.requestId,
+        inputTokens: context.outcome.usage?.inputTokens ?? null,
+        outputTokens: context.outcome.usage?.outputTokens ?? null,
+        cachedTokens: context.outcome.usage?.cachedTokens ?? null,
+        reasoningTokens: context.outcome.usage?.reasoningTokens ?? null,
+        model: context.outcome.usage?.model ?? null,
       });
     },
   };
