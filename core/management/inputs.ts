@@ -48,6 +48,19 @@ class ProviderLimits implements ValidatorConstraintInterface {
   }
 }
 
+/** `{ slug: tokens per day }`, at most 100 providers, each budget 1 … 10^12 tokens. */
+@ValidatorConstraint({ name: 'providerTokenBudgets' })
+class ProviderTokenBudgets implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+    const entries = Object.entries(value as Record<string, unknown>);
+    return entries.length <= 100 && entries.every(([slug, budget]) => SLUG.test(slug) && Number.isInteger(budget) && (budget as number) >= 1 && (budget as number) <= 1_000_000_000_000);
+  }
+  defaultMessage(): string {
+    return 'providerDailyTokens must map provider slugs to whole numbers of tokens per day';
+  }
+}
+
 /**
  * `[{ provider, methods, path }]`: routes a manifest does not know yet, for one app. At most 200; each names a provider
  * slug, 1 to 5 distinct methods, and a route pattern (the `routes.account` syntax: `*`, `{name}`, a final `**`).
@@ -112,6 +125,22 @@ export class AppSettingsInput {
   providerLimitsPerMinute?: Record<string, number>;
   @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000) deviceDailyQuota?: number;
   @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000) appDailyQuota?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000_000)
+  @JSONSchema({ description: 'tokens (input + output, as the provider reports them) per UTC day per device; null clears' })
+  deviceDailyTokens?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000_000)
+  @JSONSchema({ description: 'tokens per UTC day for the whole app; null clears' })
+  appDailyTokens?: number;
+  @IsOptional()
+  @IsObject()
+  @Validate(ProviderTokenBudgets)
+  @JSONSchema({
+    type: 'object',
+    maxProperties: 100,
+    additionalProperties: { type: 'integer', minimum: 1, maximum: 1_000_000_000_000 },
+    description: 'tokens per UTC day per provider slug for the whole app; null clears',
+  })
+  providerDailyTokens?: Record<string, number>;
   @IsOptional() @IsInt() @Min(1) @Max(10_000) maxConcurrentStreamsPerDevice?: number;
   @IsOptional() @IsArray() @ArrayMaxSize(200) @Matches(ROUTE, { each: true, message: 'allowedRoutes entries must be slug or slug/path-prefix' })
   allowedRoutes?: string[];

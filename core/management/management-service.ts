@@ -115,6 +115,7 @@ function mergeSettings(base: AppSettings, input: AppSettingsInput): AppSettings 
   // An empty list opens nothing: stored as none, so that the settings read the same as the default.
   if (Array.isArray(settings.openAccountRoutes)) settings.openAccountRoutes = settings.openAccountRoutes.length ? [...new Set(settings.openAccountRoutes as string[])].sort() : undefined;
   if (Array.isArray(settings.extraRoutes) && settings.extraRoutes.length === 0) settings.extraRoutes = undefined;
+  if (settings.providerDailyTokens !== undefined && Object.keys(settings.providerDailyTokens as object).length === 0) settings.providerDailyTokens = undefined;
   return Object.freeze(settings) as unknown as AppSettings;
 }
 
