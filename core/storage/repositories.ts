@@ -554,6 +554,13 @@ export class UsageRepository {
     );
     const verification = (await scope().whereNotNull('verified').select('verified').count({ count: '*' }).groupBy('verified')) as Row[];
     const errorsByType = byError.map((row) => ({ type: row.error_type as string, count: Number(row.count) }));
+    // Token-budget refusals are their own series (`tokenBudget`), apart from the request-rate refusals.
+    const budgetRefusals = Number(((await scope().where({ error_type: 'rateLimited', reason: 'token_budget' }).count({ count: '*' }).first()) as Row | undefined)?.count ?? 0);
+    if (budgetRefusals > 0) {
+      const rateLimited = errorsByType.find((entry) => entry.type === 'rateLimited');
+      if (rateLimited) rateLimited.count -= budgetRefusals;
+      errorsByType.push({ type: 'tokenBudget', count: budgetRefusals });
+    }
     const upstream = Number(upstreamErrors?.count ?? 0);
     if (upstream > 0) errorsByType.push({ type: 'providerError', count: upstream });
     return {
@@ -561,7 +568,7 @@ export class UsageRepository {
       toMs,
       totalRequests: perMinute.reduce((sum, row) => sum + Number(row.requests), 0),
       requestsPerMinute: perMinute.map((row) => ({ minute: Number(row.minute), requests: Number(row.requests), errors: Number(row.errors ?? 0), tokens: Number(row.tokens ?? 0) })),
-      errorsByType: errorsByType.sort((a, b) => b.count - a.count || a.type.localeCompare(b.type)),
+      errorsByType: errorsByType.filter((entry) => entry.count > 0).sort((a, b) => b.count - a.count || a.type.localeCompare(b.type)),
       latencyByProvider: latency,
       topDevices: topDevices.map((row) => ({ deviceId: row.device_id as string, requests: Number(row.count) })),
       verification: {
@@ -613,7 +620,8 @@ export interface UsageSummary {
   readonly totalRequests: number;
   /** Per minute: requests, errors and tokens (input + output, as reported). */
   readonly requestsPerMinute: ReadonlyArray<{ readonly minute: number; readonly requests: number; readonly errors: number; readonly tokens: number }>;
-  /** Gateway-made errors by protocol type, plus `providerError` for upstream non-2xx answers. */
+  /** Gateway-made errors by protocol type, plus `providerError` for upstream non-2xx answers and `tokenBudget` for
+   * refusals by a token budget (counted apart from the other `rateLimited`). */
   readonly errorsByType: ReadonlyArray<{ readonly type: string; readonly count: number }>;
   readonly latencyByProvider: ReadonlyArray<{ readonly provider: string; readonly requests: number; readonly p50Ms: number; readonly p95Ms: number }>;
   readonly topDevices: ReadonlyArray<{ readonly deviceId: string; readonly requests: number }>;

@@ -138,6 +138,31 @@ describe('token budgets (one node)', function () {
     }
   });
 
+  it('MCP get_usage returns the tokens per device, provider and model, and budget refusals are their own error series', async () => {
+    const device = await gateway.provision({ openai: 'sk-budget-mcp-0123456789abcdef' }, { deviceDailyTokens: 100 });
+    upstream.respond(completion(90, 30));
+    expect((await chat(device)).status).to.equal(200);
+    expect(await chat(device)).to.include({ status: 429, reason: 'token_budget' });
+    await gateway.gateway.usage.flush();
+    const client = new Client({ name: 'budget-usage', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${gateway.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${adminKey}` } } }));
+    try {
+      const result = (await client.callTool({ name: 'get_usage', arguments: { appId: device.appId, sinceMinutes: 5 } })) as { content: Array<{ text: string }>; isError?: boolean };
+      expect(result.isError ?? false).to.equal(false);
+      const usage = JSON.parse(result.content[0]!.text) as { requests: number; tokens: { inputTokens: number; outputTokens: number; byDevice: Array<Record<string, unknown>>; byModel: Array<Record<string, unknown>>; byProvider: Array<Record<string, unknown>> } };
+      expect(usage.requests).to.equal(2);
+      expect(usage.tokens).to.deep.include({ inputTokens: 90, outputTokens: 30 });
+      expect(usage.tokens.byDevice).to.have.length(1);
+      expect(usage.tokens.byDevice[0]).to.deep.include({ deviceId: device.deviceId, inputTokens: 90, outputTokens: 30, requests: 1 });
+      expect(usage.tokens.byModel[0]).to.deep.include({ model: 'gpt-4o-mini', inputTokens: 90 });
+      expect(usage.tokens.byProvider[0]).to.deep.include({ provider: 'openai', outputTokens: 30 });
+    } finally {
+      await client.close();
+    }
+    const summary = await gateway.gateway.management.usageSummary(device.appId, 0, Date.now() + 1000);
+    expect(summary.errorsByType).to.deep.equal([{ type: 'tokenBudget', count: 1 }]);
+  });
+
   it('refuses invalid budgets with 400 naming the field', async () => {
     const { appId } = await gateway.createApp();
     for (const body of [{ deviceDailyTokens: 0 }, { appDailyTokens: 1.5 }, { providerDailyTokens: { openai: -1 } }, { providerDailyTokens: { 'Not A Slug': 5 } }]) {
