@@ -36,7 +36,9 @@ Usage:
                         [--open-account-routes SLUG,…] [--close-account-routes SLUG,…] [--extra-route SLUG:METHOD[,METHOD…]:PATTERN …] [--no-extra-routes]
                         [--attestation-mode enforce|monitor] [--allow-monitor-in-production]      (an empty value, e.g. --device-daily-quota '', clears a setting)
                         [--device-daily-tokens N] [--app-daily-tokens N] [--provider-daily-tokens SLUG=N …]   (token budgets per UTC day; 0 or '' clears one)
-  tollgate usage --app ID [--since MINUTES] [--by device|provider|model]   (requests, errors and tokens; default the last 1440 minutes)
+  tollgate usage --app ID [--since MINUTES] [--by device|provider|model]   (requests, errors, tokens and estimated spend; default the last 1440 minutes)
+  tollgate prices list | set --provider SLUG --model MODEL --input-usd N --output-usd N | delete --provider SLUG --model MODEL
+                                                                            (USD per million tokens; the table ships empty)
   tollgate requests --app ID [--device ID] [--limit N]                      (the request log, newest first)
   tollgate apps list | get --app ID | rotate-token --app ID [--grace HOURS] | disable --app ID | enable --app ID | delete --app ID
   tollgate secrets set --app ID --provider SLUG [--base-url URL]     (the value is read from stdin, never from argv)
@@ -80,6 +82,9 @@ const OPTIONS = {
   'provider-daily-tokens': { type: 'string', multiple: true },
   since: { type: 'string' },
   by: { type: 'string' },
+  model: { type: 'string' },
+  'input-usd': { type: 'string' },
+  'output-usd': { type: 'string' },
   grace: { type: 'string' },
   'attestation-mode': { type: 'string' },
   'allow-monitor-in-production': { type: 'boolean' },
@@ -543,10 +548,27 @@ async function main(argv: string[]): Promise<void> {
           outputTokens: summary.tokens.outputTokens,
           cachedTokens: summary.tokens.cachedTokens,
           reasoningTokens: summary.tokens.reasoningTokens,
+          spend: summary.spend,
           by,
           groups,
         };
       });
+    case 'prices list':
+      return withCore(async (core) => ({ prices: await core.management.listPrices() }));
+    case 'prices set': {
+      const usd = (name: 'input-usd' | 'output-usd') => {
+        const value = Number(required(options, name));
+        if (!Number.isFinite(value)) throw new UsageError(`--${name} must be a number of US dollars per million tokens`);
+        return value;
+      };
+      return change('price.set', (price) => `${price.provider}/${price.model}`, (core: GatewayCore) =>
+        core.management.setPrice({ provider: required(options, 'provider'), model: required(options, 'model'), inputUsdPerMillion: usd('input-usd'), outputUsdPerMillion: usd('output-usd') }),
+      );
+    }
+    case 'prices delete':
+      return change('price.delete', (price) => `${price.provider}/${price.model}`, (core: GatewayCore) =>
+        core.management.deletePrice({ provider: required(options, 'provider'), model: required(options, 'model') }),
+      );
     case 'requests':
       return withCore(async (core) => core.management.requestLog({ appId: required(options, 'app'), deviceId: options.device, limit: integerOption(options, 'limit') ?? 50 }));
     case 'apps list':

@@ -10,6 +10,7 @@ import {
   IsBoolean,
   IsIn,
   IsInt,
+  IsNumber,
   IsOptional,
   IsString,
   Length,
@@ -195,6 +196,22 @@ export class SetSecretInput {
 export class RotateTokenInput {
   /** Hours the old token keeps working (default 168 = 7 days; 0 ends it at once; at most 8760). */
   @IsOptional() @IsInt() @Min(0) @Max(8760) graceHours?: number;
+}
+
+/** The body of `PUT /v1/admin/prices`: one model's price, USD per million tokens (issue 20). */
+export class SetPriceInput {
+  @IsString() @Matches(SLUG, { message: 'provider must be a provider slug' }) provider!: string;
+  @IsString() @Length(1, 200) @Matches(PRINTABLE, { message: 'model must not contain control characters' })
+  @JSONSchema({ description: 'the model name as the provider reports it; a dated version suffix (-2024-07-18, -20241022) falls back to the name without it' })
+  model!: string;
+  @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(0) @Max(1_000_000) inputUsdPerMillion!: number;
+  @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(0) @Max(1_000_000) outputUsdPerMillion!: number;
+}
+
+/** The query of `DELETE /v1/admin/prices`. */
+export class DeletePriceInput {
+  @IsString() @Matches(SLUG, { message: 'provider must be a provider slug' }) provider!: string;
+  @IsString() @Length(1, 200) model!: string;
 }
 
 export class NameInput {

@@ -167,7 +167,7 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
 
   server.registerTool(
     'get_usage',
-    { description: "An app's usage over the last minutes: requests by provider, status and error type, with latency; tokens (input, output, cached, reasoning) in total and per device, provider and model.", inputSchema: { appId: z.string(), sinceMinutes: z.number().int().min(1).max(43_200).default(60) } },
+    { description: "An app's usage over the last minutes: requests by provider, status and error type, with latency; tokens (input, output, cached, reasoning) in total and per device, provider and model; estimated spend in USD where the operator set prices (tollgate prices set).", inputSchema: { appId: z.string(), sinceMinutes: z.number().int().min(1).max(43_200).default(60) } },
     ({ appId, sinceMinutes }) =>
       run(async () => {
         const now = Date.now();
@@ -183,7 +183,8 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
         // Tokens as the providers reported them (requests whose usage is unknown are not in these sums).
         const summary = await management.usageSummary(appId, now - sinceMinutes * 60_000, now + 1);
         const { byApp: _byApp, ...tokens } = summary.tokens;
-        return { appId, sinceMinutes, requests: events.length, byProvider, tokens };
+        // Estimated spend from the operator's price table (null while it is empty).
+        return { appId, sinceMinutes, requests: events.length, byProvider, tokens, spend: summary.spend };
       }),
   );
 

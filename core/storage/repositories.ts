@@ -552,6 +552,56 @@ export class UsageRepository {
       (sum, row) => ({ inputTokens: sum.inputTokens + row.inputTokens, outputTokens: sum.outputTokens + row.outputTokens, cachedTokens: sum.cachedTokens + row.cachedTokens, reasoningTokens: sum.reasoningTokens + row.reasoningTokens, requestsWithUsage: sum.requestsWithUsage + row.requests }),
       { inputTokens: 0, outputTokens: 0, cachedTokens: 0, reasoningTokens: 0, requestsWithUsage: 0 },
     );
+    // Estimated spend from the operator's price table (none set: spend null, never a guess).
+    const prices = await new PriceRepository(this.database).list();
+    let spend: UsageSummary['spend'] = null;
+    if (prices.length > 0) {
+      const priceOf = priceFinder(prices);
+      const cost = (provider: string, model: string | null, input: number, output: number) => {
+        const price = model === null ? undefined : priceOf(provider, model);
+        return price === undefined ? undefined : (input * price.inputUsdPerMillion + output * price.outputUsdPerMillion) / 1_000_000;
+      };
+      const perModel = (await scope()
+        .whereNotNull('input_tokens')
+        .select('provider', 'model')
+        .sum({ input: 'input_tokens', output: 'output_tokens' })
+        .groupBy('provider', 'model')
+        .limit(1000)) as Row[];
+      let total = 0;
+      let unpricedTokens = 0;
+      const byModel: Array<{ provider: string; model: string; usd: number }> = [];
+      for (const row of perModel) {
+        const input = Number(row.input ?? 0);
+        const output = Number(row.output ?? 0);
+        const usd = cost(row.provider as string, (row.model as string | null) ?? null, input, output);
+        if (usd === undefined) unpricedTokens += input + output;
+        else {
+          total += usd;
+          byModel.push({ provider: row.provider as string, model: row.model as string, usd });
+        }
+      }
+      const topDeviceIds = byTokenDevice.map((row) => row.key);
+      const perDevice = topDeviceIds.length
+        ? ((await scope()
+            .whereNotNull('input_tokens')
+            .whereIn('device_id', topDeviceIds)
+            .select('device_id', 'provider', 'model')
+            .sum({ input: 'input_tokens', output: 'output_tokens' })
+            .groupBy('device_id', 'provider', 'model')) as Row[])
+        : [];
+      const deviceSpend = new Map<string, number>();
+      for (const row of perDevice) {
+        const usd = cost(row.provider as string, (row.model as string | null) ?? null, Number(row.input ?? 0), Number(row.output ?? 0));
+        if (usd !== undefined) deviceSpend.set(row.device_id as string, (deviceSpend.get(row.device_id as string) ?? 0) + usd);
+      }
+      spend = {
+        currency: 'USD',
+        totalUsd: total,
+        unpricedTokens,
+        byModel: byModel.sort((a, b) => b.usd - a.usd),
+        byDevice: topDeviceIds.map((deviceId) => ({ deviceId, usd: deviceSpend.get(deviceId) ?? 0 })).sort((a, b) => b.usd - a.usd),
+      };
+    }
     const verification = (await scope().whereNotNull('verified').select('verified').count({ count: '*' }).groupBy('verified')) as Row[];
     const errorsByType = byError.map((row) => ({ type: row.error_type as string, count: Number(row.count) }));
     // Token-budget refusals are their own series (`tokenBudget`), apart from the request-rate refusals.
@@ -582,6 +632,7 @@ export class UsageRepository {
         byProvider: rename(byTokenProvider, 'provider'),
         byModel: rename(byTokenModel, 'model'),
       },
+      spend,
     };
   }
 
@@ -631,12 +682,70 @@ export interface UsageSummary {
    * Tokens the providers reported (events whose usage is unknown are left out; `requestsWithUsage` counts the others):
    * totals, then per app (all-apps summaries only), the top 10 devices, every provider and the top 50 models.
    */
+  /**
+   * Estimated spend in USD from the operator's price table (tokens × the model's price); null while the table is empty.
+   * `unpricedTokens`: tokens of models with no price (not in the total). Devices: the top 10 by tokens.
+   */
+  readonly spend: {
+    readonly currency: 'USD';
+    readonly totalUsd: number;
+    readonly unpricedTokens: number;
+    readonly byModel: ReadonlyArray<{ readonly provider: string; readonly model: string; readonly usd: number }>;
+    readonly byDevice: ReadonlyArray<{ readonly deviceId: string; readonly usd: number }>;
+  } | null;
   readonly tokens: TokenTotals & {
     readonly byApp: ReadonlyArray<{ readonly appId: string } & TokenTotals>;
     readonly byDevice: ReadonlyArray<{ readonly deviceId: string } & TokenTotals>;
     readonly byProvider: ReadonlyArray<{ readonly provider: string } & TokenTotals>;
     readonly byModel: ReadonlyArray<{ readonly model: string } & TokenTotals>;
   };
+}
+
+/** One row of the operator's price table: USD per million input and output tokens of one provider's model. */
+export interface Price {
+  readonly provider: string;
+  readonly model: string;
+  readonly inputUsdPerMillion: number;
+  readonly outputUsdPerMillion: number;
+  readonly updatedAt: number;
+}
+
+/** A dated version at the end of a model name: `-2024-07-18`, `-20240718`, `@20241022`, `-001`. */
+const MODEL_VERSION_SUFFIX = /(?:[-@](?:\d{4}-\d{2}-\d{2}|\d{8}|\d{3})|-v\d+(?::\d+)?)$/;
+
+/**
+ * Finds the price of a provider's model: the exact model name, else the name without its dated version suffix
+ * (`gpt-4o-mini-2024-07-18` is priced as `gpt-4o-mini` unless it has its own row). Never a looser match: an unpriced
+ * model has no spend rather than another model's price.
+ */
+export function priceFinder(prices: readonly Price[]): (provider: string, model: string) => Price | undefined {
+  const table = new Map(prices.map((price) => [`${price.provider}\u0000${price.model}`, price]));
+  return (provider, model) => table.get(`${provider}\u0000${model}`) ?? table.get(`${provider}\u0000${model.replace(MODEL_VERSION_SUFFIX, '')}`);
+}
+
+export class PriceRepository {
+  constructor(private readonly database: Knex | Knex.Transaction) {}
+
+  async list(): Promise<Price[]> {
+    const rows = (await this.database('prices').orderBy(['provider', 'model'])) as Row[];
+    return rows.map((row) => ({
+      provider: row.provider as string,
+      model: row.model as string,
+      inputUsdPerMillion: Number(row.input_usd_per_million),
+      outputUsdPerMillion: Number(row.output_usd_per_million),
+      updatedAt: Number(row.updated_at),
+    }));
+  }
+
+  async set(price: Price): Promise<void> {
+    const row = { provider: price.provider, model: price.model, input_usd_per_million: price.inputUsdPerMillion, output_usd_per_million: price.outputUsdPerMillion, updated_at: price.updatedAt };
+    await this.database('prices').insert(row).onConflict(['provider', 'model']).merge();
+  }
+
+  /** True when a row was deleted. */
+  async delete(provider: string, model: string): Promise<boolean> {
+    return (await this.database('prices').where({ provider, model }).delete()) > 0;
+  }
 }
 
 /** Token counts of a group of usage events. */

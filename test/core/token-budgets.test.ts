@@ -127,6 +127,18 @@ describe('token budgets (one node)', function () {
     settings = cli('--provider-daily-tokens', '');
     expect(settings.providerDailyTokens ?? null).to.equal(null);
 
+    const prices = (...args: string[]) => {
+      const result = spawnSync(process.execPath, [CLI, 'prices', ...args], { env: { PATH: process.env.PATH ?? '', ...gateway.env }, encoding: 'utf8' });
+      expect(result.status, result.stderr).to.equal(0);
+      return JSON.parse(result.stdout) as Record<string, unknown>;
+    };
+    expect(prices('set', '--provider', 'anthropic', '--model', 'claude-3-5-haiku', '--input-usd', '0.8', '--output-usd', '4')).to.deep.include({ provider: 'anthropic', model: 'claude-3-5-haiku', inputUsdPerMillion: 0.8, outputUsdPerMillion: 4 });
+    expect((prices('list') as { prices: Array<{ model: string }> }).prices.map((price) => price.model)).to.deep.equal(['claude-3-5-haiku']);
+    expect(prices('delete', '--provider', 'anthropic', '--model', 'claude-3-5-haiku')).to.deep.include({ deleted: true });
+    const usage = spawnSync(process.execPath, [CLI, 'usage', '--app', appId, '--by', 'model'], { env: { PATH: process.env.PATH ?? '', ...gateway.env }, encoding: 'utf8' });
+    expect(usage.status, usage.stderr).to.equal(0);
+    expect(JSON.parse(usage.stdout)).to.deep.include({ app: appId, requests: 0, inputTokens: 0, by: 'model', groups: [], spend: null });
+
     const client = new Client({ name: 'budget-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${gateway.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${adminKey}` } } }));
     try {
@@ -156,6 +168,19 @@ describe('token budgets (one node)', function () {
       expect(usage.tokens.byDevice[0]).to.deep.include({ deviceId: device.deviceId, inputTokens: 90, outputTokens: 30, requests: 1 });
       expect(usage.tokens.byModel[0]).to.deep.include({ model: 'gpt-4o-mini', inputTokens: 90 });
       expect(usage.tokens.byProvider[0]).to.deep.include({ provider: 'openai', outputTokens: 30 });
+      expect((usage as unknown as { spend: unknown }).spend, 'no price set: no spend').to.equal(null);
+      // Prices over the admin API (USD per million tokens); spend follows at once.
+      const price = await admin('PUT', '/prices', { provider: 'openai', model: 'gpt-4o-mini', inputUsdPerMillion: 1000, outputUsdPerMillion: 2000 });
+      expect(price.status).to.equal(200);
+      const priced = (await client.callTool({ name: 'get_usage', arguments: { appId: device.appId, sinceMinutes: 5 } })) as { content: Array<{ text: string }> };
+      const spend = (JSON.parse(priced.content[0]!.text) as { spend: { totalUsd: number; byDevice: Array<{ deviceId: string; usd: number }> } }).spend;
+      expect(spend.totalUsd).to.be.closeTo(0.09 + 0.06, 1e-9);
+      expect(spend.byDevice[0]!.deviceId).to.equal(device.deviceId);
+      const deleted = await fetch(`${gateway.url}/v1/admin/prices?provider=openai&model=gpt-4o-mini`, { method: 'DELETE', headers: { authorization: `Bearer ${adminKey}` } });
+      expect(deleted.status).to.equal(200);
+      expect((await admin('GET', '/prices')).json).to.deep.equal([]);
+      expect((await admin('PUT', '/prices', { provider: 'openai', model: 'x', inputUsdPerMillion: -1, outputUsdPerMillion: 1 })).status).to.equal(400);
+      expect((await admin('PUT', '/prices', { provider: 'no-such-provider', model: 'x', inputUsdPerMillion: 1, outputUsdPerMillion: 1 })).status).to.equal(400);
     } finally {
       await client.close();
     }

@@ -209,6 +209,38 @@ for (const engine of ENGINES) {
       expect(all.tokens.byApp.find((row) => row.appId === app.id)).to.deep.include({ inputTokens: 1_000_000_107, requests: 3 });
     });
 
+    it('estimates spend from the price table (empty: none), by exact model or the model without its dated version', async () => {
+      const app = await core.management.createApp({ name: 'Spend' });
+      const recorder = new UsageRecorder(core.database);
+      const start = Math.floor(Date.now() / 60_000) * 60_000 - 120_000;
+      const base = { appId: app.id, status: 200, errorType: null, latencyMs: 5, bytesIn: 1, bytesOut: 1, truncated: false, createdAt: start };
+      recorder.record({ ...base, provider: 'openai', deviceId: 'a', inputTokens: 2_000_000, outputTokens: 1_000_000, model: 'gpt-4o-mini-2024-07-18' });
+      recorder.record({ ...base, provider: 'openai', deviceId: 'b', inputTokens: 1_000_000, outputTokens: 0, model: 'gpt-4o-mini' });
+      recorder.record({ ...base, provider: 'anthropic', deviceId: 'b', inputTokens: 500, outputTokens: 500, model: 'claude-unpriced' });
+      await recorder.flush();
+      const repository = new UsageRepository(core.database);
+      expect((await repository.summary(app.id, start, start + 60_000)).spend).to.equal(null);
+      await core.management.setPrice({ provider: 'openai', model: 'gpt-4o-mini', inputUsdPerMillion: 0.15, outputUsdPerMillion: 0.6 });
+      // A price of the same name under another provider is not this one's.
+      await core.management.setPrice({ provider: 'anthropic', model: 'gpt-4o-mini', inputUsdPerMillion: 1000, outputUsdPerMillion: 1000 });
+      const spend = (await repository.summary(app.id, start, start + 60_000)).spend!;
+      expect(spend.currency).to.equal('USD');
+      expect(spend.totalUsd).to.be.closeTo(3 * 0.15 + 0.6, 1e-9);
+      expect(spend.unpricedTokens).to.equal(1000);
+      expect(spend.byModel.map((row) => [row.model, +row.usd.toFixed(6)])).to.deep.equal([
+        ['gpt-4o-mini-2024-07-18', 0.9],
+        ['gpt-4o-mini', 0.15],
+      ]);
+      expect(spend.byDevice.map((row) => [row.deviceId, +row.usd.toFixed(6)])).to.deep.equal([
+        ['a', 0.9],
+        ['b', 0.15],
+      ]);
+      expect((await core.management.listPrices()).map((price) => `${price.provider}/${price.model}`)).to.include.members(['openai/gpt-4o-mini', 'anthropic/gpt-4o-mini']);
+      await core.management.deletePrice({ provider: 'anthropic', model: 'gpt-4o-mini' });
+      await core.management.deletePrice({ provider: 'openai', model: 'gpt-4o-mini' });
+      expect(await core.management.listPrices()).to.deep.equal([]);
+    });
+
     it('appends and lists the audit log', async () => {
       await new AuditRepository(core.database).append({ actor: 'ops', action: 'test.action', target: 'app_1', details: { field: 'x' }, createdAt: Date.now() });
       const entries = await new AuditRepository(core.database).list({ limit: 5 });
