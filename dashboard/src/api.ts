@@ -105,6 +105,8 @@ export interface Usage {
   latencyByProvider: Array<{ provider: string; requests: number; p50Ms: number; p95Ms: number }>;
   topDevices: Array<{ deviceId: string; requests: number }>;
   verification: { verified: number; unverified: number };
+  /** Estimated spend from the operator's price table; null while no price is set. */
+  spend?: { currency: 'USD'; totalUsd: number; unpricedTokens: number; byModel: Array<{ provider: string; model: string; usd: number }>; byDevice: Array<{ deviceId: string; usd: number }> } | null;
   tokens?: TokenSums & {
     byDevice: Array<{ deviceId: string } & TokenSums>;
     byProvider: Array<{ provider: string } & TokenSums>;

@@ -583,6 +583,13 @@ async function usageContent(path: string): Promise<Node[]> {
       h('p', { 'data-testid': 'total-requests' }, `${usage.totalRequests} requests in this window.`),
       h('p', { 'data-testid': 'total-tokens' }, `${tokens.inputTokens} input and ${tokens.outputTokens} output tokens reported by the providers.`),
       h(
+        'p',
+        { 'data-testid': 'total-spend' },
+        usage.spend
+          ? `Estimated spend: $${usage.spend.totalUsd.toFixed(4)}${usage.spend.unpricedTokens ? ` (${usage.spend.unpricedTokens} tokens of models without a price not counted)` : ''}.`
+          : 'No prices set: spend is not estimated (tollgate prices set).',
+      ),
+      h(
         'div',
         { class: 'charts' },
         barChart('chart-requests', bucketMinutes <= 60_000 ? 'Requests per minute' : `Requests per ${bucketMinutes / 60_000} minutes`, buckets.map((bucket) => bucketLabel(bucket.start, minutes)), [
@@ -600,6 +607,9 @@ async function usageContent(path: string): Promise<Node[]> {
           { label: 'input', values: tokens.byDevice.map((entry) => entry.inputTokens) },
           { label: 'output', values: tokens.byDevice.map((entry) => entry.outputTokens), className: 'alt' },
         ]),
+        ...(usage.spend && usage.spend.byDevice.length
+          ? [barChart('chart-spend-devices', 'Estimated spend by device', usage.spend.byDevice.map((entry) => entry.deviceId), [{ label: 'USD', values: usage.spend.byDevice.map((entry) => +entry.usd.toFixed(6)) }], ' $')]
+          : []),
         barChart('chart-tokens-models', 'Tokens by model', tokens.byModel.map((entry) => entry.model), [
           { label: 'input', values: tokens.byModel.map((entry) => entry.inputTokens) },
           { label: 'output', values: tokens.byModel.map((entry) => entry.outputTokens), className: 'alt' },

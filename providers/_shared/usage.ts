@@ -52,6 +52,20 @@ export function readOpenAiUsage(document: unknown): TokenUsage | undefined {
 export const OPENAI_USAGE: UsageExtractor = Object.freeze({ read: readOpenAiUsage });
 
 /**
+ * Embeddings and rerank APIs that report only `usage.total_tokens` (all input): Voyage AI
+ * (https://docs.voyageai.com/reference/embeddings-api, https://docs.voyageai.com/reference/reranker-api) and Jina AI
+ * (https://jina.ai/embeddings, `usage: { total_tokens, prompt_tokens }`).
+ */
+export function readEmbeddingsUsage(document: unknown): TokenUsage | undefined {
+  const reading = readOpenAiUsage(document);
+  if (reading?.inputTokens !== undefined) return reading;
+  const total = count(object(object(document)?.usage)?.total_tokens);
+  return total === undefined ? reading : { ...reading, inputTokens: total, outputTokens: 0 };
+}
+
+export const EMBEDDINGS_USAGE: UsageExtractor = Object.freeze({ read: readEmbeddingsUsage });
+
+/**
  * Anthropic Messages: the JSON body's `usage` {input_tokens, output_tokens, cache_read_input_tokens}
  * (https://docs.anthropic.com/en/api/messages); streamed, `message_start` carries `message.usage` and `message.model`,
  * and each `message_delta` carries the cumulative `usage.output_tokens` (https://docs.anthropic.com/en/docs/build-with-claude/streaming).

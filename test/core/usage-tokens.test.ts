@@ -17,6 +17,8 @@ const SECRETS: Record<string, string> = {
   anthropic: 'sk-ant-usage-tokens-0123456789',
   gemini: 'AIza-usage-tokens-0123456789',
   cohere: 'cohere-usage-tokens-0123456789',
+  voyage: 'pa-usage-tokens-0123456789',
+  jina: 'jina_usage_tokens_0123456789',
   bedrock: JSON.stringify({ accessKeyId: 'AKIAUSAGETOKENS00000', secretAccessKey: 'usage-tokens-secret-access-key-000000000000' }),
 };
 
@@ -319,6 +321,24 @@ const CASES: readonly Case[] = [
     body: { model: 'embed-english-v3.0', texts: ['hello'], input_type: 'search_query' },
     answer: json({ id: 'da6e531f-83d0-4c6d-9d5f-1dc6e7e9d5c8', embeddings: [[0.1, 0.2]], texts: ['hello'], meta: { api_version: { version: '1' }, billed_units: { input_tokens: 2 } } }),
     expected: { inputTokens: 2, outputTokens: 0, model: 'embed-english-v3.0' },
+  },
+  {
+    // https://docs.voyageai.com/reference/embeddings-api (response: usage.total_tokens only)
+    name: 'Voyage embeddings (JSON, total_tokens)',
+    slug: 'voyage',
+    path: 'v1/embeddings',
+    body: { model: 'voyage-3.5', input: ['Sample text 1', 'Sample text 2'] },
+    answer: json({ object: 'list', data: [{ object: 'embedding', embedding: [0.1, 0.2], index: 0 }, { object: 'embedding', embedding: [0.3, 0.4], index: 1 }], model: 'voyage-3.5', usage: { total_tokens: 10 } }),
+    expected: { inputTokens: 10, outputTokens: 0, model: 'voyage-3.5' },
+  },
+  {
+    // https://jina.ai/embeddings (response: usage.total_tokens and prompt_tokens)
+    name: 'Jina embeddings (JSON)',
+    slug: 'jina',
+    path: 'v1/embeddings',
+    body: { model: 'jina-embeddings-v3', input: ['Hello'] },
+    answer: json({ model: 'jina-embeddings-v3', object: 'list', usage: { total_tokens: 7, prompt_tokens: 7 }, data: [{ object: 'embedding', index: 0, embedding: [0.1] }] }),
+    expected: { inputTokens: 7, outputTokens: 0, model: 'jina-embeddings-v3' },
   },
   {
     // https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html (response syntax)

@@ -252,6 +252,14 @@ describe('dashboard in Chromium', function () {
     expect(await bars('chart-tokens-devices')).to.deep.equal([`${deviceId}|input|33`, `${deviceId}|output|21`]);
     expect(await bars('chart-tokens-models')).to.deep.equal(['gpt-4o-mini-2024-07-18|input|33', 'gpt-4o-mini-2024-07-18|output|21']);
     expect(await page.getByTestId('total-tokens').textContent()).to.equal('33 input and 21 output tokens reported by the providers.');
+    expect(await page.getByTestId('total-spend').textContent()).to.match(/^No prices set/);
+    // With a price (USD per million tokens), the estimated spend per device follows.
+    await gateway.gateway.management.setPrice({ provider: 'openai', model: 'gpt-4o-mini', inputUsdPerMillion: 1000, outputUsdPerMillion: 2000 });
+    await page.getByRole('button', { name: 'Refresh now' }).click();
+    await page.getByTestId('chart-spend-devices').waitFor();
+    expect(await page.getByTestId('total-spend').textContent()).to.equal('Estimated spend: $0.0750.');
+    expect(await bars('chart-spend-devices')).to.deep.equal([`${deviceId}|USD|0.075`]);
+    await gateway.gateway.management.deletePrice({ provider: 'openai', model: 'gpt-4o-mini' });
     await checkpoint('usage');
   });
 
