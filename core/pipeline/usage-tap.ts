@@ -208,12 +208,16 @@ export class UsageTap {
   private readFrames(chunk: Buffer): void {
     this.pending.push(chunk);
     this.pendingBytes += chunk.length;
-    let buffer = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending);
-    while (buffer.length >= 12) {
-      const total = buffer.readUInt32BE(0);
-      const headersLength = buffer.readUInt32BE(4);
+    // Chunks are joined only once a whole message is there (never once per chunk: a provider sending a message a byte
+    // at a time costs linear work, not quadratic).
+    while (this.pendingBytes >= 12) {
+      if (this.pending[0]!.length < 12) this.pending = [Buffer.concat(this.pending)];
+      const head = this.pending[0]!;
+      const total = head.readUInt32BE(0);
+      const headersLength = head.readUInt32BE(4);
       if (total > MAX_FRAME_BYTES || total < 16 || headersLength > total - 16) return this.giveUp();
-      if (buffer.length < total) break;
+      if (this.pendingBytes < total) return;
+      const buffer = this.pending.length === 1 ? head : Buffer.concat(this.pending);
       const headers = buffer.subarray(12, 12 + headersLength);
       const payload = buffer.subarray(12 + headersLength, total - 4);
       const eventType = eventStreamHeader(headers, ':event-type');
@@ -224,10 +228,10 @@ export class UsageTap {
           // one unreadable message: keep reading the others
         }
       }
-      buffer = buffer.subarray(total);
+      const rest = buffer.subarray(total);
+      this.pending = rest.length > 0 ? [rest] : [];
+      this.pendingBytes = rest.length;
     }
-    this.pending = buffer.length > 0 ? [Buffer.from(buffer)] : [];
-    this.pendingBytes = buffer.length;
   }
 }
 
