@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import Redis from 'ioredis';
+import Redis, { Cluster } from 'ioredis';
 import { createGatewayCore } from '../../core/server/gateway';
 import { DEFAULT_APP_SETTINGS } from '../../core/contract';
 import { budgetsFor, secondsToUtcMidnight } from '../../core/pipeline/token-budget';
@@ -18,7 +18,7 @@ import { RedisRateLimitStore } from '../../plugins/store-redis';
 import { FakeUpstream, respondJson } from '../support/fake-upstream';
 import { rawRequest } from '../support/http';
 import { serveNode } from '../support/nodes';
-import { requireService, startPostgres, startRedis, type RunningPostgres, type RunningRedis } from '../support/services';
+import { requireService, startPostgres, startRedis, startRedisCluster, type RunningPostgres, type RunningRedis } from '../support/services';
 
 /** An OpenAI chat completion reporting 400 + 200 tokens (https://platform.openai.com/docs/api-reference/chat/object). */
 const COMPLETION = {
@@ -128,5 +128,32 @@ describe('token budgets shared by two nodes through Redis', function () {
 
     // Another device of the same app is still served, on both nodes.
     for (const url of urls) expect((await chat(url, other)).status).to.equal(200);
+  });
+});
+
+describe('token budget counters in Redis Cluster', function () {
+  this.timeout(60_000);
+  let cluster: Awaited<ReturnType<typeof startRedisCluster>>;
+
+  before(async function () {
+    cluster = await requireService(this, () => startRedisCluster(3));
+  });
+  after(() => cluster?.stop());
+
+  it('adds and reads one app\'s device, app and provider counters in one shard (shared hash tag), for many apps', async () => {
+    const store = new RedisRateLimitStore(new Cluster([{ host: '127.0.0.1', port: cluster.ports[0]! }]) as never);
+    try {
+      const settings = { ...DEFAULT_APP_SETTINGS, deviceDailyTokens: 10, appDailyTokens: 10, providerDailyTokens: { openai: 10 } };
+      for (let index = 0; index < 8; index += 1) {
+        const keys = budgetsFor(settings, `app_cluster_${index}`, 'device-1', 'openai', Date.now()).map((budget) => budget.key);
+        expect(keys).to.have.length(3);
+        for (const key of keys) expect(await store.spend(key, 7 + index, 60_000)).to.equal(7 + index);
+        expect(await store.spend(keys[0]!, 5, 60_000)).to.equal(12 + index);
+        expect(await store.spent(keys)).to.deep.equal([12 + index, 7 + index, 7 + index]);
+      }
+      expect(await store.spent(budgetsFor(settings, 'app_cluster_unused', 'device-1', 'openai', Date.now()).map((budget) => budget.key))).to.deep.equal([0, 0, 0]);
+    } finally {
+      await store.close();
+    }
   });
 });
