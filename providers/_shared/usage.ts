@@ -150,11 +150,27 @@ export function modelFromBedrockPath(path: string): string | undefined {
  * (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html); ConverseStream's `metadata`
  * event with the same `usage` (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ConverseStream.html,
  * https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ConverseStreamMetadataEvent.html). InvokeModel
- * answers in the model vendor's own body; an Anthropic-shaped `usage` there is read too.
+ * answers in the model vendor's own body; an Anthropic-shaped `usage` there is read too, and the invocation metrics
+ * Bedrock adds to the last chunk of a streamed InvokeModel.
  */
 export function readBedrockUsage(document: unknown): TokenUsage | undefined {
   const root = object(document);
   if (!root) return undefined;
+  // InvokeModelWithResponseStream: `chunk` events carry the model vendor's JSON in base64 `bytes`; the last one adds
+  // `amazon-bedrock-invocationMetrics` {inputTokenCount, outputTokenCount}
+  // (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_InvokeModelWithResponseStream.html).
+  const bytes = object(root.chunk)?.bytes;
+  if (typeof bytes === 'string') {
+    let inner: unknown;
+    try {
+      inner = JSON.parse(Buffer.from(bytes, 'base64').toString('utf8'));
+    } catch {
+      return undefined;
+    }
+    const metrics = object(object(inner)?.['amazon-bedrock-invocationMetrics']);
+    if (metrics) return found({ inputTokens: count(metrics.inputTokenCount), outputTokens: count(metrics.outputTokenCount) });
+    return readAnthropicUsage(inner);
+  }
   const usage = object(root.usage) ?? object(object(root.metadata)?.usage);
   if (!usage) return undefined;
   if (usage.inputTokens !== undefined || usage.outputTokens !== undefined) {

@@ -372,6 +372,24 @@ const CASES: readonly Case[] = [
     ),
     expected: { inputTokens: 14, outputTokens: 22, model: 'amazon.nova-lite-v1:0' },
   },
+  {
+    // https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_InvokeModelWithResponseStream.html: `chunk`
+    // events with base64 `bytes` of the vendor's events (here Anthropic's), the last with Bedrock's invocation metrics.
+    name: 'Bedrock InvokeModelWithResponseStream (AWS event-stream, invocation metrics)',
+    slug: 'bedrock',
+    path: 'v1/model/anthropic.claude-3-5-haiku-20241022-v1:0/invoke-with-response-stream',
+    body: { anthropic_version: 'bedrock-2023-05-31', max_tokens: 100, messages: [] },
+    answer: stream(
+      [
+        { type: 'message_start', message: { id: 'msg_bdrk_1', type: 'message', role: 'assistant', model: 'claude-3-5-haiku-20241022', content: [], usage: { input_tokens: 21, output_tokens: 2 } } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hi' } },
+        { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 9 } },
+        { type: 'message_stop', 'amazon-bedrock-invocationMetrics': { inputTokenCount: 21, outputTokenCount: 9, invocationLatency: 412, firstByteLatency: 290 } },
+      ].map((event) => eventStreamMessage('chunk', { bytes: Buffer.from(JSON.stringify(event)).toString('base64') })),
+      'application/vnd.amazon.eventstream',
+    ),
+    expected: { inputTokens: 21, outputTokens: 9, model: 'claude-3-5-haiku-20241022' },
+  },
 ];
 
 describe('token usage read from provider answers', function () {
