@@ -140,7 +140,7 @@ function requestLogQuery(appId: string, query: Readonly<Record<string, unknown>>
 
 /** RFC 4180 CSV; a cell that a spreadsheet would run as a formula (=, +, -, @) is prefixed with a quote (OWASP CSV injection). */
 function requestLogCsv(rows: ReadonlyArray<Record<string, unknown>>): string {
-  const columns = ['createdAt', 'requestId', 'deviceId', 'provider', 'method', 'route', 'status', 'errorType', 'reason', 'latencyMs', 'bytesIn', 'bytesOut', 'truncated'];
+  const columns = ['createdAt', 'requestId', 'deviceId', 'provider', 'method', 'route', 'status', 'errorType', 'reason', 'latencyMs', 'bytesIn', 'bytesOut', 'truncated', 'inputTokens', 'outputTokens', 'model'];
   const cell = (value: unknown) => {
     let text = value === null || value === undefined ? '' : String(value);
     if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;

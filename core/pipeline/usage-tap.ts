@@ -31,6 +31,16 @@ function framingOf(headers: IncomingHttpHeaders): Framing | undefined {
   return undefined;
 }
 
+/**
+ * A model name fit to store and show: no control characters (PostgreSQL refuses NUL in text, and the name may come from
+ * the client's request body), at most 200 characters; undefined when nothing is left.
+ */
+function modelName(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  const name = value.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 200);
+  return name.length > 0 ? name : undefined;
+}
+
 const clean = (value: unknown): number | undefined => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.floor(value) : undefined);
 
 /** Accumulates what the reader finds, field by field, later values winning. */
@@ -47,7 +57,8 @@ class UsageAccumulator {
         this.any = true;
       }
     }
-    if (typeof reading.model === 'string' && reading.model.length > 0) this.found.model = reading.model.slice(0, 200);
+    const model = modelName(reading.model);
+    if (model !== undefined) this.found.model = model;
   }
 }
 
@@ -109,7 +120,7 @@ export class UsageTap {
     if (usage.model === undefined) {
       const fromPath = safely(() => this.extractor.modelFromPath?.(this.providerPath));
       const fromBody = /^\s*\{[\s\S]*?"model"\s*:\s*"([^"\\]{1,200})"/.exec(this.requestPrefix)?.[1];
-      const model = fromPath ?? fromBody;
+      const model = modelName(fromPath) ?? modelName(fromBody);
       if (model) usage.model = model;
     }
     this.requestPrefix = '';

@@ -94,6 +94,13 @@ describe('usage tap', () => {
     expect(garbled.finish()).to.equal(undefined);
   });
 
+  it('keeps no control characters in a model name (the request body is the client\'s)', () => {
+    const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'application/json' }, 'chat/completions');
+    tap.observeRequest(Buffer.from('{"model":"evil\u0000\u0007model\nname"}'));
+    tap.observe(Buffer.from('{"usage":{"prompt_tokens":1,"completion_tokens":1}}'));
+    expect(tap.finish()?.model).to.equal('evilmodelname');
+  });
+
   it('falls back to the model the request named when the answer names none', () => {
     const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'application/json' }, 'chat/completions');
     tap.observeRequest(Buffer.from('{"messages":[{"role":"user","content":"hi"}],"model":"my-model"}'));

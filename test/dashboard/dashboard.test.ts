@@ -316,7 +316,7 @@ describe('dashboard in Chromium', function () {
       expect(row).to.include('200');
     }
     const csv = await page.evaluate(`fetch(document.querySelector('a[download]').href).then((r) => r.text())`) as string;
-    expect(csv.split('\r\n')[0]).to.equal('createdAt,requestId,deviceId,provider,method,route,status,errorType,reason,latencyMs,bytesIn,bytesOut,truncated');
+    expect(csv.split('\r\n')[0]).to.equal('createdAt,requestId,deviceId,provider,method,route,status,errorType,reason,latencyMs,bytesIn,bytesOut,truncated,inputTokens,outputTokens,model');
     expect(csv.trim().split('\r\n')).to.have.length(4);
     await checkpoint('requests');
   });
