@@ -53,7 +53,7 @@ const settingsShape = {
   appDailyQuota: z.number().int().min(1).optional().describe('requests per rolling day for the app'),
   deviceDailyTokens: z.number().int().min(1).nullable().optional().describe('token budget (input + output tokens as providers report them) per UTC day per device; null clears'),
   appDailyTokens: z.number().int().min(1).nullable().optional().describe('token budget per UTC day for the whole app; null clears'),
-  providerDailyTokens: z.record(z.number().int().min(1)).nullable().optional().describe('token budget per UTC day per provider for the whole app, e.g. {"openai": 2000000}; null clears'),
+  providerDailyTokens: z.record(z.number().int().min(1)).nullable().optional().describe('token budget per UTC day per provider for the whole app, e.g. {"acme": 2000000}; null clears'),
   maxConcurrentStreamsPerDevice: z.number().int().min(1).max(10_000).optional().describe('open streams per device (default 10)'),
   openAccountRoutes: z
     .array(z.string())
