@@ -116,7 +116,8 @@ export class ForwardStage implements PipelineStage {
     let requestTapBytes = 0;
     const keepRequest = (chunk: Buffer) => {
       if (context.provider.usage && requestTapBytes < 16_384) {
-        requestTap.push(chunk.subarray(0, 16_384 - requestTapBytes));
+        // A copy: a view would keep the whole (possibly large) chunk alive until the answer ends.
+        requestTap.push(Buffer.from(chunk.subarray(0, 16_384 - requestTapBytes)));
         requestTapBytes += Math.min(chunk.length, 16_384 - requestTapBytes);
       }
     };
