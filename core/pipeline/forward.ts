@@ -217,8 +217,9 @@ export class ForwardStage implements PipelineStage {
             }
           });
           proxyResponse.once('end', () => {
-            finishTap();
+            // End the client's response first: parsing a buffered JSON body must not hold back its last chunk.
             response.end();
+            finishTap();
           });
         };
         if (!inspectsBody(status, proxyResponse.headers, upstream.method, credentials)) relay();
