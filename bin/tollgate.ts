@@ -36,6 +36,10 @@ Usage:
                         [--provider-limit SLUG=N …] [--device-daily-quota N] [--app-daily-quota N] [--max-streams N] [--assertion-mode exchange|every-request]
                         [--open-account-routes SLUG,…] [--close-account-routes SLUG,…] [--extra-route SLUG:METHOD[,METHOD…]:PATTERN …] [--no-extra-routes]
                         [--attestation-mode enforce|monitor] [--allow-monitor-in-production]      (an empty value, e.g. --device-daily-quota '', clears a setting)
+                        [--device-daily-tokens N] [--app-daily-tokens N] [--provider-daily-tokens SLUG=N …]   (token budgets per UTC day; 0 or '' clears one)
+  tollgate usage --app ID [--since MINUTES] [--by device|provider|model]   (requests, errors, tokens and estimated spend; default the last 1440 minutes)
+  tollgate prices list | set --provider SLUG --model MODEL --input-usd N --output-usd N | delete --provider SLUG --model MODEL
+                                                                            (USD per million tokens; the table ships empty)
   tollgate requests --app ID [--device ID] [--limit N]                      (the request log, newest first)
   tollgate apps list | get --app ID | rotate-token --app ID [--grace HOURS] | disable --app ID | enable --app ID | delete --app ID
   tollgate secrets set --app ID --provider SLUG [--base-url URL]     (the value is read from stdin, never from argv)
@@ -74,6 +78,14 @@ const OPTIONS = {
   'device-daily-quota': { type: 'string' },
   'app-daily-quota': { type: 'string' },
   'max-streams': { type: 'string' },
+  'device-daily-tokens': { type: 'string' },
+  'app-daily-tokens': { type: 'string' },
+  'provider-daily-tokens': { type: 'string', multiple: true },
+  since: { type: 'string' },
+  by: { type: 'string' },
+  model: { type: 'string' },
+  'input-usd': { type: 'string' },
+  'output-usd': { type: 'string' },
   grace: { type: 'string' },
   'attestation-mode': { type: 'string' },
   'allow-monitor-in-production': { type: 'boolean' },
@@ -161,6 +173,32 @@ function required(values: Values, name: keyof Values): string {
 }
 
 /** `apps update`: an empty value (`--device-limit ''`) clears the setting (null), as a JSON null does in the API. */
+/** A token budget: `0` or an empty value clears it (null), otherwise a whole number. */
+function tokenBudget(values: Values, name: keyof Values): number | null | undefined {
+  if (values[name] === '') return null;
+  const value = integerOption(values, name);
+  return value === 0 ? null : value;
+}
+
+/**
+ * `--provider-daily-tokens SLUG=N …` merged over the app's current budgets: `SLUG=0` (or `SLUG=`) removes one, a lone
+ * empty value clears them all (null).
+ */
+function providerTokenBudgets(values: Values, current: Readonly<Record<string, number>> | undefined): Record<string, number> | null | undefined {
+  const entries = values['provider-daily-tokens'];
+  if (!entries?.length) return undefined;
+  if (entries.length === 1 && entries[0] === '') return null;
+  const merged: Record<string, number> = { ...(current ?? {}) };
+  for (const entry of entries) {
+    const [slug, raw] = entry.split('=');
+    const budget = raw === '' ? 0 : Number(raw);
+    if (!slug || raw === undefined || !Number.isInteger(budget) || budget < 0) throw new UsageError(`--provider-daily-tokens takes SLUG=N, got "${entry}"`);
+    if (budget === 0) delete merged[slug];
+    else merged[slug] = budget;
+  }
+  return Object.keys(merged).length ? merged : null;
+}
+
 function clearable<T>(values: Values, name: keyof Values, read: (values: Values, name: keyof Values) => T | undefined): T | null | undefined {
   return values[name] === '' ? null : read(values, name);
 }
@@ -454,6 +492,9 @@ async function main(argv: string[]): Promise<void> {
             appDailyQuota: integerOption(options, 'app-daily-quota'),
             maxConcurrentStreamsPerDevice: integerOption(options, 'max-streams'),
             assertionMode: options['assertion-mode'],
+            deviceDailyTokens: tokenBudget(options, 'device-daily-tokens') ?? undefined,
+            appDailyTokens: tokenBudget(options, 'app-daily-tokens') ?? undefined,
+            providerDailyTokens: providerTokenBudgets(options, undefined) ?? undefined,
           }),
         ),
         (app) => ({ name: app.name }),
@@ -481,11 +522,56 @@ async function main(argv: string[]): Promise<void> {
             deviceDailyQuota: clearable(options, 'device-daily-quota', integerOption),
             appDailyQuota: clearable(options, 'app-daily-quota', integerOption),
             maxConcurrentStreamsPerDevice: clearable(options, 'max-streams', integerOption),
+            deviceDailyTokens: tokenBudget(options, 'device-daily-tokens'),
+            appDailyTokens: tokenBudget(options, 'app-daily-tokens'),
+            providerDailyTokens: options['provider-daily-tokens'] !== undefined
+              ? providerTokenBudgets(options, (await core.management.getApp(required(options, 'app'))).settings.providerDailyTokens)
+              : undefined,
             attestationMode: options['attestation-mode'],
             allowMonitorInProduction: options['allow-monitor-in-production'] ? true : undefined,
             assertionMode: options['assertion-mode'],
           }),
         ),
+      );
+    case 'usage':
+      return withCore(async (core) => {
+        const appId = required(options, 'app');
+        const minutes = integerOption(options, 'since') ?? 1440;
+        if (minutes < 1) throw new UsageError('--since must be at least 1 minute');
+        const by = options.by ?? 'device';
+        if (!['device', 'provider', 'model'].includes(by)) throw new UsageError('--by takes device, provider or model');
+        const now = Date.now();
+        const summary = await core.management.usageSummary(appId, now - minutes * 60_000, now);
+        const groups = { device: summary.tokens.byDevice, provider: summary.tokens.byProvider, model: summary.tokens.byModel }[by as 'device' | 'provider' | 'model'];
+        return {
+          app: appId,
+          sinceMinutes: minutes,
+          requests: summary.totalRequests,
+          errors: summary.requestsPerMinute.reduce((sum, row) => sum + row.errors, 0),
+          inputTokens: summary.tokens.inputTokens,
+          outputTokens: summary.tokens.outputTokens,
+          cachedTokens: summary.tokens.cachedTokens,
+          reasoningTokens: summary.tokens.reasoningTokens,
+          spend: summary.spend,
+          by,
+          groups,
+        };
+      });
+    case 'prices list':
+      return withCore(async (core) => ({ prices: await core.management.listPrices() }));
+    case 'prices set': {
+      const usd = (name: 'input-usd' | 'output-usd') => {
+        const value = Number(required(options, name));
+        if (!Number.isFinite(value)) throw new UsageError(`--${name} must be a number of US dollars per million tokens`);
+        return value;
+      };
+      return change('price.set', (price) => `${price.provider}/${price.model}`, (core: GatewayCore) =>
+        core.management.setPrice({ provider: required(options, 'provider'), model: required(options, 'model'), inputUsdPerMillion: usd('input-usd'), outputUsdPerMillion: usd('output-usd') }),
+      );
+    }
+    case 'prices delete':
+      return change('price.delete', (price) => `${price.provider}/${price.model}`, (core: GatewayCore) =>
+        core.management.deletePrice({ provider: required(options, 'provider'), model: required(options, 'model') }),
       );
     case 'requests':
       return withCore(async (core) => core.management.requestLog({ appId: required(options, 'app'), deviceId: options.device, limit: integerOption(options, 'limit') ?? 50 }));

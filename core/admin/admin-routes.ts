@@ -13,7 +13,7 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import { parse as parseCookies } from 'cookie';
 import { GatewayError, type RateLimitStore } from '../contract';
 import { DEVELOPMENT_TOKEN_PATTERN, generateIntegrationCode, supportedCapabilities, INTEGRATION_CAPABILITIES, INTEGRATION_PLATFORMS, type IntegrationCapability, type IntegrationPlatform } from '../integration/code-generator';
-import { ATTESTATION_SECRET_NAMES, AttestationSecretBodyInput, ChangePasswordInput, CreateAppInput, CreateUserInput, DevelopmentTokenInput, NameInput, RotateTokenInput, SecretBodyInput, SetupInput, SignInInput, UpdateAppInput, validateInput } from '../management/inputs';
+import { ATTESTATION_SECRET_NAMES, AttestationSecretBodyInput, ChangePasswordInput, CreateAppInput, CreateUserInput, DevelopmentTokenInput, NameInput, RotateTokenInput, SecretBodyInput, SetPriceInput, SetupInput, SignInInput, UpdateAppInput, validateInput } from '../management/inputs';
 import type { ManagementService } from '../management/management-service';
 import { authenticateAdminKey } from '../management/admin-auth';
 import type { ProviderRegistry } from '../registry/provider-registry';
@@ -65,6 +65,11 @@ interface AuditedResult {
   readonly id?: string;
   readonly name?: string;
   readonly masked?: string;
+  /** A price (`price.set`, `price.delete`). */
+  readonly provider?: string;
+  readonly model?: string;
+  readonly inputUsdPerMillion?: number;
+  readonly outputUsdPerMillion?: number;
 }
 
 interface QueryParameter {
@@ -135,7 +140,7 @@ function requestLogQuery(appId: string, query: Readonly<Record<string, unknown>>
 
 /** RFC 4180 CSV; a cell that a spreadsheet would run as a formula (=, +, -, @) is prefixed with a quote (OWASP CSV injection). */
 function requestLogCsv(rows: ReadonlyArray<Record<string, unknown>>): string {
-  const columns = ['createdAt', 'requestId', 'deviceId', 'provider', 'method', 'route', 'status', 'errorType', 'reason', 'latencyMs', 'bytesIn', 'bytesOut', 'truncated'];
+  const columns = ['createdAt', 'requestId', 'deviceId', 'provider', 'method', 'route', 'status', 'errorType', 'reason', 'latencyMs', 'bytesIn', 'bytesOut', 'truncated', 'inputTokens', 'outputTokens', 'model'];
   const cell = (value: unknown) => {
     let text = value === null || value === undefined ? '' : String(value);
     if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
@@ -424,6 +429,30 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
         const { from, to } = window(query);
         return management.usageSummary(null, from, to);
       },
+    },
+    // The price table (USD per million tokens) behind the usage summary's spend; shipped empty.
+    {
+      method: 'get', path: '/prices', operationId: 'listPrices', tag: 'usage', summary: 'The price table: USD per million input and output tokens per provider and model',
+      response: { schema: 'Price', description: 'prices', array: true },
+      handle: () => management.listPrices(),
+    },
+    {
+      method: 'put', path: '/prices', operationId: 'setPrice', tag: 'usage', body: SetPriceInput,
+      summary: "Set one model's price (USD per million tokens); spend estimates use it at once",
+      response: { schema: 'Price', description: 'the price as stored' },
+      audit: { action: 'price.set', target: (_context, price) => `${price.provider ?? ''}/${price.model ?? ''}`, details: (_context, price) => ({ inputUsdPerMillion: price.inputUsdPerMillion, outputUsdPerMillion: price.outputUsdPerMillion }) },
+      handle: ({ body }) => management.setPrice(body),
+    },
+    {
+      method: 'delete', path: '/prices', operationId: 'deletePrice', tag: 'usage',
+      query: [
+        { name: 'provider', description: 'provider slug', schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,39}$' } },
+        { name: 'model', description: 'model name', schema: { type: 'string', maxLength: 200 } },
+      ],
+      summary: "Remove one model's price",
+      response: { schema: 'PriceDeleted', description: 'removed' },
+      audit: { action: 'price.delete', target: (_context, result) => `${result.provider ?? ''}/${result.model ?? ''}` },
+      handle: ({ query }) => management.deletePrice({ provider: query.provider, model: query.model }),
     },
     {
       method: 'get', path: '/apps/{appId}/integration', operationId: 'getIntegrationCode', tag: 'apps',

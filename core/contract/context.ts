@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TollgateError } from './errors';
-import type { ProviderManifest, ResolvedSecret } from './manifest';
+import type { ProviderManifest, ResolvedSecret, TokenUsage } from './manifest';
 import type { AppIdentity, DeviceIdentity, LimitDecision } from './records';
 
 /** The parsed proxy route `/v1/proxy/{slug}/{version}/{providerPath}?{query}`. */
@@ -61,7 +61,16 @@ const PROVIDED_BY: Readonly<Record<keyof ProxyFacts, string>> = {
 export class ProxyContext {
   private readonly facts: Partial<ProxyFacts> = {};
   /** Set by `forward` or the error path: the outcome, for usage events and logs. */
-  outcome: { status: number; errorType?: string; reason?: string; bytesIn: number; bytesOut: number; truncated: boolean } = {
+  outcome: {
+    status: number;
+    errorType?: string;
+    reason?: string;
+    bytesIn: number;
+    bytesOut: number;
+    truncated: boolean;
+    /** Tokens the provider reported, read by the usage tap as the answer passed (absent: usage unknown). */
+    usage?: TokenUsage;
+  } = {
     status: 0,
     bytesIn: 0,
     bytesOut: 0,

@@ -179,6 +179,40 @@ export interface ResolvedSecret {
 }
 
 /**
+ * Tokens a provider reported for one response (docs/reference/usage.md). Every field is optional: a reader returns
+ * what the document it was given holds, and later documents of the same response override earlier ones field by field
+ * (Anthropic reports input tokens in `message_start` and the final output count in `message_delta`).
+ */
+export interface TokenUsage {
+  /** Prompt tokens, including cached ones where the provider counts them in. */
+  inputTokens?: number;
+  /** Completion tokens, including reasoning tokens where the provider counts them in. */
+  outputTokens?: number;
+  /** Prompt tokens served from the provider's cache, where reported. */
+  cachedTokens?: number;
+  /** Reasoning ("thinking") tokens, where reported. */
+  reasoningTokens?: number;
+  /** The model that answered, as the provider names it. */
+  model?: string;
+}
+
+/**
+ * How to read token usage from a provider's answers. Core does the framing (a whole JSON body, each SSE `data:` payload,
+ * each NDJSON line, each element of a JSON array, each AWS event-stream message as `{ [eventType]: payload }`) while the
+ * bytes pass to the client, never holding them back, and hands each parsed JSON document to `read`. A response that
+ * cannot be read (compressed, over the size bound, not JSON) is recorded as "usage unknown", never an error.
+ * Shared readers for the common formats are in `providers/_shared/usage.ts`.
+ *
+ * @example { read: (document) => { const usage = (document as { usage?: { prompt_tokens?: number } }).usage; ... } }
+ */
+export interface UsageExtractor {
+  /** Reads one parsed document; returns what it found, or undefined. Must not throw (a throw counts as nothing found). */
+  read(document: unknown): TokenUsage | undefined;
+  /** The model named by the request path, for providers that put it there (`models/{model}:generateContent`). */
+  modelFromPath?(providerPath: string): string | undefined;
+}
+
+/**
  * The declaration of one provider.
  *
  * @example
@@ -246,6 +280,8 @@ export interface ProviderManifest {
    * when it points anywhere else: the client never receives a provider address it cannot use.
    */
   readonly responseUrlHeaders?: readonly string[];
+  /** How to read token usage from this provider's answers; absent: usage unknown (requests and bytes only). */
+  readonly usage?: UsageExtractor;
 }
 
 /**

@@ -31,6 +31,15 @@ export interface AppSettings {
   readonly deviceDailyQuota: number | undefined;
   /** Requests per rolling day for the whole app. Absent: no daily quota. */
   readonly appDailyQuota: number | undefined;
+  /**
+   * Token budgets (input + output tokens as the providers report them) per fixed UTC day, checked before forwarding
+   * against what was already spent: the request that crosses one completes, the next is refused (`rateLimited`,
+   * reason `token_budget`) until 00:00 UTC. Absent: no budget. Per device, for the whole app, and per provider for
+   * the whole app (`{ openai: 2000000 }`).
+   */
+  readonly deviceDailyTokens: number | undefined;
+  readonly appDailyTokens: number | undefined;
+  readonly providerDailyTokens: Readonly<Record<string, number>> | undefined;
   /** Open streams (unfinished responses) per device at once. Default 10. */
   readonly maxConcurrentStreamsPerDevice: number;
   /**
@@ -88,6 +97,9 @@ export const DEFAULT_APP_SETTINGS: AppSettings = Object.freeze({
   providerLimitsPerMinute: undefined,
   deviceDailyQuota: undefined,
   appDailyQuota: undefined,
+  deviceDailyTokens: undefined,
+  appDailyTokens: undefined,
+  providerDailyTokens: undefined,
   maxConcurrentStreamsPerDevice: 10,
   assertionMode: 'exchange',
   allowAppAttestDevelopment: false,

@@ -44,6 +44,13 @@ export interface RateLimitStore {
   renewSlot(key: string, holder: string, leaseMs: number): void | Promise<void>;
   /** Gives `holder`'s slot back. */
   releaseSlot(key: string, holder: string): void | Promise<void>;
+  /**
+   * Token budgets (issue 20): adds `amount` to the counter under `key` and keeps it for `ttlMs` from now; returns the new
+   * total. Keys carry the day they count (core/pipeline/token-budget.ts), so a counter never needs resetting.
+   */
+  spend(key: string, amount: number, ttlMs: number): number | Promise<number>;
+  /** The counters under `keys`, in order (0 for an absent one). Keys named together share one `{…}` hash tag. */
+  spent(keys: readonly string[]): number[] | Promise<number[]>;
   /** Releases resources (timers, connections). */
   close?(): void | Promise<void>;
 }

@@ -10,6 +10,7 @@ import {
   IsBoolean,
   IsIn,
   IsInt,
+  IsNumber,
   IsOptional,
   IsString,
   Length,
@@ -46,6 +47,19 @@ class ProviderLimits implements ValidatorConstraintInterface {
   }
   defaultMessage(): string {
     return 'providerLimitsPerMinute must map provider slugs to whole numbers of requests per minute';
+  }
+}
+
+/** `{ slug: tokens per day }`, at most 100 providers, each budget 1 … 10^12 tokens. */
+@ValidatorConstraint({ name: 'providerTokenBudgets' })
+class ProviderTokenBudgets implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+    const entries = Object.entries(value as Record<string, unknown>);
+    return entries.length <= 100 && entries.every(([slug, budget]) => SLUG.test(slug) && Number.isInteger(budget) && (budget as number) >= 1 && (budget as number) <= 1_000_000_000_000);
+  }
+  defaultMessage(): string {
+    return 'providerDailyTokens must map provider slugs to whole numbers of tokens per day';
   }
 }
 
@@ -115,6 +129,22 @@ export class AppSettingsInput {
   providerLimitsPerMinute?: Record<string, number>;
   @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000) deviceDailyQuota?: number;
   @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000) appDailyQuota?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000_000)
+  @JSONSchema({ description: 'tokens (input + output, as the provider reports them) per UTC day per device; null clears' })
+  deviceDailyTokens?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000_000)
+  @JSONSchema({ description: 'tokens per UTC day for the whole app; null clears' })
+  appDailyTokens?: number;
+  @IsOptional()
+  @IsObject()
+  @Validate(ProviderTokenBudgets)
+  @JSONSchema({
+    type: 'object',
+    maxProperties: 100,
+    additionalProperties: { type: 'integer', minimum: 1, maximum: 1_000_000_000_000 },
+    description: 'tokens per UTC day per provider slug for the whole app; null clears',
+  })
+  providerDailyTokens?: Record<string, number>;
   @IsOptional() @IsInt() @Min(1) @Max(10_000) maxConcurrentStreamsPerDevice?: number;
   @IsOptional() @IsArray() @ArrayMaxSize(200) @Matches(ROUTE, { each: true, message: 'allowedRoutes entries must be slug or slug/path-prefix' })
   allowedRoutes?: string[];
@@ -169,6 +199,22 @@ export class SetSecretInput {
 export class RotateTokenInput {
   /** Hours the old token keeps working (default 168 = 7 days; 0 ends it at once; at most 8760). */
   @IsOptional() @IsInt() @Min(0) @Max(8760) graceHours?: number;
+}
+
+/** The body of `PUT /v1/admin/prices`: one model's price, USD per million tokens (issue 20). */
+export class SetPriceInput {
+  @IsString() @Matches(SLUG, { message: 'provider must be a provider slug' }) provider!: string;
+  @IsString() @Length(1, 200) @Matches(PRINTABLE, { message: 'model must not contain control characters' })
+  @JSONSchema({ description: 'the model name as the provider reports it; a dated version suffix (-2024-07-18, -20241022) falls back to the name without it' })
+  model!: string;
+  @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(0) @Max(1_000_000) inputUsdPerMillion!: number;
+  @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(0) @Max(1_000_000) outputUsdPerMillion!: number;
+}
+
+/** The query of `DELETE /v1/admin/prices`. */
+export class DeletePriceInput {
+  @IsString() @Matches(SLUG, { message: 'provider must be a provider slug' }) provider!: string;
+  @IsString() @Length(1, 200) model!: string;
 }
 
 export class NameInput {

@@ -17,6 +17,7 @@ import {
   AppRepository,
   AuditRepository,
   DeviceRepository,
+  PriceRepository,
   SecretRepository,
   TokenRepository,
   UsageRepository,
@@ -29,7 +30,7 @@ import {
   type RequestLogEntry,
   type RequestLogQuery,
 } from '../storage/repositories';
-import { ATTESTATION_SECRET_NAMES, AppSettingsInput, AttestationSecretBodyInput, CreateAppInput, NameInput, SetSecretInput, UpdateAppInput, validateInput } from './inputs';
+import { ATTESTATION_SECRET_NAMES, AppSettingsInput, AttestationSecretBodyInput, CreateAppInput, DeletePriceInput, NameInput, SetPriceInput, SetSecretInput, UpdateAppInput, validateInput } from './inputs';
 
 /** An app as management shows it (never its token). */
 export interface AppView {
@@ -115,6 +116,7 @@ function mergeSettings(base: AppSettings, input: AppSettingsInput): AppSettings 
   // An empty list opens nothing: stored as none, so that the settings read the same as the default.
   if (Array.isArray(settings.openAccountRoutes)) settings.openAccountRoutes = settings.openAccountRoutes.length ? [...new Set(settings.openAccountRoutes as string[])].sort() : undefined;
   if (Array.isArray(settings.extraRoutes) && settings.extraRoutes.length === 0) settings.extraRoutes = undefined;
+  if (settings.providerDailyTokens !== undefined && Object.keys(settings.providerDailyTokens as object).length === 0) settings.providerDailyTokens = undefined;
   checkPolicy(settings as unknown as AppSettings);
   return Object.freeze(settings) as unknown as AppSettings;
 }
@@ -499,6 +501,31 @@ export class ManagementService {
       if (!(await new TokenRepository(transaction).revokeDevelopmentToken(appId, String(id), this.clock()))) throw notFound(`development token "${String(id)}"`);
     });
     return { appId, id, revoked: true };
+  }
+
+  /** The operator's price table (USD per million tokens), shipped empty. */
+  async listPrices(): Promise<Array<{ provider: string; model: string; inputUsdPerMillion: number; outputUsdPerMillion: number; updatedAt: string }>> {
+    return (await new PriceRepository(this.database).list()).map((price) => ({ ...price, updatedAt: iso(price.updatedAt) }));
+  }
+
+  /** Sets one model's price; the usage summary's spend uses it at once, for past events too. */
+  async setPrice(body: unknown): Promise<{ provider: string; model: string; inputUsdPerMillion: number; outputUsdPerMillion: number; updatedAt: string }> {
+    const input = validateInput(SetPriceInput, body);
+    if (!this.registry.find(input.provider)) throw new TollgateError('TG_ERR_VALIDATION', `unknown provider "${input.provider}"`, { provider: ['unknown provider'] });
+    const price = { provider: input.provider, model: input.model, inputUsdPerMillion: input.inputUsdPerMillion, outputUsdPerMillion: input.outputUsdPerMillion, updatedAt: this.clock() };
+    // The audit entry is built from what the transaction returns: return the result from it.
+    return this.write(async (transaction) => {
+      await new PriceRepository(transaction).set(price);
+      return { ...price, updatedAt: iso(price.updatedAt) };
+    });
+  }
+
+  async deletePrice(body: unknown): Promise<{ provider: string; model: string; deleted: true }> {
+    const input = validateInput(DeletePriceInput, body);
+    return this.write(async (transaction) => {
+      if (!(await new PriceRepository(transaction).delete(input.provider, input.model))) throw notFound(`price of "${input.provider}" model "${input.model}"`);
+      return { provider: input.provider, model: input.model, deleted: true as const };
+    });
   }
 
   /** Usage for the dashboard's charts; `appId` null means every app. */

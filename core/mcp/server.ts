@@ -52,6 +52,9 @@ const settingsShape = {
   providerLimitsPerMinute: z.record(z.number().int()).optional().describe('requests per minute per provider, e.g. {"acme": 300}'),
   deviceDailyQuota: z.number().int().min(1).optional().describe('requests per rolling day per device'),
   appDailyQuota: z.number().int().min(1).optional().describe('requests per rolling day for the app'),
+  deviceDailyTokens: z.number().int().min(1).nullable().optional().describe('token budget (input + output tokens as providers report them) per UTC day per device; null clears'),
+  appDailyTokens: z.number().int().min(1).nullable().optional().describe('token budget per UTC day for the whole app; null clears'),
+  providerDailyTokens: z.record(z.number().int().min(1)).nullable().optional().describe('token budget per UTC day per provider for the whole app, e.g. {"acme": 2000000}; null clears'),
   maxConcurrentStreamsPerDevice: z.number().int().min(1).max(10_000).optional().describe('open streams per device (default 10)'),
   openAccountRoutes: z
     .array(z.string())
@@ -221,7 +224,7 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
 
   server.registerTool(
     'get_usage',
-    { description: "An app's usage over the last minutes: requests by provider, status and error type, with latency.", inputSchema: { appId: z.string(), sinceMinutes: z.number().int().min(1).max(43_200).default(60) } },
+    { description: "An app's usage over the last minutes: requests by provider, status and error type, with latency; tokens (input, output, cached, reasoning) in total and per device, provider and model; estimated spend in USD where the operator set prices (tollgate prices set).", inputSchema: { appId: z.string(), sinceMinutes: z.number().int().min(1).max(43_200).default(60) } },
     ({ appId, sinceMinutes }) =>
       run(async () => {
         const now = Date.now();
@@ -234,7 +237,11 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
           entry.statuses[String(event.status)] = (entry.statuses[String(event.status)] ?? 0) + 1;
           if (event.errorType) entry.errors[event.errorType] = (entry.errors[event.errorType] ?? 0) + 1;
         }
-        return { appId, sinceMinutes, requests: events.length, byProvider };
+        // Tokens as the providers reported them (requests whose usage is unknown are not in these sums).
+        const summary = await management.usageSummary(appId, now - sinceMinutes * 60_000, now + 1);
+        const { byApp: _byApp, ...tokens } = summary.tokens;
+        // Estimated spend from the operator's price table (null while it is empty).
+        return { appId, sinceMinutes, requests: events.length, byProvider, tokens, spend: summary.spend };
       }),
   );
 

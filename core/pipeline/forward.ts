@@ -14,6 +14,9 @@
  *   header or small error body carrying the injected credential. Redirects are never followed.
  * - Upstream TLS certificates are verified (Node's default `rejectUnauthorized: true` and CA store; never turned off).
  *
+ * - Token usage is read by a tap (usage-tap.ts) that sees each chunk after it was written to the client: it never
+ *   holds a byte back, keeps bounded memory, and puts what it read on `context.outcome.usage` when the answer ends.
+ *
  * Written on node:http rather than http-proxy-middleware: see docs/decisions/2026-11-22-forward-on-node-http.md.
  */
 import http, { type ClientRequest, type IncomingMessage } from 'node:http';
@@ -25,6 +28,7 @@ import type { Configuration } from '../configuration/configuration';
 import { scrubResponseHeaders } from './header-hygiene';
 import { ERROR_BODY_INSPECT_BYTES, credentialForms, inspectsBody, redactErrorBody } from './response-scrub';
 import { rewriteResponseUrls } from './response-urls';
+import { UsageTap } from './usage-tap';
 
 type FailureKind = 'connect-timeout' | 'first-byte-timeout' | 'body-too-large' | 'queue-timeout';
 
@@ -108,11 +112,29 @@ export class ForwardStage implements PipelineStage {
 
     const target = parseOrigin(upstream.origin);
     const transport = target.protocol === 'https:' ? https : http;
+    // The request body's start is kept (bounded) for the model name, in case the answer does not carry it.
+    const requestTap: Buffer[] = [];
+    let requestTapBytes = 0;
+    const keepRequest = (chunk: Buffer) => {
+      if (context.provider.usage && requestTapBytes < 16_384) {
+        // A copy: a view would keep the whole (possibly large) chunk alive until the answer ends.
+        requestTap.push(Buffer.from(chunk.subarray(0, 16_384 - requestTapBytes)));
+        requestTapBytes += Math.min(chunk.length, 16_384 - requestTapBytes);
+      }
+    };
+    let tap: UsageTap | undefined;
+    const finishTap = () => {
+      if (!tap) return;
+      const usage = tap.finish();
+      tap = undefined;
+      if (usage) context.outcome.usage = usage;
+    };
     return new Promise<void>((resolve, reject) => {
       let settled = false;
       const settle = (error?: unknown) => {
         if (settled) return;
         settled = true;
+        finishTap();
         clearTimeout(firstByteTimer);
         clearTimeout(connectTimer);
         clearTimeout(queueTimer);
@@ -167,6 +189,10 @@ export class ForwardStage implements PipelineStage {
         response.setHeader('X-Accel-Buffering', 'no');
         const relay = (buffered?: Buffer) => {
           response.writeHead(status, proxyResponse.headers);
+          if (context.provider.usage && status >= 200 && status < 300) {
+            tap = new UsageTap(context.provider.usage, proxyResponse.headers, context.route.providerPath);
+            for (const chunk of requestTap) tap.observeRequest(chunk);
+          }
           // Once started, a response that sends nothing for TOLLGATE_UPSTREAM_IDLE_TIMEOUT_MS is cut (truncated).
           const idleMs = this.configuration.upstreamIdleTimeoutMs;
           if (idleMs > 0) {
@@ -179,16 +205,24 @@ export class ForwardStage implements PipelineStage {
           if (buffered?.length) {
             context.outcome.bytesOut += buffered.length;
             response.write(buffered);
+            tap?.observe(buffered);
           }
           proxyResponse.on('data', (chunk: Buffer) => {
             idleTimer?.refresh();
             context.outcome.bytesOut += chunk.length;
-            if (!response.write(chunk)) {
+            const flowing = response.write(chunk);
+            // After the write: the tap only observes what the client already has.
+            tap?.observe(chunk);
+            if (!flowing) {
               proxyResponse.pause();
               response.once('drain', () => proxyResponse.resume());
             }
           });
-          proxyResponse.once('end', () => response.end());
+          proxyResponse.once('end', () => {
+            // End the client's response first: parsing a buffered JSON body must not hold back its last chunk.
+            response.end();
+            finishTap();
+          });
         };
         if (!inspectsBody(status, proxyResponse.headers, upstream.method, credentials)) relay();
         else {
@@ -250,6 +284,7 @@ export class ForwardStage implements PipelineStage {
 
       // A body already read for a payload signature is sent as is.
       if (upstream.body) {
+        keepRequest(upstream.body);
         proxyRequest.end(upstream.body);
         return;
       }
@@ -261,6 +296,7 @@ export class ForwardStage implements PipelineStage {
           fail('body-too-large');
           return;
         }
+        keepRequest(chunk);
         if (!proxyRequest.write(chunk)) {
           request.pause();
           proxyRequest.once('drain', () => request.resume());

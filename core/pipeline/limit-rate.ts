@@ -14,6 +14,7 @@ import {
   type RateLimitStore,
 } from '../contract';
 import type { Configuration } from '../configuration/configuration';
+import { checkTokenBudgets } from './token-budget';
 
 /**
  * Writes the rate-limit headers of the IETF httpapi draft "RateLimit header fields for HTTP"
@@ -96,6 +97,20 @@ export class LimitRateStage implements PipelineStage {
       });
     }
     context.set('limit', { outcomes });
+    // Token budgets (token-budget.ts): refused once a day's budget is used up.
+    let budgets: void | Promise<void>;
+    try {
+      budgets = checkTokenBudgets(this.store, context, this.clock());
+    } catch (error) {
+      if (error instanceof GatewayError) throw error;
+      throw storeUnavailable(error);
+    }
+    if (budgets instanceof Promise) {
+      return budgets.then(
+        () => this.takeStreamSlot(context),
+        (error: unknown) => Promise.reject(error instanceof GatewayError ? error : storeUnavailable(error)),
+      );
+    }
     return this.takeStreamSlot(context);
   }
 

@@ -70,6 +70,7 @@ import { DashboardAuth } from '../admin/dashboard-auth';
 import { adminSecurityHeaders, createDashboardRouter } from '../admin/dashboard-assets';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { UsageRecorder } from '../storage/usage-recorder';
+import { chargeTokenBudgets } from '../pipeline/token-budget';
 import { DevelopmentAttestationVerifier } from '../attestation/development-verifier';
 import { MemoryChallengeStore } from '../stores/memory-challenge-store';
 import { MemoryRateLimitStore } from '../stores/memory-rate-limit-store';
@@ -371,7 +372,18 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         route: `${context.route.version}/${context.route.providerPath}`,
         reason: context.outcome.reason ?? null,
         requestId: context.requestId,
+        inputTokens: context.outcome.usage?.inputTokens ?? null,
+        outputTokens: context.outcome.usage?.outputTokens ?? null,
+        cachedTokens: context.outcome.usage?.cachedTokens ?? null,
+        reasoningTokens: context.outcome.usage?.reasoningTokens ?? null,
+        model: context.outcome.usage?.model ?? null,
       });
+      // Token budgets count what the provider reported; a failed charge is logged, never fails the finished request.
+      if (context.outcome.usage) {
+        chargeTokenBudgets(rateLimits, context, clock()).catch((error: unknown) => {
+          logger.warn({ requestId: context.requestId, cause: causeOf(error) }, 'tokens could not be added to the token budgets');
+        });
+      }
     },
   };
   const metrics = new GatewayMetrics();

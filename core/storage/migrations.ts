@@ -187,8 +187,41 @@ const tokenGraceAndRequestLog: Migration = {
   },
 };
 
+/**
+ * Token usage per event (issue 20): what the provider reported, read by the usage tap; null when unknown (the provider
+ * has no extractor, or the answer could not be read). The model is the one the answer named, else the request's. And
+ * the operator's price table, from which the usage summary estimates spend.
+ */
+const usageTokens: Migration = {
+  name: '0005-usage-tokens',
+  async up(knex) {
+    await knex.schema.alterTable('usage_events', (table) => {
+      table.bigInteger('input_tokens').nullable();
+      table.bigInteger('output_tokens').nullable();
+      table.bigInteger('cached_tokens').nullable();
+      table.bigInteger('reasoning_tokens').nullable();
+      table.string('model', 200).nullable();
+    });
+    // The operator's price table (USD per million tokens), shipped empty: no stale prices.
+    await knex.schema.createTable('prices', (table) => {
+      table.string('provider', 40).notNullable();
+      table.string('model', 200).notNullable();
+      table.double('input_usd_per_million').notNullable();
+      table.double('output_usd_per_million').notNullable();
+      table.bigInteger('updated_at').notNullable();
+      table.primary(['provider', 'model']);
+    });
+  },
+  async down(knex) {
+    await knex.schema.dropTableIfExists('prices');
+    await knex.schema.alterTable('usage_events', (table) => {
+      for (const column of ['input_tokens', 'output_tokens', 'cached_tokens', 'reasoning_tokens', 'model']) table.dropColumn(column);
+    });
+  },
+};
+
 /** Append only; never reorder or edit a migration that has shipped. */
-export const MIGRATIONS: readonly Migration[] = [initial, auditLog, dashboardUsers, tokenGraceAndRequestLog];
+export const MIGRATIONS: readonly Migration[] = [initial, auditLog, dashboardUsers, tokenGraceAndRequestLog, usageTokens];
 
 /** A knex migration source over {@link MIGRATIONS}. */
 export class CodeMigrationSource implements Knex.MigrationSource<Migration> {

@@ -71,6 +71,12 @@ export interface UsageEvent {
   readonly requestId?: string | null;
   /** True: a valid device token; false: forwarded in monitor mode without one; null/absent: no device was established. */
   readonly verified?: boolean | null;
+  /** Tokens the provider reported (null/absent: usage unknown), and the model that answered (or that was asked for). */
+  readonly inputTokens?: number | null;
+  readonly outputTokens?: number | null;
+  readonly cachedTokens?: number | null;
+  readonly reasoningTokens?: number | null;
+  readonly model?: string | null;
 }
 
 type Row = Record<string, unknown>;
@@ -393,6 +399,9 @@ export interface RequestLogEntry {
   readonly bytesOut: number;
   readonly truncated: boolean;
   readonly requestId: string | null;
+  readonly inputTokens: number | null;
+  readonly outputTokens: number | null;
+  readonly model: string | null;
 }
 
 /** Filters of the request log; `before` is the id cursor of the previous page (newest first). */
@@ -440,6 +449,9 @@ export class UsageRepository {
       bytesOut: Number(row.bytes_out),
       truncated: Boolean(row.truncated),
       requestId: (row.request_id as string | null) ?? null,
+      inputTokens: row.input_tokens == null ? null : Number(row.input_tokens),
+      outputTokens: row.output_tokens == null ? null : Number(row.output_tokens),
+      model: (row.model as string | null) ?? null,
     }));
   }
 
@@ -468,6 +480,11 @@ export class UsageRepository {
         reason: event.reason ?? null,
         request_id: event.requestId ?? null,
         verified: event.verified ?? null,
+        input_tokens: event.inputTokens ?? null,
+        output_tokens: event.outputTokens ?? null,
+        cached_tokens: event.cachedTokens ?? null,
+        reasoning_tokens: event.reasoningTokens ?? null,
+        model: event.model === undefined || event.model === null ? null : event.model.slice(0, 200),
       })),
       200,
     );
@@ -489,6 +506,7 @@ export class UsageRepository {
       .select({ minute: this.database.raw(minute) })
       .count({ requests: '*' })
       .sum({ errors: this.database.raw('case when error_type is null and status < 400 then 0 else 1 end') })
+      .sum({ tokens: this.database.raw('coalesce(input_tokens, 0) + coalesce(output_tokens, 0)') })
       .groupByRaw(minute)
       .orderBy('minute')) as Row[];
     const byError = (await scope().whereNotNull('error_type').select('error_type').count({ count: '*' }).groupBy('error_type').orderBy('count', 'desc')) as Row[];
@@ -504,22 +522,117 @@ export class UsageRepository {
       const at = (fraction: number) => sample[Math.min(sample.length - 1, Math.ceil(fraction * sample.length) - 1)] ?? 0;
       latency.push({ provider: row.provider as string, requests: Number(row.count), p50Ms: at(0.5), p95Ms: at(0.95) });
     }
+    // Tokens as the providers reported them, per app, device, provider and model (events with usage unknown count 0).
+    const tokenGroup = async (column: string, limit?: number) => {
+      let query = scope()
+        .whereNotNull('input_tokens')
+        .select(column)
+        .count({ requests: '*' })
+        .sum({ input: 'input_tokens', output: 'output_tokens', cached: 'cached_tokens', reasoning: 'reasoning_tokens' })
+        .groupBy(column)
+        .orderByRaw('sum(coalesce(input_tokens, 0)) + sum(coalesce(output_tokens, 0)) desc');
+      if (column === 'device_id' || column === 'model') query = query.whereNotNull(column);
+      if (limit !== undefined) query = query.limit(limit);
+      return ((await query) as Row[]).map((row) => ({
+        key: row[column] as string,
+        requests: Number(row.requests),
+        inputTokens: Number(row.input ?? 0),
+        outputTokens: Number(row.output ?? 0),
+        cachedTokens: Number(row.cached ?? 0),
+        reasoningTokens: Number(row.reasoning ?? 0),
+      }));
+    };
+    const byApp = appId === null ? await tokenGroup('app_id', 50) : [];
+    const byTokenDevice = await tokenGroup('device_id', 10);
+    const byTokenProvider = await tokenGroup('provider');
+    const byTokenModel = await tokenGroup('model', 50);
+    const rename = <K extends string>(rows: Awaited<ReturnType<typeof tokenGroup>>, name: K) =>
+      rows.map(({ key, ...rest }) => ({ [name]: key, ...rest }) as { [P in K]: string } & Omit<(typeof rows)[number], 'key'>);
+    const tokenTotals = byTokenProvider.reduce(
+      (sum, row) => ({ inputTokens: sum.inputTokens + row.inputTokens, outputTokens: sum.outputTokens + row.outputTokens, cachedTokens: sum.cachedTokens + row.cachedTokens, reasoningTokens: sum.reasoningTokens + row.reasoningTokens, requestsWithUsage: sum.requestsWithUsage + row.requests }),
+      { inputTokens: 0, outputTokens: 0, cachedTokens: 0, reasoningTokens: 0, requestsWithUsage: 0 },
+    );
+    // Estimated spend from the operator's price table (none set: spend null, never a guess).
+    const prices = await new PriceRepository(this.database).list();
+    let spend: UsageSummary['spend'] = null;
+    if (prices.length > 0) {
+      const priceOf = priceFinder(prices);
+      const cost = (provider: string, model: string | null, input: number, output: number) => {
+        const price = model === null ? undefined : priceOf(provider, model);
+        return price === undefined ? undefined : (input * price.inputUsdPerMillion + output * price.outputUsdPerMillion) / 1_000_000;
+      };
+      const perModel = (await scope()
+        .whereNotNull('input_tokens')
+        .select('provider', 'model')
+        .sum({ input: 'input_tokens', output: 'output_tokens' })
+        .groupBy('provider', 'model')
+        .limit(1000)) as Row[];
+      let total = 0;
+      let unpricedTokens = 0;
+      const byModel: Array<{ provider: string; model: string; usd: number }> = [];
+      for (const row of perModel) {
+        const input = Number(row.input ?? 0);
+        const output = Number(row.output ?? 0);
+        const usd = cost(row.provider as string, (row.model as string | null) ?? null, input, output);
+        if (usd === undefined) unpricedTokens += input + output;
+        else {
+          total += usd;
+          byModel.push({ provider: row.provider as string, model: row.model as string, usd });
+        }
+      }
+      const topDeviceIds = byTokenDevice.map((row) => row.key);
+      const perDevice = topDeviceIds.length
+        ? ((await scope()
+            .whereNotNull('input_tokens')
+            .whereIn('device_id', topDeviceIds)
+            .select('device_id', 'provider', 'model')
+            .sum({ input: 'input_tokens', output: 'output_tokens' })
+            .groupBy('device_id', 'provider', 'model')) as Row[])
+        : [];
+      const deviceSpend = new Map<string, number>();
+      for (const row of perDevice) {
+        const usd = cost(row.provider as string, (row.model as string | null) ?? null, Number(row.input ?? 0), Number(row.output ?? 0));
+        if (usd !== undefined) deviceSpend.set(row.device_id as string, (deviceSpend.get(row.device_id as string) ?? 0) + usd);
+      }
+      spend = {
+        currency: 'USD',
+        totalUsd: total,
+        unpricedTokens,
+        byModel: byModel.sort((a, b) => b.usd - a.usd),
+        byDevice: topDeviceIds.map((deviceId) => ({ deviceId, usd: deviceSpend.get(deviceId) ?? 0 })).sort((a, b) => b.usd - a.usd),
+      };
+    }
     const verification = (await scope().whereNotNull('verified').select('verified').count({ count: '*' }).groupBy('verified')) as Row[];
     const errorsByType = byError.map((row) => ({ type: row.error_type as string, count: Number(row.count) }));
+    // Token-budget refusals are their own series (`tokenBudget`), apart from the request-rate refusals.
+    const budgetRefusals = Number(((await scope().where({ error_type: 'rateLimited', reason: 'token_budget' }).count({ count: '*' }).first()) as Row | undefined)?.count ?? 0);
+    if (budgetRefusals > 0) {
+      const rateLimited = errorsByType.find((entry) => entry.type === 'rateLimited');
+      if (rateLimited) rateLimited.count -= budgetRefusals;
+      errorsByType.push({ type: 'tokenBudget', count: budgetRefusals });
+    }
     const upstream = Number(upstreamErrors?.count ?? 0);
     if (upstream > 0) errorsByType.push({ type: 'providerError', count: upstream });
     return {
       fromMs,
       toMs,
       totalRequests: perMinute.reduce((sum, row) => sum + Number(row.requests), 0),
-      requestsPerMinute: perMinute.map((row) => ({ minute: Number(row.minute), requests: Number(row.requests), errors: Number(row.errors ?? 0) })),
-      errorsByType: errorsByType.sort((a, b) => b.count - a.count || a.type.localeCompare(b.type)),
+      requestsPerMinute: perMinute.map((row) => ({ minute: Number(row.minute), requests: Number(row.requests), errors: Number(row.errors ?? 0), tokens: Number(row.tokens ?? 0) })),
+      errorsByType: errorsByType.filter((entry) => entry.count > 0).sort((a, b) => b.count - a.count || a.type.localeCompare(b.type)),
       latencyByProvider: latency,
       topDevices: topDevices.map((row) => ({ deviceId: row.device_id as string, requests: Number(row.count) })),
       verification: {
         verified: verification.filter((row) => Boolean(row.verified)).reduce((sum, row) => sum + Number(row.count), 0),
         unverified: verification.filter((row) => !row.verified).reduce((sum, row) => sum + Number(row.count), 0),
       },
+      tokens: {
+        ...tokenTotals,
+        byApp: rename(byApp, 'appId'),
+        byDevice: rename(byTokenDevice, 'deviceId'),
+        byProvider: rename(byTokenProvider, 'provider'),
+        byModel: rename(byTokenModel, 'model'),
+      },
+      spend,
     };
   }
 
@@ -541,6 +654,11 @@ export class UsageRepository {
       bytesOut: Number(row.bytes_out),
       truncated: Boolean(row.truncated),
       createdAt: Number(row.created_at),
+      inputTokens: row.input_tokens == null ? null : Number(row.input_tokens),
+      outputTokens: row.output_tokens == null ? null : Number(row.output_tokens),
+      cachedTokens: row.cached_tokens == null ? null : Number(row.cached_tokens),
+      reasoningTokens: row.reasoning_tokens == null ? null : Number(row.reasoning_tokens),
+      model: (row.model as string | null) ?? null,
     }));
   }
 }
@@ -551,13 +669,94 @@ export interface UsageSummary {
   readonly fromMs: number;
   readonly toMs: number;
   readonly totalRequests: number;
-  readonly requestsPerMinute: ReadonlyArray<{ readonly minute: number; readonly requests: number; readonly errors: number }>;
-  /** Gateway-made errors by protocol type, plus `providerError` for upstream non-2xx answers. */
+  /** Per minute: requests, errors and tokens (input + output, as reported). */
+  readonly requestsPerMinute: ReadonlyArray<{ readonly minute: number; readonly requests: number; readonly errors: number; readonly tokens: number }>;
+  /** Gateway-made errors by protocol type, plus `providerError` for upstream non-2xx answers and `tokenBudget` for
+   * refusals by a token budget (counted apart from the other `rateLimited`). */
   readonly errorsByType: ReadonlyArray<{ readonly type: string; readonly count: number }>;
   readonly latencyByProvider: ReadonlyArray<{ readonly provider: string; readonly requests: number; readonly p50Ms: number; readonly p95Ms: number }>;
   readonly topDevices: ReadonlyArray<{ readonly deviceId: string; readonly requests: number }>;
   /** Requests with a valid device token, and those forwarded unverified in monitor mode. */
   readonly verification: { readonly verified: number; readonly unverified: number };
+  /**
+   * Tokens the providers reported (events whose usage is unknown are left out; `requestsWithUsage` counts the others):
+   * totals, then per app (all-apps summaries only), the top 10 devices, every provider and the top 50 models.
+   */
+  /**
+   * Estimated spend in USD from the operator's price table (tokens × the model's price); null while the table is empty.
+   * `unpricedTokens`: tokens of models with no price (not in the total). Devices: the top 10 by tokens.
+   */
+  readonly spend: {
+    readonly currency: 'USD';
+    readonly totalUsd: number;
+    readonly unpricedTokens: number;
+    readonly byModel: ReadonlyArray<{ readonly provider: string; readonly model: string; readonly usd: number }>;
+    readonly byDevice: ReadonlyArray<{ readonly deviceId: string; readonly usd: number }>;
+  } | null;
+  readonly tokens: TokenTotals & {
+    readonly byApp: ReadonlyArray<{ readonly appId: string } & TokenTotals>;
+    readonly byDevice: ReadonlyArray<{ readonly deviceId: string } & TokenTotals>;
+    readonly byProvider: ReadonlyArray<{ readonly provider: string } & TokenTotals>;
+    readonly byModel: ReadonlyArray<{ readonly model: string } & TokenTotals>;
+  };
+}
+
+/** One row of the operator's price table: USD per million input and output tokens of one provider's model. */
+export interface Price {
+  readonly provider: string;
+  readonly model: string;
+  readonly inputUsdPerMillion: number;
+  readonly outputUsdPerMillion: number;
+  readonly updatedAt: number;
+}
+
+/** A dated version at the end of a model name: `-2024-07-18`, `-20240718`, `@20241022`, `-001`. */
+const MODEL_VERSION_SUFFIX = /(?:[-@](?:\d{4}-\d{2}-\d{2}|\d{8}|\d{3})|-v\d+(?::\d+)?)$/;
+
+/**
+ * Finds the price of a provider's model: the exact model name, else the name without its dated version suffix
+ * (`gpt-4o-mini-2024-07-18` is priced as `gpt-4o-mini` unless it has its own row). Never a looser match: an unpriced
+ * model has no spend rather than another model's price.
+ */
+export function priceFinder(prices: readonly Price[]): (provider: string, model: string) => Price | undefined {
+  const table = new Map(prices.map((price) => [`${price.provider}\u0000${price.model}`, price]));
+  return (provider, model) => table.get(`${provider}\u0000${model}`) ?? table.get(`${provider}\u0000${model.replace(MODEL_VERSION_SUFFIX, '')}`);
+}
+
+export class PriceRepository {
+  constructor(private readonly database: Knex | Knex.Transaction) {}
+
+  async list(): Promise<Price[]> {
+    const rows = (await this.database('prices').orderBy(['provider', 'model'])) as Row[];
+    return rows.map((row) => ({
+      provider: row.provider as string,
+      model: row.model as string,
+      inputUsdPerMillion: Number(row.input_usd_per_million),
+      outputUsdPerMillion: Number(row.output_usd_per_million),
+      updatedAt: Number(row.updated_at),
+    }));
+  }
+
+  async set(price: Price): Promise<void> {
+    const row = { provider: price.provider, model: price.model, input_usd_per_million: price.inputUsdPerMillion, output_usd_per_million: price.outputUsdPerMillion, updated_at: price.updatedAt };
+    await this.database('prices').insert(row).onConflict(['provider', 'model']).merge();
+  }
+
+  /** True when a row was deleted. */
+  async delete(provider: string, model: string): Promise<boolean> {
+    return (await this.database('prices').where({ provider, model }).delete()) > 0;
+  }
+}
+
+/** Token counts of a group of usage events. */
+export interface TokenTotals {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly cachedTokens: number;
+  readonly reasoningTokens: number;
+  /** In a group: its requests with usage; in the totals: `requestsWithUsage`. */
+  readonly requests?: number;
+  readonly requestsWithUsage?: number;
 }
 
 export interface AuditEntry {

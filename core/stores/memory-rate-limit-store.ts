@@ -77,7 +77,25 @@ export class MemoryRateLimitStore implements RateLimitStore {
     if (holders.size === 0) this.slots.delete(key);
   }
 
+  /** Key → token counter and its expiry (unix ms). */
+  private readonly counters = new Map<string, { total: number; expiresAt: number }>();
+
+  spend(key: string, amount: number, ttlMs: number, nowMs = Date.now()): number {
+    const current = this.counters.get(key);
+    const total = (current && current.expiresAt > nowMs ? current.total : 0) + amount;
+    this.counters.set(key, { total, expiresAt: nowMs + ttlMs });
+    return total;
+  }
+
+  spent(keys: readonly string[], nowMs = Date.now()): number[] {
+    return keys.map((key) => {
+      const current = this.counters.get(key);
+      return current && current.expiresAt > nowMs ? current.total : 0;
+    });
+  }
+
   private sweep(nowMs: number): void {
+    for (const [key, counter] of this.counters) if (counter.expiresAt <= nowMs) this.counters.delete(key);
     for (const [key, tat] of this.arrivals) if (tat <= nowMs) this.arrivals.delete(key);
     for (const [key, holders] of this.slots) {
       for (const [id, expiresAt] of holders) if (expiresAt <= nowMs) holders.delete(id);

@@ -101,9 +101,25 @@ export interface Provider {
 
 export interface Usage {
   totalRequests: number;
-  requestsPerMinute: Array<{ minute: number; requests: number; errors: number }>;
+  requestsPerMinute: Array<{ minute: number; requests: number; errors: number; tokens?: number }>;
   errorsByType: Array<{ type: string; count: number }>;
   latencyByProvider: Array<{ provider: string; requests: number; p50Ms: number; p95Ms: number }>;
   topDevices: Array<{ deviceId: string; requests: number }>;
   verification: { verified: number; unverified: number };
+  /** Estimated spend from the operator's price table; null while no price is set. */
+  spend?: { currency: 'USD'; totalUsd: number; unpricedTokens: number; byModel: Array<{ provider: string; model: string; usd: number }>; byDevice: Array<{ deviceId: string; usd: number }> } | null;
+  tokens?: TokenSums & {
+    byDevice: Array<{ deviceId: string } & TokenSums>;
+    byProvider: Array<{ provider: string } & TokenSums>;
+    byModel: Array<{ model: string } & TokenSums>;
+  };
+}
+
+export interface TokenSums {
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens: number;
+  reasoningTokens: number;
+  requests?: number;
+  requestsWithUsage?: number;
 }

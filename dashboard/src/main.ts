@@ -30,7 +30,8 @@ const FIELD_LABELS: Record<string, string> = {
   deviceTokenTtlSeconds: 'Device token lifetime', allowedProviders: 'Allowed providers', allowedRoutes: 'Allowed routes',
   deviceLimitPerMinute: 'Requests per minute per device', appLimitPerMinute: 'Requests per minute for the app',
   deviceDailyQuota: 'Requests per day per device', appDailyQuota: 'Requests per day for the app', maxConcurrentStreamsPerDevice: 'Open streams per device',
-  providerLimitsPerMinute: 'Per-provider limits', value: 'Key', baseUrl: 'Base URL', username: 'User name', password: 'Password',
+  providerLimitsPerMinute: 'Per-provider limits', deviceDailyTokens: 'Tokens per day per device', appDailyTokens: 'Tokens per day for the app',
+  providerDailyTokens: 'Per-provider token budgets', value: 'Key', baseUrl: 'Base URL', username: 'User name', password: 'Password',
   currentPassword: 'Current password', newPassword: 'New password', graceHours: 'Grace period', label: 'Label',
 };
 
@@ -428,6 +429,7 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
     const settings = app.settings;
     const number = (name: string, label: string, hint: string) => field(label, h('input', { name, type: 'number', min: 1, value: text(settings[name]) }), hint);
     const providerLimits = Object.entries((settings.providerLimitsPerMinute as Record<string, number> | undefined) ?? {}).map(([slug, limit]) => `${slug}=${limit}`).join('\n');
+    const providerTokens = Object.entries((settings.providerDailyTokens as Record<string, number> | undefined) ?? {}).map(([slug, budget]) => `${slug}=${budget}`).join('\n');
     const form = h(
       'form',
       { 'aria-label': 'Limits' },
@@ -437,6 +439,9 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
       number('appDailyQuota', 'Requests per day for the app', 'Rolling 24 hours; empty for none.'),
       number('maxConcurrentStreamsPerDevice', 'Open streams per device', 'Concurrent streaming responses.'),
       field('Per-provider limits (one slug=requests per minute a line)', h('textarea', { name: 'providerLimitsPerMinute', rows: 3 }, providerLimits)),
+      number('deviceDailyTokens', 'Tokens per day per device', 'Input + output tokens as providers report them, per UTC day; empty for none.'),
+      number('appDailyTokens', 'Tokens per day for the app', 'All devices together, per UTC day; empty for none.'),
+      field('Per-provider token budgets (one slug=tokens per day a line)', h('textarea', { name: 'providerDailyTokens', rows: 3 }, providerTokens)),
       field('Allowed routes (one slug or slug/path-prefix a line; empty allows all)', h('textarea', { name: 'allowedRoutes', rows: 3 }, ((settings.allowedRoutes as string[] | undefined) ?? []).join('\n'))),
       h('button', { type: 'submit', class: 'primary' }, 'Save limits'),
     );
@@ -444,7 +449,7 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
       onSubmit(form, async (values) => {
         const patch: Record<string, unknown> = {};
         // An emptied field clears its limit (null: the default for per-minute limits, none for quotas).
-        for (const key of ['deviceLimitPerMinute', 'appLimitPerMinute', 'deviceDailyQuota', 'appDailyQuota', 'maxConcurrentStreamsPerDevice']) {
+        for (const key of ['deviceLimitPerMinute', 'appLimitPerMinute', 'deviceDailyQuota', 'appDailyQuota', 'maxConcurrentStreamsPerDevice', 'deviceDailyTokens', 'appDailyTokens']) {
           patch[key] = values[key] === '' ? null : Number(values[key]);
         }
         const limits: Record<string, number> = {};
@@ -453,6 +458,12 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
           limits[slug ?? ''] = Number(limit);
         }
         patch.providerLimitsPerMinute = Object.keys(limits).length ? limits : null;
+        const budgets: Record<string, number> = {};
+        for (const line of String(values.providerDailyTokens).split('\n').map((entry) => entry.trim()).filter(Boolean)) {
+          const [slug, budget] = line.split('=').map((part) => part.trim());
+          budgets[slug ?? ''] = Number(budget);
+        }
+        patch.providerDailyTokens = Object.keys(budgets).length ? budgets : null;
         const allowedRoutes = String(values.allowedRoutes).split('\n').map((entry) => entry.trim()).filter(Boolean);
         patch.allowedRoutes = allowedRoutes.length ? allowedRoutes : null;
         await api('PATCH', `/apps/${app.id}`, patch);
@@ -593,8 +604,17 @@ async function usageContent(path: string): Promise<Node[]> {
     // A continuous time axis: the whole window in equal buckets, quiet ones included.
     const buckets = timeBuckets(usage.requestsPerMinute, minutes, Date.now());
     const bucketMinutes = (buckets[1]?.start ?? 60_000) - (buckets[0]?.start ?? 0);
+    const tokens = usage.tokens ?? { inputTokens: 0, outputTokens: 0, cachedTokens: 0, reasoningTokens: 0, byDevice: [], byProvider: [], byModel: [] };
     container.replaceChildren(
       h('p', { 'data-testid': 'total-requests' }, `${usage.totalRequests} requests in this window.`),
+      h('p', { 'data-testid': 'total-tokens' }, `${tokens.inputTokens} input and ${tokens.outputTokens} output tokens reported by the providers.`),
+      h(
+        'p',
+        { 'data-testid': 'total-spend' },
+        usage.spend
+          ? `Estimated spend: $${usage.spend.totalUsd.toFixed(4)}${usage.spend.unpricedTokens ? ` (${usage.spend.unpricedTokens} tokens of models without a price not counted)` : ''}.`
+          : 'No prices set: spend is not estimated (tollgate prices set).',
+      ),
       h(
         'div',
         { class: 'charts' },
@@ -609,6 +629,17 @@ async function usageContent(path: string): Promise<Node[]> {
         ], ' ms'),
         barChart('chart-devices', 'Top devices', usage.topDevices.map((entry) => entry.deviceId), [{ label: 'requests', values: usage.topDevices.map((entry) => entry.requests) }]),
         barChart('chart-verification', 'Verified and unverified requests', ['verified', 'unverified'], [{ label: 'requests', values: [usage.verification.verified, usage.verification.unverified] }]),
+        barChart('chart-tokens-devices', 'Tokens by device', tokens.byDevice.map((entry) => entry.deviceId), [
+          { label: 'input', values: tokens.byDevice.map((entry) => entry.inputTokens) },
+          { label: 'output', values: tokens.byDevice.map((entry) => entry.outputTokens), className: 'alt' },
+        ]),
+        ...(usage.spend && usage.spend.byDevice.length
+          ? [barChart('chart-spend-devices', 'Estimated spend by device', usage.spend.byDevice.map((entry) => entry.deviceId), [{ label: 'USD', values: usage.spend.byDevice.map((entry) => +entry.usd.toFixed(6)) }], ' $')]
+          : []),
+        barChart('chart-tokens-models', 'Tokens by model', tokens.byModel.map((entry) => entry.model), [
+          { label: 'input', values: tokens.byModel.map((entry) => entry.inputTokens) },
+          { label: 'output', values: tokens.byModel.map((entry) => entry.outputTokens), className: 'alt' },
+        ]),
       ),
     );
   };

@@ -179,6 +179,22 @@ export class RedisRateLimitStore implements RateLimitStore {
     await this.redis.zrem(`${this.prefix}slot:${key}`, holder);
   }
 
+  /** Token budgets: `INCRBY` then `PEXPIRE` in one MULTI, so every node adds to the same counter. */
+  async spend(key: string, amount: number, ttlMs: number): Promise<number> {
+    const full = `${this.prefix}tok:${key}`;
+    const results = await this.redis.multi().incrby(full, Math.round(amount)).pexpire(full, Math.ceil(ttlMs)).exec();
+    const [error, total] = results?.[0] ?? [new Error('token counter: no reply'), 0];
+    if (error) throw error;
+    return Number(total);
+  }
+
+  /** One `MGET` (the keys of one call share the app's hash tag, so one shard answers). */
+  async spent(keys: readonly string[]): Promise<number[]> {
+    if (keys.length === 0) return [];
+    const values = await this.redis.mget(...keys.map((key) => `${this.prefix}tok:${key}`));
+    return values.map((value) => (value === null ? 0 : Number(value)));
+  }
+
   async close(): Promise<void> {
     this.onClose();
     await this.redis.quit().catch(() => this.redis.disconnect());

@@ -3,6 +3,9 @@
  * call to {@link openAiCompatible} with the provider's own facts.
  */
 import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute, type Capability, type ProviderManifest, type RoutePolicy, type StreamFormat } from '../../core/contract';
+import { OPENAI_USAGE } from './usage';
+
+export * from './usage';
 
 /** `Authorization: Bearer <key>`, the most common auth style. */
 export const BEARER = Object.freeze({ kind: 'header', header: 'Authorization', scheme: 'Bearer' } as const);
@@ -90,6 +93,7 @@ export function openAiCompatible(options: OpenAiCompatibleOptions): ProviderMani
     ...(options.defaultHeaders ? { defaultHeaders: options.defaultHeaders } : {}),
     ...(options.notes ? { notes: options.notes } : {}),
     examples: openAiExamples(options.exampleModel ?? 'MODEL_NAME', options.capabilities ?? ['chat']),
+    usage: OPENAI_USAGE,
   });
 }
 

@@ -3,6 +3,7 @@
  * (default `2023-06-01`, a client's own value wins). Streams SSE with event names (`message_start`,
  * `content_block_delta`, `ping`, `message_stop`).
  */
+import { ANTHROPIC_USAGE } from '../_shared';
 import { PLUGIN_CONTRACT_VERSION, defineProvider } from '../../core/contract';
 
 export const manifest = defineProvider({
@@ -32,4 +33,5 @@ export const manifest = defineProvider({
     streaming: { method: 'POST', version: 'v1', path: 'messages', body: { model: 'claude-sonnet-4-5', max_tokens: 1024, stream: true, messages: [{ role: 'user', content: 'Hello!' }] }, streams: true },
   },
   notes: 'SSE with event names; anthropic-version defaults to 2023-06-01.',
+  usage: ANTHROPIC_USAGE,
 });

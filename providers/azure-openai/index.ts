@@ -8,7 +8,7 @@
  *   own, so a prefix of `/deployments` here doubled it.
  * Auth: `api-key: <key>`.
  */
-import { OPENAI_ACCOUNT_ROUTES, OPENAI_COMPATIBLE_ROUTES } from '../_shared';
+import { OPENAI_ACCOUNT_ROUTES, OPENAI_COMPATIBLE_ROUTES, OPENAI_USAGE } from '../_shared';
 import { PLUGIN_CONTRACT_VERSION, defineProvider } from '../../core/contract';
 
 export const manifest = defineProvider({
@@ -25,4 +25,5 @@ export const manifest = defineProvider({
   routes: { methods: ['GET', 'POST'], deny: OPENAI_COMPATIBLE_ROUTES.deny, account: OPENAI_ACCOUNT_ROUTES },
   tenant: { baseUrl: 'required', allowedHosts: ['*.openai.azure.com', '*.cognitiveservices.azure.com'], pathPattern: '^/openai$' },
   notes: 'Per-resource host from the secret record. v1-deployments maps to /openai (clients send deployments/{deployment}/…?api-version=…).',
+  usage: OPENAI_USAGE,
 });

@@ -9,6 +9,7 @@
  * event-stream (`application/vnd.amazon.eventstream`), passed through byte for byte.
  */
 import aws4 from 'aws4';
+import { BEDROCK_USAGE } from '../_shared';
 import { PLUGIN_CONTRACT_VERSION, defineProvider, type ResolvedSecret, type UpstreamRequestDraft } from '../../core/contract';
 
 interface AwsCredentials {
@@ -67,4 +68,5 @@ export const manifest = defineProvider({
   clientCredentials: { headerPrefixes: ['x-amz-'], queryParameterPrefixes: ['x-amz-'] },
   tenant: { baseUrl: 'optional', allowedHosts: ['bedrock-runtime.*.amazonaws.com', 'bedrock-runtime-fips.*.amazonaws.com'], pathPattern: '^$' },
   notes: 'Secret: JSON AWS credentials. Streams are AWS binary event-stream frames, passed through intact.',
+  usage: BEDROCK_USAGE,
 });

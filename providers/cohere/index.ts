@@ -2,7 +2,7 @@
  * Cohere (https://docs.cohere.com/reference). v2 chat streams SSE with event names (`message-start`, `content-delta`,
  * `message-end`); v1 `/generate` streams NDJSON. Bearer auth.
  */
-import { BEARER } from '../_shared';
+import { BEARER, COHERE_USAGE } from '../_shared';
 import { PLUGIN_CONTRACT_VERSION, defineProvider } from '../../core/contract';
 
 export const manifest = defineProvider({
@@ -27,4 +27,5 @@ export const manifest = defineProvider({
     ],
   },
   notes: 'v2 chat: SSE with event names; v1 generate: NDJSON.',
+  usage: COHERE_USAGE,
 });

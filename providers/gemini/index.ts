@@ -8,6 +8,7 @@
  * `v1-root` version maps to the host root and allows only the upload routes: `@google/genai` reaches it with
  * `files.upload({ file, config: { httpOptions: { baseUrl: '<gateway>/v1/proxy/gemini/v1-root' } } })`.
  */
+import { GEMINI_USAGE } from '../_shared';
 import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute } from '../../core/contract';
 
 /**
@@ -45,4 +46,5 @@ export const manifest = defineProvider({
     streaming: { method: 'POST', version: 'v1beta', path: 'models/gemini-2.0-flash:streamGenerateContent?alt=sse', body: { contents: [{ parts: [{ text: 'Hello!' }] }] }, streams: true },
   },
   notes: 'Stream with models/{model}:streamGenerateContent?alt=sse (SSE); without alt=sse the stream is a JSON array.',
+  usage: GEMINI_USAGE,
 });

@@ -1,5 +1,5 @@
 /** Jina AI (https://jina.ai/embeddings). Bearer; embeddings and rerank. */
-import { BEARER } from '../_shared';
+import { BEARER, EMBEDDINGS_USAGE } from '../_shared';
 import { PLUGIN_CONTRACT_VERSION, defineProvider } from '../../core/contract';
 
 export const manifest = defineProvider({
@@ -12,4 +12,5 @@ export const manifest = defineProvider({
   capabilities: ['embeddings', 'rerank'],
   streaming: [],
   routes: { methods: ['POST'], allow: ['embeddings', 'rerank', 'classify'] },
+  usage: EMBEDDINGS_USAGE,
 });

@@ -10,6 +10,7 @@
  * `TOLLGATE_PROVIDER_VERTEX_AI_TOKEN_URL` (a fake one in tests).
  */
 import { SignJWT, importPKCS8 } from 'jose';
+import { GEMINI_USAGE } from '../_shared';
 import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute, type ResolvedSecret, type UpstreamRequestDraft } from '../../core/contract';
 
 /** Resources under `projects/{p}/locations/{l}/` that hold the project's data, not one request's. */
@@ -125,4 +126,5 @@ export const manifest = defineProvider({
   clientCredentials: { headers: ['x-goog-api-key', 'x-goog-user-project'], queryParameters: ['key', 'access_token'] },
   tenant: { baseUrl: 'optional', allowedHosts: ['aiplatform.googleapis.com', '*-aiplatform.googleapis.com'], pathPattern: '^$' },
   notes: 'Secret: a service-account JSON key. Paths: projects/{p}/locations/{r}/publishers/{pub}/models/{m}:streamGenerateContent?alt=sse.',
+  usage: GEMINI_USAGE,
 });

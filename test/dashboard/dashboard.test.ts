@@ -33,7 +33,10 @@ describe('dashboard in Chromium', function () {
     rmSync(ARTIFACTS, { recursive: true, force: true });
     mkdirSync(ARTIFACTS, { recursive: true });
     upstream = await FakeUpstream.start();
-    upstream.respond(respondJson(200, { id: 'chatcmpl-1', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' } }] }));
+    // An OpenAI chat completion with its usage (https://platform.openai.com/docs/api-reference/chat/object).
+    upstream.respond(
+      respondJson(200, { id: 'chatcmpl-1', object: 'chat.completion', model: 'gpt-4o-mini-2024-07-18', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' } }], usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 } }),
+    );
     gateway = await TestGateway.start({ upstreams: { openai: upstream.url } });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
@@ -147,6 +150,13 @@ describe('dashboard in Chromium', function () {
     await page.getByText('Limits saved.').waitFor();
     const settings = (await gateway.gateway.management.getApp(appId)).settings;
     expect(settings).to.deep.include({ deviceLimitPerMinute: 120, providerLimitsPerMinute: { openai: 50 } });
+    // Token budgets per UTC day, per device and per provider.
+    await page.getByLabel('Tokens per day per device').fill('100000');
+    await page.getByLabel(/Per-provider token budgets/).fill('openai=2000000');
+    await page.getByRole('button', { name: 'Save limits' }).click();
+    await page.getByText('Limits saved.').waitFor();
+    expect((await gateway.gateway.management.getApp(appId)).settings).to.deep.include({ deviceDailyTokens: 100000, providerDailyTokens: { openai: 2000000 } });
+    expect(await page.getByLabel('Tokens per day per device').inputValue()).to.equal('100000');
     await checkpoint('limits');
   });
 
@@ -225,7 +235,7 @@ describe('dashboard in Chromium', function () {
     await page.getByRole('heading', { name: 'Browser app · Usage' }).waitFor();
     await page.getByTestId('total-requests').waitFor();
     // Every chart has a legend naming each series (never colour alone).
-    for (const chart of ['chart-requests', 'chart-errors', 'chart-latency', 'chart-devices']) {
+    for (const chart of ['chart-requests', 'chart-errors', 'chart-latency', 'chart-devices', 'chart-tokens-devices', 'chart-tokens-models']) {
       expect(await page.getByTestId(`${chart}-legend`).locator('li').count(), chart).to.be.greaterThan(0);
     }
     expect(await page.getByTestId('chart-requests-legend').textContent()).to.equal('requestserrors');
@@ -237,6 +247,19 @@ describe('dashboard in Chromium', function () {
     expect(await bars('chart-errors')).to.deep.equal(['attestationFailed|errors|1']);
     expect((await bars('chart-latency')).map((bar) => bar.split('|').slice(0, 2).join('|'))).to.deep.equal(['openai|p50', 'openai|p95']);
     expect(await bars('chart-devices')).to.deep.equal([`${deviceId}|requests|3`]);
+    // Tokens per device, as the provider reported them for the three requests sent (11 + 7 each).
+    expect(await page.getByTestId('chart-tokens-devices-legend').textContent()).to.equal('inputoutput');
+    expect(await bars('chart-tokens-devices')).to.deep.equal([`${deviceId}|input|33`, `${deviceId}|output|21`]);
+    expect(await bars('chart-tokens-models')).to.deep.equal(['gpt-4o-mini-2024-07-18|input|33', 'gpt-4o-mini-2024-07-18|output|21']);
+    expect(await page.getByTestId('total-tokens').textContent()).to.equal('33 input and 21 output tokens reported by the providers.');
+    expect(await page.getByTestId('total-spend').textContent()).to.match(/^No prices set/);
+    // With a price (USD per million tokens), the estimated spend per device follows.
+    await gateway.gateway.management.setPrice({ provider: 'openai', model: 'gpt-4o-mini', inputUsdPerMillion: 1000, outputUsdPerMillion: 2000 });
+    await page.getByRole('button', { name: 'Refresh now' }).click();
+    await page.getByTestId('chart-spend-devices').waitFor();
+    expect(await page.getByTestId('total-spend').textContent()).to.equal('Estimated spend: $0.0750.');
+    expect(await bars('chart-spend-devices')).to.deep.equal([`${deviceId}|USD|0.075`]);
+    await gateway.gateway.management.deletePrice({ provider: 'openai', model: 'gpt-4o-mini' });
     await checkpoint('usage');
   });
 
@@ -295,7 +318,7 @@ describe('dashboard in Chromium', function () {
     }
     const href = (await page.locator('a[download]').getAttribute('href')) ?? '';
     const csv = await page.evaluate(async (url) => (await fetch(url)).text(), href);
-    expect(csv.split('\r\n')[0]).to.equal('createdAt,requestId,deviceId,provider,method,route,status,errorType,reason,latencyMs,bytesIn,bytesOut,truncated');
+    expect(csv.split('\r\n')[0]).to.equal('createdAt,requestId,deviceId,provider,method,route,status,errorType,reason,latencyMs,bytesIn,bytesOut,truncated,inputTokens,outputTokens,model');
     expect(csv.trim().split('\r\n')).to.have.length(4);
     await checkpoint('requests');
   });

@@ -160,8 +160,8 @@ for (const engine of ENGINES) {
       const summary = await new UsageRepository(core.database).summary(app.id, start, start + 180_000);
       expect(summary.totalRequests).to.equal(22);
       expect(summary.requestsPerMinute).to.deep.equal([
-        { minute: start, requests: 20, errors: 0 },
-        { minute: start + 60_000, requests: 2, errors: 2 },
+        { minute: start, requests: 20, errors: 0, tokens: 0 },
+        { minute: start + 60_000, requests: 2, errors: 2, tokens: 0 },
       ]);
       expect(summary.errorsByType).to.deep.equal([
         { type: 'providerError', count: 1 },
@@ -177,6 +177,68 @@ for (const engine of ENGINES) {
         { deviceId: 'quiet', requests: 5 },
       ]);
       expect((await new UsageRepository(core.database).summary(null, start, start + 180_000)).totalRequests).to.be.at.least(22);
+    });
+
+    it('stores the tokens of each usage event and sums them per minute, app, device, provider and model', async () => {
+      const app = await core.management.createApp({ name: 'Tokens' });
+      const recorder = new UsageRecorder(core.database);
+      const start = Math.floor(Date.now() / 60_000) * 60_000 - 120_000;
+      const base = { appId: app.id, provider: 'openai', status: 200, errorType: null, latencyMs: 5, bytesIn: 1, bytesOut: 1, truncated: false };
+      recorder.record({ ...base, deviceId: 'a', createdAt: start, inputTokens: 100, outputTokens: 20, cachedTokens: 64, reasoningTokens: 5, model: 'gpt-4o-mini' });
+      recorder.record({ ...base, deviceId: 'a', createdAt: start + 1000, inputTokens: 1_000_000_000, outputTokens: 1_500_000_000, model: 'gpt-4o-mini' });
+      recorder.record({ ...base, deviceId: 'b', provider: 'anthropic', createdAt: start + 61_000, inputTokens: 7, outputTokens: 3, model: 'claude-3-5-haiku' });
+      // Usage unknown: left out of the token sums, still a request.
+      recorder.record({ ...base, deviceId: 'b', createdAt: start + 62_000 });
+      await recorder.flush();
+      const repository = new UsageRepository(core.database);
+      const [stored] = (await repository.listForApp(app.id, start, start + 1)).filter((event) => event.deviceId === 'a');
+      expect(stored).to.deep.include({ inputTokens: 100, outputTokens: 20, cachedTokens: 64, reasoningTokens: 5, model: 'gpt-4o-mini' });
+      const summary = await repository.summary(app.id, start, start + 180_000);
+      expect(summary.requestsPerMinute.map((row) => row.tokens)).to.deep.equal([2_500_000_120, 10]);
+      expect(summary.tokens).to.deep.include({ inputTokens: 1_000_000_107, outputTokens: 1_500_000_023, cachedTokens: 64, reasoningTokens: 5, requestsWithUsage: 3 });
+      expect(summary.tokens.byDevice.map((row) => [row.deviceId, row.inputTokens, row.outputTokens])).to.deep.equal([
+        ['a', 1_000_000_100, 1_500_000_020],
+        ['b', 7, 3],
+      ]);
+      expect(summary.tokens.byModel.map((row) => row.model)).to.deep.equal(['gpt-4o-mini', 'claude-3-5-haiku']);
+      expect(summary.tokens.byProvider.map((row) => [row.provider, row.requests])).to.deep.equal([
+        ['openai', 2],
+        ['anthropic', 1],
+      ]);
+      const all = await repository.summary(null, start, start + 180_000);
+      expect(all.tokens.byApp.find((row) => row.appId === app.id)).to.deep.include({ inputTokens: 1_000_000_107, requests: 3 });
+    });
+
+    it('estimates spend from the price table (empty: none), by exact model or the model without its dated version', async () => {
+      const app = await core.management.createApp({ name: 'Spend' });
+      const recorder = new UsageRecorder(core.database);
+      const start = Math.floor(Date.now() / 60_000) * 60_000 - 120_000;
+      const base = { appId: app.id, status: 200, errorType: null, latencyMs: 5, bytesIn: 1, bytesOut: 1, truncated: false, createdAt: start };
+      recorder.record({ ...base, provider: 'openai', deviceId: 'a', inputTokens: 2_000_000, outputTokens: 1_000_000, model: 'gpt-4o-mini-2024-07-18' });
+      recorder.record({ ...base, provider: 'openai', deviceId: 'b', inputTokens: 1_000_000, outputTokens: 0, model: 'gpt-4o-mini' });
+      recorder.record({ ...base, provider: 'anthropic', deviceId: 'b', inputTokens: 500, outputTokens: 500, model: 'claude-unpriced' });
+      await recorder.flush();
+      const repository = new UsageRepository(core.database);
+      expect((await repository.summary(app.id, start, start + 60_000)).spend).to.equal(null);
+      await core.management.setPrice({ provider: 'openai', model: 'gpt-4o-mini', inputUsdPerMillion: 0.15, outputUsdPerMillion: 0.6 });
+      // A price of the same name under another provider is not this one's.
+      await core.management.setPrice({ provider: 'anthropic', model: 'gpt-4o-mini', inputUsdPerMillion: 1000, outputUsdPerMillion: 1000 });
+      const spend = (await repository.summary(app.id, start, start + 60_000)).spend!;
+      expect(spend.currency).to.equal('USD');
+      expect(spend.totalUsd).to.be.closeTo(3 * 0.15 + 0.6, 1e-9);
+      expect(spend.unpricedTokens).to.equal(1000);
+      expect(spend.byModel.map((row) => [row.model, +row.usd.toFixed(6)])).to.deep.equal([
+        ['gpt-4o-mini-2024-07-18', 0.9],
+        ['gpt-4o-mini', 0.15],
+      ]);
+      expect(spend.byDevice.map((row) => [row.deviceId, +row.usd.toFixed(6)])).to.deep.equal([
+        ['a', 0.9],
+        ['b', 0.15],
+      ]);
+      expect((await core.management.listPrices()).map((price) => `${price.provider}/${price.model}`)).to.include.members(['openai/gpt-4o-mini', 'anthropic/gpt-4o-mini']);
+      await core.management.deletePrice({ provider: 'anthropic', model: 'gpt-4o-mini' });
+      await core.management.deletePrice({ provider: 'openai', model: 'gpt-4o-mini' });
+      expect(await core.management.listPrices()).to.deep.equal([]);
     });
 
     it('appends and lists the audit log', async () => {

@@ -1,0 +1,286 @@
+/**
+ * The usage tap: reads token usage from a provider's answer as it passes to the client (issue 20).
+ *
+ * It only observes: `forward` writes each chunk to the client first and hands the same chunk to {@link UsageTap.observe}
+ * afterwards, so the tap can neither delay nor change what the client receives. Memory is bounded: a JSON body is kept
+ * up to {@link MAX_JSON_BODY_BYTES} (past that the tap gives up); a stream is cut into lines or frames and only the
+ * current one is kept, up to {@link MAX_FRAME_BYTES} (a longer line is skipped). Core does the framing, chosen from the
+ * response's `Content-Type`; the provider's {@link UsageExtractor} reads each parsed document. Whatever cannot be read
+ * (a compressed body, a body over the bound, not JSON, a reader that throws) leaves the usage unknown, never an error.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { TokenUsage, UsageExtractor } from '../contract';
+
+/** Largest non-streamed JSON answer whose usage is read (embeddings of large batches go past it: usage unknown). */
+export const MAX_JSON_BODY_BYTES = 2 * 1024 * 1024;
+/** Largest SSE event, NDJSON line or event-stream message kept while looking for usage. */
+export const MAX_FRAME_BYTES = 1024 * 1024;
+/** Request-body bytes looked at for a top-level `"model"` (when the answer does not name it). */
+export const REQUEST_MODEL_SCAN_BYTES = 16 * 1024;
+
+type Framing = 'json' | 'sse' | 'lines' | 'aws-event-stream';
+
+function framingOf(headers: IncomingHttpHeaders): Framing | undefined {
+  const encoding = String(headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+  if (encoding !== '' && encoding !== 'identity') return undefined;
+  const type = String(headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type === 'text/event-stream') return 'sse';
+  if (type === 'application/x-ndjson' || type === 'application/jsonl' || type === 'application/x-jsonlines' || type === 'application/stream+json') return 'lines';
+  if (type === 'application/vnd.amazon.eventstream') return 'aws-event-stream';
+  if (type === 'application/json' || type.endsWith('+json')) return 'json';
+  return undefined;
+}
+
+/**
+ * A model name fit to store and show: no control characters (PostgreSQL refuses NUL in text, and the name may come from
+ * the client's request body), at most 200 characters; undefined when nothing is left.
+ */
+function modelName(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  const name = value.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 200);
+  return name.length > 0 ? name : undefined;
+}
+
+const clean = (value: unknown): number | undefined => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.floor(value) : undefined);
+
+/** Accumulates what the reader finds, field by field, later values winning. */
+class UsageAccumulator {
+  readonly found: TokenUsage = {};
+  any = false;
+
+  merge(reading: TokenUsage | undefined): void {
+    if (!reading || typeof reading !== 'object') return;
+    for (const field of ['inputTokens', 'outputTokens', 'cachedTokens', 'reasoningTokens'] as const) {
+      const value = clean(reading[field]);
+      if (value !== undefined) {
+        this.found[field] = value;
+        this.any = true;
+      }
+    }
+    const model = modelName(reading.model);
+    if (model !== undefined) this.found.model = model;
+  }
+}
+
+export class UsageTap {
+  private readonly accumulator = new UsageAccumulator();
+  private readonly framing: Framing | undefined;
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  /** SSE: the `data:` lines of the event being read. */
+  private eventData: string[] = [];
+  private eventBytes = 0;
+  /** A line or frame went past the bound: skip to the next line (text) or stop (binary, JSON). */
+  private skippingLine = false;
+  private gaveUp = false;
+  private requestPrefix = '';
+
+  constructor(
+    private readonly extractor: UsageExtractor,
+    headers: IncomingHttpHeaders,
+    private readonly providerPath: string,
+  ) {
+    this.framing = framingOf(headers);
+    if (this.framing === undefined) this.gaveUp = true;
+  }
+
+  /** Looks at the start of the request body for the model the client asked for (fallback when the answer names none). */
+  observeRequest(chunk: Buffer): void {
+    if (this.requestPrefix.length >= REQUEST_MODEL_SCAN_BYTES) return;
+    this.requestPrefix += chunk.subarray(0, REQUEST_MODEL_SCAN_BYTES - this.requestPrefix.length).toString('utf8');
+  }
+
+  /** Sees one chunk that was already written to the client. Never throws. */
+  observe(chunk: Buffer): void {
+    if (this.gaveUp) return;
+    try {
+      if (this.framing === 'json') this.keepJson(chunk);
+      else if (this.framing === 'aws-event-stream') this.readFrames(chunk);
+      else this.readLines(chunk);
+    } catch {
+      this.giveUp();
+    }
+  }
+
+  /** The usage read so far (call at the end of the response, or when it was cut): undefined when unknown. */
+  finish(): TokenUsage | undefined {
+    if (!this.gaveUp) {
+      try {
+        if (this.framing === 'json') this.readDocument(Buffer.concat(this.pending).toString('utf8'), true);
+        else if (this.framing === 'sse' || this.framing === 'lines') {
+          if (this.pendingBytes > 0 && !this.skippingLine) this.line(Buffer.concat(this.pending).toString('utf8'));
+          this.dispatchEvent();
+        }
+      } catch {
+        // unreadable: usage unknown
+      }
+      this.giveUp();
+    }
+    const usage: TokenUsage = { ...this.accumulator.found };
+    if (usage.model === undefined) {
+      const fromPath = safely(() => this.extractor.modelFromPath?.(this.providerPath));
+      const fromBody = /^\s*\{[\s\S]*?"model"\s*:\s*"([^"\\]{1,200})"/.exec(this.requestPrefix)?.[1];
+      const model = modelName(fromPath) ?? modelName(fromBody);
+      if (model) usage.model = model;
+    }
+    this.requestPrefix = '';
+    if (!this.accumulator.any && usage.model === undefined) return undefined;
+    return usage;
+  }
+
+  private giveUp(): void {
+    this.gaveUp = true;
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.eventData = [];
+  }
+
+  private keepJson(chunk: Buffer): void {
+    this.pendingBytes += chunk.length;
+    if (this.pendingBytes > MAX_JSON_BODY_BYTES) return this.giveUp();
+    this.pending.push(chunk);
+  }
+
+  private readDocument(text: string, allowArray: boolean): void {
+    const trimmed = text.trim();
+    if (trimmed === '' || trimmed === '[DONE]') return;
+    if (trimmed[0] !== '{' && trimmed[0] !== '[') return;
+    const document: unknown = JSON.parse(trimmed);
+    if (allowArray && Array.isArray(document)) for (const element of document) this.read(element);
+    else this.read(document);
+  }
+
+  private read(document: unknown): void {
+    this.accumulator.merge(safely(() => this.extractor.read(document)));
+  }
+
+  private readLines(chunk: Buffer): void {
+    let start = 0;
+    for (;;) {
+      const newline = chunk.indexOf(0x0a, start);
+      if (newline === -1) break;
+      const piece = chunk.subarray(start, newline);
+      if (this.skippingLine) this.skippingLine = false;
+      else {
+        const line = this.pendingBytes > 0 ? Buffer.concat([...this.pending, piece]).toString('utf8') : piece.toString('utf8');
+        this.line(line.endsWith('\r') ? line.slice(0, -1) : line);
+      }
+      this.pending = [];
+      this.pendingBytes = 0;
+      start = newline + 1;
+    }
+    if (start < chunk.length && !this.skippingLine) {
+      const rest = chunk.subarray(start);
+      this.pendingBytes += rest.length;
+      if (this.pendingBytes > MAX_FRAME_BYTES) {
+        this.pending = [];
+        this.pendingBytes = 0;
+        this.skippingLine = true;
+      } else this.pending.push(Buffer.from(rest));
+    }
+  }
+
+  private line(line: string): void {
+    if (this.framing === 'lines') {
+      try {
+        this.readDocument(line, false);
+      } catch {
+        // one unreadable line: keep reading the others
+      }
+      return;
+    }
+    // SSE (https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation): `data:` lines
+    // accumulate until a blank line dispatches the event.
+    if (line === '') return this.dispatchEvent();
+    if (line.startsWith('data:')) {
+      const value = line.slice(line[5] === ' ' ? 6 : 5);
+      this.eventBytes += value.length;
+      if (this.eventBytes > MAX_FRAME_BYTES) this.eventData = [];
+      else this.eventData.push(value);
+    }
+  }
+
+  private dispatchEvent(): void {
+    const data = this.eventBytes > MAX_FRAME_BYTES ? '' : this.eventData.join('\n');
+    this.eventData = [];
+    this.eventBytes = 0;
+    try {
+      this.readDocument(data, false);
+    } catch {
+      // one unreadable event: keep reading the others
+    }
+  }
+
+  /**
+   * AWS event-stream messages (https://docs.aws.amazon.com/transcribe/latest/dg/streaming-setting-up.html#streaming-event-stream):
+   * total length (4), headers length (4), prelude CRC (4), headers, payload, message CRC (4), big-endian. The payload
+   * is handed to the reader as `{ [":event-type" header]: payload }`. CRCs are not checked: the client does that.
+   */
+  private readFrames(chunk: Buffer): void {
+    this.pending.push(chunk);
+    this.pendingBytes += chunk.length;
+    // Chunks are joined only once a whole message is there (never once per chunk: a provider sending a message a byte
+    // at a time costs linear work, not quadratic).
+    while (this.pendingBytes >= 12) {
+      if (this.pending[0]!.length < 12) this.pending = [Buffer.concat(this.pending)];
+      const head = this.pending[0]!;
+      const total = head.readUInt32BE(0);
+      const headersLength = head.readUInt32BE(4);
+      if (total > MAX_FRAME_BYTES || total < 16 || headersLength > total - 16) return this.giveUp();
+      if (this.pendingBytes < total) return;
+      const buffer = this.pending.length === 1 ? head : Buffer.concat(this.pending);
+      const headers = buffer.subarray(12, 12 + headersLength);
+      const payload = buffer.subarray(12 + headersLength, total - 4);
+      const eventType = eventStreamHeader(headers, ':event-type');
+      if (eventType !== undefined && payload.length > 0 && payload[0] === 0x7b) {
+        try {
+          this.read({ [eventType]: JSON.parse(payload.toString('utf8')) as unknown });
+        } catch {
+          // one unreadable message: keep reading the others
+        }
+      }
+      const rest = buffer.subarray(total);
+      this.pending = rest.length > 0 ? [rest] : [];
+      this.pendingBytes = rest.length;
+    }
+  }
+}
+
+/** The string value of one event-stream header (type 7), or undefined. */
+function eventStreamHeader(headers: Buffer, wanted: string): string | undefined {
+  let offset = 0;
+  while (offset < headers.length) {
+    const nameLength = headers.readUInt8(offset);
+    const name = headers.subarray(offset + 1, offset + 1 + nameLength).toString('utf8');
+    offset += 1 + nameLength;
+    const type = headers.readUInt8(offset);
+    offset += 1;
+    let valueLength: number;
+    switch (type) {
+      case 0: case 1: valueLength = 0; break; // true, false
+      case 2: valueLength = 1; break; // byte
+      case 3: valueLength = 2; break; // short
+      case 4: valueLength = 4; break; // integer
+      case 5: case 8: valueLength = 8; break; // long, timestamp
+      case 6: case 7: {
+        // byte array, string: 2-byte length
+        const length = headers.readUInt16BE(offset);
+        if (type === 7 && name === wanted) return headers.subarray(offset + 2, offset + 2 + length).toString('utf8');
+        valueLength = 2 + length;
+        break;
+      }
+      case 9: valueLength = 16; break; // uuid
+      default: return undefined;
+    }
+    offset += valueLength;
+  }
+  return undefined;
+}
+
+function safely<T>(read: () => T): T | undefined {
+  try {
+    return read();
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,110 @@
+/**
+ * The usage tap on its own: framing across arbitrary chunk boundaries (one byte at a time), its memory bounds (a body or
+ * a line past the bound is given up, later lines still read), and "usage unknown" rather than an error for whatever it
+ * cannot read, including a reader that throws.
+ */
+import { expect } from 'chai';
+import { crc32 } from 'node:zlib';
+import { MAX_FRAME_BYTES, MAX_JSON_BODY_BYTES, UsageTap } from '../../core/pipeline/usage-tap';
+import { ANTHROPIC_USAGE, BEDROCK_USAGE, OPENAI_USAGE } from '../../providers/_shared';
+import type { UsageExtractor } from '../../core/contract';
+
+function feed(tap: UsageTap, bytes: Buffer, size: number): void {
+  for (let offset = 0; offset < bytes.length; offset += size) tap.observe(bytes.subarray(offset, offset + size));
+}
+
+function eventStreamMessage(eventType: string, payload: unknown): Buffer {
+  const name = Buffer.from(':event-type');
+  const value = Buffer.from(eventType);
+  const length = Buffer.alloc(2);
+  length.writeUInt16BE(value.length);
+  const headers = Buffer.concat([Buffer.from([name.length]), name, Buffer.from([7]), length, value]);
+  const body = Buffer.from(JSON.stringify(payload));
+  const prelude = Buffer.alloc(8);
+  prelude.writeUInt32BE(12 + headers.length + body.length + 4, 0);
+  prelude.writeUInt32BE(headers.length, 4);
+  const preludeCrc = Buffer.alloc(4);
+  preludeCrc.writeUInt32BE(crc32(prelude));
+  const message = Buffer.concat([prelude, preludeCrc, headers, body]);
+  const messageCrc = Buffer.alloc(4);
+  messageCrc.writeUInt32BE(crc32(message));
+  return Buffer.concat([message, messageCrc]);
+}
+
+describe('usage tap', () => {
+  const anthropicStream = Buffer.from(
+    [
+      'event: message_start\r\ndata: {"type":"message_start","message":{"model":"claude-x","usage":{"input_tokens":12,"output_tokens":1}}}\r\n\r\n',
+      ': a comment line\r\n',
+      'event: message_delta\r\ndata: {"type":"message_delta","delta":{},"usage":{"output_tokens":34}}\r\n\r\n',
+    ].join(''),
+  );
+
+  for (const size of [1, 7, 64, 1 << 20]) {
+    it(`reads SSE usage fed ${size} byte(s) at a time, CRLF framed`, () => {
+      const tap = new UsageTap(ANTHROPIC_USAGE, { 'content-type': 'text/event-stream; charset=utf-8' }, 'messages');
+      feed(tap, anthropicStream, size);
+      expect(tap.finish()).to.deep.equal({ inputTokens: 12, outputTokens: 34, model: 'claude-x' });
+    });
+
+    it(`reads AWS event-stream usage fed ${size} byte(s) at a time`, () => {
+      const tap = new UsageTap(BEDROCK_USAGE, { 'content-type': 'application/vnd.amazon.eventstream' }, 'model/amazon.nova-micro-v1%3A0/converse-stream');
+      feed(tap, Buffer.concat([eventStreamMessage('contentBlockDelta', { delta: { text: 'x' } }), eventStreamMessage('metadata', { usage: { inputTokens: 3, outputTokens: 4, totalTokens: 7 } })]), size);
+      expect(tap.finish()).to.deep.equal({ inputTokens: 3, outputTokens: 4, model: 'amazon.nova-micro-v1:0' });
+    });
+  }
+
+  it('gives up on a JSON body past its bound (usage unknown), keeping no more than the bound', () => {
+    const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'application/json' }, 'embeddings');
+    const filler = Buffer.alloc(64 * 1024, 0x20);
+    tap.observe(Buffer.from('{"data":"'));
+    for (let sent = 0; sent <= MAX_JSON_BODY_BYTES; sent += filler.length) tap.observe(filler);
+    tap.observe(Buffer.from('","usage":{"prompt_tokens":5,"total_tokens":5}}'));
+    expect(tap.finish()).to.equal(undefined);
+  });
+
+  it('skips an SSE line past its bound and still reads the events after it', () => {
+    const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'text/event-stream' }, 'chat/completions');
+    tap.observe(Buffer.from('data: {"huge":"'));
+    const filler = Buffer.alloc(256 * 1024, 0x61);
+    for (let sent = 0; sent <= MAX_FRAME_BYTES; sent += filler.length) tap.observe(filler);
+    tap.observe(Buffer.from('"}\n\ndata: {"model":"m","choices":[],"usage":{"prompt_tokens":2,"completion_tokens":3}}\n\ndata: [DONE]\n\n'));
+    expect(tap.finish()).to.deep.equal({ inputTokens: 2, outputTokens: 3, model: 'm' });
+  });
+
+  it('records usage unknown for compressed, non-JSON and unknown content types', () => {
+    for (const headers of [{ 'content-type': 'application/json', 'content-encoding': 'gzip' }, { 'content-type': 'audio/mpeg' }, {}]) {
+      const tap = new UsageTap(OPENAI_USAGE, headers, 'x');
+      tap.observe(Buffer.from('{"usage":{"prompt_tokens":1,"completion_tokens":1}}'));
+      expect(tap.finish(), JSON.stringify(headers)).to.equal(undefined);
+    }
+  });
+
+  it('a reader that throws, or a garbled frame, is "nothing found", never an error', () => {
+    const throwing: UsageExtractor = {
+      read() {
+        throw new Error('reader bug');
+      },
+    };
+    const tap = new UsageTap(throwing, { 'content-type': 'text/event-stream' }, 'x');
+    expect(() => tap.observe(Buffer.from('data: {"usage":{}}\n\n'))).not.to.throw();
+    expect(tap.finish()).to.equal(undefined);
+    const garbled = new UsageTap(BEDROCK_USAGE, { 'content-type': 'application/vnd.amazon.eventstream' }, 'x');
+    expect(() => garbled.observe(Buffer.from([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3]))).not.to.throw();
+    expect(garbled.finish()).to.equal(undefined);
+  });
+
+  it('keeps no control characters in a model name (the request body is the client\'s)', () => {
+    const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'application/json' }, 'chat/completions');
+    tap.observeRequest(Buffer.from('{"model":"evil\u0000\u0007model\nname"}'));
+    tap.observe(Buffer.from('{"usage":{"prompt_tokens":1,"completion_tokens":1}}'));
+    expect(tap.finish()?.model).to.equal('evilmodelname');
+  });
+
+  it('falls back to the model the request named when the answer names none', () => {
+    const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'application/json' }, 'chat/completions');
+    tap.observeRequest(Buffer.from('{"messages":[{"role":"user","content":"hi"}],"model":"my-model"}'));
+    tap.observe(Buffer.from('{"usage":{"prompt_tokens":4,"completion_tokens":5}}'));
+    expect(tap.finish()).to.deep.equal({ inputTokens: 4, outputTokens: 5, model: 'my-model' });
+  });
+});
