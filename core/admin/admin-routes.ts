@@ -101,6 +101,8 @@ export interface AdminRoute {
   readonly rateLimited?: boolean;
   /** The change may conflict with the current state (409 documented). */
   readonly conflicts?: boolean;
+  /** The route names its object in the query rather than the path, and may not find it (404 documented). */
+  readonly findsByQuery?: boolean;
   handle(context: RouteContext): Promise<unknown>;
 }
 
@@ -444,7 +446,7 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       handle: ({ body }) => management.setPrice(body),
     },
     {
-      method: 'delete', path: '/prices', operationId: 'deletePrice', tag: 'usage',
+      method: 'delete', path: '/prices', operationId: 'deletePrice', tag: 'usage', findsByQuery: true,
       query: [
         { name: 'provider', description: 'provider slug', schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,39}$' } },
         { name: 'model', description: 'model name', schema: { type: 'string', maxLength: 200 } },

@@ -191,7 +191,7 @@ export function buildOpenApiDocument(routes: readonly AdminRoute[], version: str
     if (!route.public) {
       if (route.method !== 'get') responses['403'] = errorResponse('dashboard session without its CSRF token, or from another origin');
     }
-    if (route.path.includes('{')) responses['404'] = errorResponse('no such app, secret, device or key');
+    if (route.path.includes('{') || route.findsByQuery) responses['404'] = errorResponse('no such app, secret, device, key or price');
     if (route.rateLimited) responses['429'] = errorResponse('too many attempts; see Retry-After');
     if (route.conflicts) responses['409'] = errorResponse('conflicts with the current state (a taken name, yourself, the last administrator)');
     paths[route.path] ??= {};
