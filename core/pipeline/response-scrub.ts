@@ -49,23 +49,35 @@ function jsonCredentialFields(value: string): string[] {
 export function credentialForms(context: ProxyContext): string[] {
   const secret = context.peek('secret');
   if (!secret) return [];
-  const plain = secret.value.reveal();
-  const values = [plain, ...jsonCredentialFields(plain)];
   const upstream = context.peek('upstream');
   const auth = context.provider.auth;
   const headerNames = auth.kind === 'header' ? [auth.header.toLowerCase()] : auth.kind === 'computed' ? ['authorization', 'x-amz-security-token'] : [];
+  const sentValues: string[] = [];
   for (const name of headerNames) {
     const sent = upstream?.headers[name];
-    for (const item of Array.isArray(sent) ? sent : sent === undefined ? [] : [sent]) {
-      values.push(item);
-      const space = item.indexOf(' ');
-      if (space > 0) values.push(item.slice(space + 1));
-    }
+    for (const item of Array.isArray(sent) ? sent : sent === undefined ? [] : [sent]) sentValues.push(item);
   }
-  const forms = new Set<string>();
-  for (const value of values) for (const form of formsOf(value)) forms.add(form);
-  return [...forms].sort((a, b) => b.length - a.length);
+  // The forms depend only on the secret and what was sent with it: for a static key they are the same on every request,
+  // so they are computed once per secret (the directory caches the secret object itself) and per sent value.
+  const sentKey = sentValues.join('\u0000');
+  const cached = FORMS_CACHE.get(secret.value);
+  if (cached && cached.sent === sentKey) return cached.forms;
+  const plain = secret.value.reveal();
+  const values = [plain, ...jsonCredentialFields(plain)];
+  for (const item of sentValues) {
+    values.push(item);
+    const space = item.indexOf(' ');
+    if (space > 0) values.push(item.slice(space + 1));
+  }
+  const unique = new Set<string>();
+  for (const value of values) for (const form of formsOf(value)) unique.add(form);
+  const forms = [...unique].sort((a, b) => b.length - a.length);
+  FORMS_CACHE.set(secret.value, { sent: sentKey, forms });
+  return forms;
 }
+
+/** Credential forms per secret object (weakly held: a replaced or evicted secret takes its entry with it). */
+const FORMS_CACHE = new WeakMap<object, { readonly sent: string; readonly forms: string[] }>();
 
 const STREAMED = /^(text\/event-stream|application\/(x-)?ndjson|application\/vnd\.amazon\.eventstream|audio\/|video\/)/i;
 

@@ -26,8 +26,12 @@ interface Budget {
   readonly limit: number;
 }
 
+const NO_BUDGETS: Budget[] = [];
+
 /** The budgets that apply to one request, with the day's counter keys. */
 export function budgetsFor(settings: AppSettings, appId: string, deviceId: string, provider: string, nowMs: number): Budget[] {
+  // The common case, no budget at all, costs no date formatting on the hot path.
+  if (!settings.deviceDailyTokens && !settings.appDailyTokens && !settings.providerDailyTokens?.[provider]) return NO_BUDGETS;
   const day = new Date(nowMs).toISOString().slice(0, 10).replace(/-/g, '');
   const budgets: Budget[] = [];
   if (settings.deviceDailyTokens) budgets.push({ policy: 'device', key: `{${appId}}\u0000tok\u0000d\u0000${deviceId}\u0000${day}`, limit: settings.deviceDailyTokens });
