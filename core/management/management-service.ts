@@ -104,7 +104,7 @@ function notFound(what: string): TollgateError {
 }
 
 /** Copies the validated settings fields over `base` (null resets a field to its default), normalizing the certificate digest. */
-function mergeSettings(base: AppSettings, input: AppSettingsInput): AppSettings {
+function mergeSettings(base: AppSettings, input: AppSettingsInput, production: boolean): AppSettings {
   const settings: Record<string, unknown> = { ...base };
   for (const key of Object.keys(DEFAULT_APP_SETTINGS) as (keyof AppSettings)[]) {
     const value = input[key as keyof AppSettingsInput];
@@ -117,7 +117,7 @@ function mergeSettings(base: AppSettings, input: AppSettingsInput): AppSettings 
   if (Array.isArray(settings.openAccountRoutes)) settings.openAccountRoutes = settings.openAccountRoutes.length ? [...new Set(settings.openAccountRoutes as string[])].sort() : undefined;
   if (Array.isArray(settings.extraRoutes) && settings.extraRoutes.length === 0) settings.extraRoutes = undefined;
   if (settings.providerDailyTokens !== undefined && Object.keys(settings.providerDailyTokens as object).length === 0) settings.providerDailyTokens = undefined;
-  checkPolicy(settings as unknown as AppSettings);
+  checkPolicy(settings as unknown as AppSettings, production);
   return Object.freeze(settings) as unknown as AppSettings;
 }
 
@@ -127,7 +127,13 @@ function mergeSettings(base: AppSettings, input: AppSettingsInput): AppSettings 
  * and at least one method that can (App Attest with `appleAppId`; Android key attestation or Play Integrity standard
  * requests with `androidPackage`) must be configured.
  */
-function checkPolicy(settings: AppSettings): void {
+function checkPolicy(settings: AppSettings, production: boolean): void {
+  // Monitor mode forwards unattested requests: on a production gateway only with the explicit opt-in beside it.
+  if (production && settings.attestationMode === 'monitor' && !settings.allowMonitorInProduction) {
+    throw new TollgateError('TG_ERR_VALIDATION', 'attestationMode "monitor" forwards requests without a valid device token; on a production gateway set allowMonitorInProduction: true with it.', {
+      attestationMode: ['"monitor" on a production gateway needs allowMonitorInProduction: true'],
+    });
+  }
   if (settings.assertionMode !== 'every-request') return;
   const problems: string[] = [];
   if (settings.allowDevelopmentAttestation) problems.push('development attestation cannot prove a request: set allowDevelopmentAttestation to false first');
@@ -233,7 +239,6 @@ export class ManagementService {
   async createApp(plain: unknown): Promise<AppView & { appToken: string }> {
     const input = validateInput(CreateAppInput, plain);
     this.checkRouteSettings(input);
-    this.checkMonitorMode(mergeSettings(DEFAULT_APP_SETTINGS, input));
     const now = this.clock();
     const appToken = generateToken('app');
     const row: AppRow = {
@@ -242,7 +247,7 @@ export class ManagementService {
       tokenHash: hashToken(appToken),
       tokenHint: tokenHint(appToken),
       status: 'active',
-      settings: mergeSettings(DEFAULT_APP_SETTINGS, input),
+      settings: mergeSettings(DEFAULT_APP_SETTINGS, input, this.options.production ?? false),
       devicesRevokedBefore: 0,
       createdAt: now,
       updatedAt: now,
@@ -266,21 +271,11 @@ export class ManagementService {
     this.checkRouteSettings(input);
     return this.write(async (transaction) => {
       const app = await this.requireApp(transaction, appId);
-      const settings = mergeSettings(app.settings, input);
-      this.checkMonitorMode(settings);
+      const settings = mergeSettings(app.settings, input, this.options.production ?? false);
       const now = this.clock();
       await new AppRepository(transaction).update(appId, { name: input.name, settings }, now);
       return appView({ ...app, name: input.name ?? app.name, settings, updatedAt: now }, this.clock());
     });
-  }
-
-  /** Monitor mode forwards unattested requests: on a production gateway only with the explicit opt-in beside it. */
-  private checkMonitorMode(settings: AppSettings): void {
-    if (this.options.production && settings.attestationMode === 'monitor' && !settings.allowMonitorInProduction) {
-      throw new TollgateError('TG_ERR_VALIDATION', 'attestationMode "monitor" forwards requests without a valid device token; on a production gateway set allowMonitorInProduction: true with it.', {
-        attestationMode: ['"monitor" on a production gateway needs allowMonitorInProduction: true'],
-      });
-    }
   }
 
   /**

@@ -158,7 +158,8 @@ export class ForwardStage implements PipelineStage {
       // A request queued behind a socket cap waits a bounded time, then gets a typed error.
       // A request without a socket is not failed by destroy() until a socket frees up: take it out of the queue here.
       const agent = target.protocol === 'https:' ? this.agents.https : this.agents.http;
-      const queueTimer = setTimeout(() => {
+      // Without a socket cap (the default) nothing ever queues: no timer per request then.
+      const queueTimer = this.configuration.upstreamMaxSockets <= 0 ? undefined : setTimeout(() => {
         for (const [name, list] of Object.entries(agent.requests)) {
           const index = list?.indexOf(proxyRequest as never) ?? -1;
           if (index >= 0) list!.splice(index, 1);

@@ -111,11 +111,10 @@ function button(label: string, action: () => Promise<void>, className = '', conf
  * A value shown once (a new token): it cannot be shown again, so it stays on screen, above the page, across actions and
  * page changes, until the operator dismisses it.
  */
-function once(label: string, value: string): HTMLElement {
+function once(label: string, value: string): void {
   const box = h('div', { class: 'once', role: 'alert', 'data-testid': 'shown-once' }, h('strong', {}, label), h('p', {}, 'Copy it now: it will not be shown again.'), h('code', {}, value), ' ', copyButton(value));
   box.append(' ', button('I have copied it', async () => box.remove()));
   document.getElementById('once')?.append(box);
-  return h('span', { hidden: true });
 }
 
 async function loadProviders(): Promise<Provider[]> {
