@@ -21,7 +21,7 @@ import { sendGatewayError, toGatewayError } from '../routes/errors';
 import { AuditRepository, type RequestLogQuery } from '../storage/repositories';
 import { CSRF_HEADER, SESSION_COOKIE, csrfTokensEqual, type DashboardAuth, type DashboardSession } from './dashboard-auth';
 import { buildOpenApiDocument } from './openapi';
-import { ADMIN_MAX_BODY_BYTES, clientAddress, expectedOrigin, originMatches, readJsonBody } from '../server/request-guards';
+import { ADMIN_MAX_BODY_BYTES, clientAddress, expectedOrigin, originMatches, readJsonBody } from '../routes/request-guards';
 
 export interface AdminApiDependencies {
   readonly database: Knex;
@@ -128,7 +128,7 @@ function textQuery(query: Readonly<Record<string, unknown>>, name: string, patte
 }
 
 function requestLogQuery(appId: string, query: Readonly<Record<string, unknown>>, defaultLimit = 50): RequestLogQuery {
-  const outcome = textQuery(query, 'outcome', /^(ok|error)$/) as 'ok' | 'error' | undefined;
+  const outcome = query.outcome === undefined ? undefined : enumQuery(query, 'outcome', ['ok', 'error'] as const, 'ok');
   return {
     appId,
     deviceId: textQuery(query, 'device', /^[^\u0000-\u001f]{1,200}$/),

@@ -19,6 +19,7 @@ import {
 import type { Configuration } from '../configuration/configuration';
 import type { DeviceTokenClaims, DeviceTokenService } from '../attestation/device-tokens';
 import { readRequestBody } from './request-body';
+import { clientAddress } from '../security/client-address';
 
 /** How far `Tollgate-Request-Time` may be from the gateway's clock in every-request mode. */
 export const REQUEST_TIME_SKEW_MS = 5 * 60 * 1000;
@@ -83,7 +84,8 @@ export class VerifyDeviceStage implements PipelineStage {
 
   private unverified(context: ProxyContext, error: unknown): void {
     if (!(error instanceof GatewayError) || error.type !== 'attestationFailed' || error.reason === 'device_revoked') throw error;
-    const address = context.request.socket.remoteAddress ?? 'unknown';
+    // Behind a trusted proxy the socket's peer is the proxy: its bucket would be every unverified client's at once.
+    const address = clientAddress(context.request, this.configuration.trustProxy);
     context.set('device', { deviceId: `unverified:${address}`, method: 'unverified', tokenId: '', issuedAt: 0, expiresAt: 0, verified: false });
   }
 

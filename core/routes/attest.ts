@@ -10,7 +10,7 @@ import { checkAppToken } from '../pipeline/verify-token';
 import { storeUnavailable, writeRateLimitHeaders } from '../pipeline/limit-rate';
 import { requestIdOf } from './proxy';
 import { sendGatewayError, toGatewayError } from './errors';
-import { ATTEST_MAX_BODY_BYTES, clientAddress, readJsonBody } from '../server/request-guards';
+import { ATTEST_MAX_BODY_BYTES, clientAddress, readJsonBody } from './request-guards';
 
 /** Challenges live 5 minutes (issue "Device attestation"). */
 export const CHALLENGE_TTL_MS = 5 * 60 * 1000;

@@ -76,7 +76,7 @@ import { MemoryChallengeStore } from '../stores/memory-challenge-store';
 import { MemoryRateLimitStore } from '../stores/memory-rate-limit-store';
 import { BUILT_IN_PLUGINS_DIRECTORY, BUILT_IN_PROVIDERS_DIRECTORY, discoverPluginFolders, discoverProviderFolders, loadPluginPackage } from './plugin-loader';
 import { createLogger } from './logger';
-import { MCP_MAX_BODY_BYTES, answerClientError, continueWhenRead, readJsonBody, watchRequestBody } from './request-guards';
+import { MCP_MAX_BODY_BYTES, answerClientError, continueWhenRead, readJsonBody, watchRequestBody } from '../routes/request-guards';
 
 export const TOLLGATE_VERSION: string = (require('../../../package.json') as { version: string }).version;
 

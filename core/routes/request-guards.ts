@@ -13,7 +13,8 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { GatewayError } from '../contract';
-import { sendGatewayError } from '../routes/errors';
+import { sendGatewayError } from './errors';
+export { clientAddress } from '../security/client-address';
 
 /** Largest body of `POST /v1/attest/{method}` (an App Attest object or an Android chain is under 10 KiB). */
 export const ATTEST_MAX_BODY_BYTES = 32 * 1024;
@@ -144,19 +145,6 @@ function firstValue(value: string | string[] | undefined): string | undefined {
   return first ? first : undefined;
 }
 
-/**
- * The client's address for per-address limits: the socket's peer, or with `TOLLGATE_TRUST_PROXY` the address the one
- * trusted reverse proxy appended last to `X-Forwarded-For` (entries before it are the client's own claims).
- */
-export function clientAddress(request: IncomingMessage, trustProxy: boolean): string {
-  if (trustProxy) {
-    const raw = request.headers['x-forwarded-for'];
-    const list = (Array.isArray(raw) ? raw.join(',') : (raw ?? '')).split(',').map((entry) => entry.trim()).filter(Boolean);
-    const last = list.at(-1);
-    if (last) return last;
-  }
-  return request.socket.remoteAddress ?? 'unknown';
-}
 
 /**
  * The origin a browser must send on a state-changing dashboard request: `TOLLGATE_PUBLIC_URL`'s origin when set;
