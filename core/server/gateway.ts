@@ -412,7 +412,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       const gatewayError = toGatewayError(error);
       if (gatewayError.type === 'internalError') logger.error({ requestId: context.requestId, err: error }, 'proxy request failed');
       else if (gatewayError.type === 'serviceUnavailable') refused(gatewayError, context.requestId);
-      accessDetails.set(context.response, { ...accessDetails.get(context.response), reason: gatewayError.reason });
+      // The access line's reason comes from sendGatewayError (errorReasonOf), as on every other route.
     },
   };
   const observers: PipelineObserver[] = [usageObserver, logObserver, metrics, ...plugins.observers];
