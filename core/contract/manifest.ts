@@ -210,6 +210,12 @@ export interface UsageExtractor {
   read(document: unknown): TokenUsage | undefined;
   /** The model named by the request path, for providers that put it there (`models/{model}:generateContent`). */
   modelFromPath?(providerPath: string): string | undefined;
+  /**
+   * Optional: strings at least one of which appears in every streamed document that reports usage (e.g. `"usage"`).
+   * Once the answer's model is known, a streamed event or line containing none of them is not parsed: most chunks of a
+   * stream carry only text. Absent: every document is parsed.
+   */
+  readonly markers?: readonly string[];
 }
 
 /**

@@ -17,13 +17,15 @@
  * - Token usage is read by a tap (usage-tap.ts) that sees each chunk after it was written to the client: it never
  *   holds a byte back, keeps bounded memory, and puts what it read on `context.outcome.usage` when the answer ends.
  *
- * Written on node:http rather than http-proxy-middleware: see docs/decisions/2026-11-22-forward-on-node-http.md.
+ * Sent on undici's connection pools (Agent → one Pool per provider origin) rather than node:http's `http.request`: one
+ * write per request head, no ClientRequest/IncomingMessage stream objects per request, keep-alive by default; the CPU it
+ * saves per request is measured in docs/benchmarks.md (docs/decisions/2026-11-24-forward-on-undici.md). It replaced
+ * node:http, which had replaced http-proxy-middleware (docs/decisions/2026-11-22-forward-on-node-http.md).
  */
-import http, { type ClientRequest, type IncomingMessage } from 'node:http';
-import https from 'node:https';
-import type { Socket } from 'node:net';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { inject, injectable } from 'tsyringe';
-import { CONFIGURATION, GatewayError, type PipelineStage, type ProxyContext } from '../contract';
+import { Agent, type Dispatcher } from 'undici';
+import { CONFIGURATION, GatewayError, type PipelineStage, type ProxyContext, type UpstreamRequest } from '../contract';
 import type { Configuration } from '../configuration/configuration';
 import { scrubResponseHeaders } from './header-hygiene';
 import { ERROR_BODY_INSPECT_BYTES, credentialForms, inspectsBody, redactErrorBody } from './response-scrub';
@@ -38,8 +40,16 @@ class UpstreamFailure extends Error {
   }
 }
 
+/** undici's error codes for what the gateway names itself (https://undici.nodejs.org/#/docs/api/Errors). */
+const UNDICI_FAILURES: Readonly<Record<string, FailureKind>> = {
+  UND_ERR_CONNECT_TIMEOUT: 'connect-timeout',
+  UND_ERR_HEADERS_TIMEOUT: 'first-byte-timeout',
+};
+
 /** Maps a failure before the response head to the protocol's error type. */
 export function classifyUpstreamError(error: unknown, limitBytes: number): GatewayError {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (code !== undefined && UNDICI_FAILURES[code]) return classifyUpstreamError(new UpstreamFailure(UNDICI_FAILURES[code]!), limitBytes);
   if (error instanceof UpstreamFailure) {
     if (error.kind === 'first-byte-timeout') return new GatewayError('upstreamTimeout', 'The provider did not answer in time.', { reason: 'first_byte_timeout' });
     if (error.kind === 'body-too-large') {
@@ -51,266 +61,287 @@ export function classifyUpstreamError(error: unknown, limitBytes: number): Gatew
     }
     return new GatewayError('upstreamUnavailable', 'The provider could not be reached (connect timeout).', { reason: 'connect_timeout' });
   }
-  const code = (error as NodeJS.ErrnoException | undefined)?.code ?? 'unknown';
-  if (code === 'EMFILE' || code === 'ENFILE') {
+  // undici wraps a socket failure (UND_ERR_SOCKET, "other side closed") with the system error as its cause, when any.
+  const cause = (error as { cause?: NodeJS.ErrnoException } | undefined)?.cause;
+  const system = code === 'UND_ERR_SOCKET' ? (cause?.code ?? 'ECONNRESET') : (code ?? 'unknown');
+  if (system === 'EMFILE' || system === 'ENFILE') {
     // Out of file descriptors is the gateway's own limit, not the provider's fault.
     return new GatewayError('serviceUnavailable', 'The gateway cannot open more connections right now. Retry shortly.', { retryAfterSeconds: 1, reason: 'descriptors_exhausted' });
   }
-  return new GatewayError('upstreamUnavailable', 'The provider could not be reached.', { reason: `upstream_${code.toLowerCase()}` });
+  return new GatewayError('upstreamUnavailable', 'The provider could not be reached.', { reason: `upstream_${system.toLowerCase().replace(/^und_err_/, '')}` });
 }
 
-/** Host and port of an origin, parsed once per distinct origin. */
-const origins = new Map<string, { protocol: 'http:' | 'https:'; hostname: string; port: number }>();
-function parseOrigin(origin: string) {
-  let parsed = origins.get(origin);
-  if (!parsed) {
-    const url = new URL(origin);
-    parsed = { protocol: url.protocol as 'http:' | 'https:', hostname: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port) || (url.protocol === 'https:' ? 443 : 80) };
-    if (origins.size < 10_000) origins.set(origin, parsed);
+/** A response head's raw fields as a header object: lower-case names, values as sent (latin1, byte for byte), repeats as arrays. */
+function headersOf(raw: readonly Buffer[] | null | undefined, fallback: IncomingHttpHeaders): IncomingHttpHeaders {
+  if (!raw) return fallback;
+  const headers: Record<string, string | string[]> = {};
+  for (let index = 0; index + 1 < raw.length; index += 2) {
+    const name = raw[index]!.toString('latin1').toLowerCase();
+    const value = raw[index + 1]!.toString('latin1');
+    const existing = headers[name];
+    if (existing === undefined) headers[name] = value;
+    else if (Array.isArray(existing)) existing.push(value);
+    else headers[name] = [existing, value];
   }
-  return parsed;
+  return headers;
+}
+
+/** Upper bound on the request-body bytes kept for the model name (usage-tap.ts). */
+const REQUEST_TAP_BYTES = 16_384;
+
+/**
+ * One forwarded request: undici's dispatch handler (https://undici.nodejs.org/#/docs/api/Dispatcher?id=parameter-dispatchhandler)
+ * writing the provider's answer to the client as it arrives. A class rather than closures: nothing is allocated per
+ * request beyond this object.
+ */
+class Forwarding implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | undefined;
+  private settled = false;
+  /** Abandoned before undici handed over its controller (client gone or queue timeout): abort on arrival. */
+  private abandoned: Error | undefined;
+  private queueTimer: NodeJS.Timeout | undefined;
+  private tap: UsageTap | undefined;
+  private requestTap: Buffer[] | undefined;
+  private requestTapBytes = 0;
+  private status = 0;
+  /** A small non-2xx answer read whole to redact the credential (response-scrub.ts). */
+  private inspected: { headers: IncomingHttpHeaders; chunks: Buffer[]; size: number } | undefined;
+  private credentials: readonly string[] = [];
+  private readonly request: IncomingMessage;
+  private readonly response: ServerResponse;
+  private readonly limit: number;
+
+  constructor(
+    private readonly stage: ForwardStage,
+    private readonly context: ProxyContext,
+    private readonly upstream: UpstreamRequest,
+    private readonly resolve: () => void,
+    private readonly reject: (error: unknown) => void,
+  ) {
+    this.request = context.request;
+    this.response = context.response;
+    this.limit = stage.configuration.maxBodyBytes;
+    if (context.provider.usage) this.requestTap = [];
+  }
+
+  start(streamsBody: boolean): void {
+    const { upstream, response } = this;
+    if (this.stage.configuration.upstreamMaxSockets > 0) {
+      // A request queued behind the socket cap waits a bounded time, then gets a typed error.
+      this.queueTimer = setTimeout(() => this.abandon(new UpstreamFailure('queue-timeout')), this.stage.configuration.upstreamQueueTimeoutMs);
+    }
+    // The client went away before the answer was complete: abort upstream.
+    response.once('close', this.onClientClose);
+    let body: Buffer | IncomingMessage | null = null;
+    if (upstream.body) {
+      body = upstream.body;
+      this.keepRequest(upstream.body);
+    } else if (streamsBody) body = this.request;
+    this.stage.dispatcher.dispatch({ origin: upstream.origin, path: upstream.path, method: upstream.method as Dispatcher.HttpMethod, headers: upstream.headers, body }, this);
+  }
+
+  private readonly onClientClose = (): void => {
+    if (this.response.writableFinished) return;
+    this.context.outcome.truncated = true;
+    // Settled first: the client's leaving is not an upstream failure, whatever undici reports for the abort.
+    this.settle();
+    this.abandon(new Error('the client went away'));
+  };
+
+  /** Stops this request whatever its state (queued, connecting, streaming). */
+  private abandon(reason: Error): void {
+    if (this.controller) this.controller.abort(reason);
+    else {
+      this.abandoned ??= reason;
+      // Queued (no controller yet): answer now; undici drops the request when it would start it.
+      if (reason instanceof UpstreamFailure) this.settle(classifyUpstreamError(reason, this.limit));
+    }
+  }
+
+  private keepRequest(chunk: Buffer): void {
+    if (!this.requestTap || this.requestTapBytes >= REQUEST_TAP_BYTES) return;
+    // A copy: a view would keep the whole (possibly large) chunk alive until the answer ends.
+    const kept = Buffer.from(chunk.subarray(0, REQUEST_TAP_BYTES - this.requestTapBytes));
+    this.requestTap.push(kept);
+    this.requestTapBytes += kept.length;
+  }
+
+  /** Counts the streamed request body (cut at the limit) and keeps its start; attached when undici starts sending it. */
+  private readonly onRequestData = (chunk: Buffer): void => {
+    const outcome = this.context.outcome;
+    outcome.bytesIn += chunk.length;
+    if (outcome.bytesIn > this.limit) {
+      this.request.off('data', this.onRequestData);
+      this.abandon(new UpstreamFailure('body-too-large'));
+      return;
+    }
+    this.keepRequest(chunk);
+  };
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    clearTimeout(this.queueTimer);
+    if (this.abandoned) {
+      controller.abort(this.abandoned);
+      return;
+    }
+    if (this.controller) return; // a retried start (never with a streamed body): already set up
+    this.controller = controller;
+    // Attached in the same turn as undici's own listener (its body writer starts right after this call), so no chunk
+    // flows before both listen. A buffered body was counted by whoever read it.
+    if (!this.upstream.body && this.requestStreams()) this.request.on('data', this.onRequestData);
+  }
+
+  private requestStreams(): boolean {
+    return this.request.readable && !this.request.readableEnded;
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, parsed: IncomingHttpHeaders): void {
+    const { context, response, upstream } = this;
+    // No redirect is ever followed: a 3xx goes back to the app like any answer, scrubbed of the credential.
+    const headers = headersOf((controller as { rawHeaders?: Buffer[] | null }).rawHeaders, parsed);
+    this.credentials = credentialForms(context);
+    scrubResponseHeaders(headers, { credentials: this.credentials, gatewayRetryAfter: response.hasHeader('retry-after') });
+    if (upstream.responseUrls) rewriteResponseUrls(headers, upstream.responseUrls);
+    this.status = statusCode;
+    context.outcome.status = statusCode;
+    headers['x-accel-buffering'] = 'no';
+    if (inspectsBody(statusCode, headers, upstream.method, this.credentials)) {
+      this.inspected = { headers, chunks: [], size: 0 };
+      return;
+    }
+    this.relayHead(headers);
+  }
+
+  private relayHead(headers: IncomingHttpHeaders): void {
+    this.response.writeHead(this.status, headers as Record<string, string | string[]>);
+    if (this.context.provider.usage && this.status >= 200 && this.status < 300) {
+      this.tap = new UsageTap(this.context.provider.usage, headers, this.context.route.providerPath);
+      if (this.requestTap) for (const chunk of this.requestTap) this.tap.observeRequest(chunk);
+    }
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    const inspected = this.inspected;
+    if (inspected) {
+      inspected.chunks.push(chunk);
+      inspected.size += chunk.length;
+      if (inspected.size <= ERROR_BODY_INSPECT_BYTES) return;
+      // Larger than an error body worth redacting: relay what was read and stream the rest.
+      this.inspected = undefined;
+      this.relayHead(inspected.headers);
+      chunk = Buffer.concat(inspected.chunks);
+    }
+    this.context.outcome.bytesOut += chunk.length;
+    const flowing = this.response.write(chunk);
+    // After the write: the tap only observes what the client already has.
+    this.tap?.observe(chunk);
+    if (!flowing) {
+      controller.pause();
+      this.response.once('drain', () => controller.resume());
+    }
+  }
+
+  onResponseEnd(): void {
+    const inspected = this.inspected;
+    if (inspected) {
+      this.inspected = undefined;
+      const original = Buffer.concat(inspected.chunks);
+      const body = redactErrorBody(original, inspected.headers, this.credentials) ?? original;
+      if (inspected.headers['content-length'] === undefined) inspected.headers['content-length'] = String(body.length);
+      this.response.writeHead(this.status, inspected.headers as Record<string, string | string[]>);
+      this.context.outcome.bytesOut += body.length;
+      this.response.end(body);
+    } else {
+      // End the client's response first: parsing a buffered JSON body must not hold back its last chunk.
+      this.response.end();
+    }
+    this.settle();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+    this.request.off('data', this.onRequestData);
+    if (this.settled) return;
+    if (this.response.headersSent) {
+      // Cut after the head (reset, idle timeout): the status is gone, so end the client's response early.
+      this.context.outcome.truncated = true;
+      this.response.destroy();
+      this.settle();
+      return;
+    }
+    this.settle(classifyUpstreamError(this.abandoned ?? error, this.limit));
+  }
+
+  private settle(error?: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.queueTimer);
+    this.response.off('close', this.onClientClose);
+    if (this.tap) {
+      const usage = this.tap.finish();
+      this.tap = undefined;
+      if (usage) this.context.outcome.usage = usage;
+    }
+    if (error === undefined) this.resolve();
+    else this.reject(error);
+  }
 }
 
 @injectable()
 export class ForwardStage implements PipelineStage {
   readonly name = 'forward' as const;
-  readonly agents: { http: http.Agent; https: https.Agent };
+  /** undici's Agent: one keep-alive Pool per provider origin. */
+  readonly dispatcher: Agent;
 
-  constructor(@inject(CONFIGURATION) private readonly configuration: Configuration) {
+  constructor(@inject(CONFIGURATION) readonly configuration: Configuration) {
     // Keep-alive pools without a socket cap by default: a cap smaller than the number of concurrent streams silently
-    // queues requests (style.md, "Known traps"). `TOLLGATE_UPSTREAM_MAX_SOCKETS` sets one per upstream host; a request
-    // then waits at most `TOLLGATE_UPSTREAM_QUEUE_TIMEOUT_MS` for a socket. `queuedRequests()` and `openSockets()` feed
+    // queues requests (style.md, "Known traps"). `TOLLGATE_UPSTREAM_MAX_SOCKETS` sets one per upstream origin; a request
+    // then waits at most `TOLLGATE_UPSTREAM_QUEUE_TIMEOUT_MS` for a connection. undici's own deadlines carry the
+    // gateway's: connect (TOLLGATE_UPSTREAM_CONNECT_TIMEOUT_MS), the response head (TOLLGATE_UPSTREAM_TIMEOUT_MS) and the
+    // silence allowed between two body chunks once the answer started (TOLLGATE_UPSTREAM_IDLE_TIMEOUT_MS, 0: none).
+    // TLS certificates are verified (undici's default; never turned off). `queuedRequests()` and `openSockets()` feed
     // /metrics.
-    const maxSockets = configuration.upstreamMaxSockets > 0 ? configuration.upstreamMaxSockets : Infinity;
-    const poolOptions = { keepAlive: true, maxSockets, maxFreeSockets: 256, scheduling: 'lifo' as const };
-    this.agents = { http: new http.Agent(poolOptions), https: new https.Agent(poolOptions) };
+    this.dispatcher = new Agent({
+      connections: configuration.upstreamMaxSockets > 0 ? configuration.upstreamMaxSockets : null,
+      pipelining: 1,
+      connect: { timeout: configuration.upstreamConnectTimeoutMs },
+      headersTimeout: configuration.upstreamFirstByteTimeoutMs,
+      bodyTimeout: configuration.upstreamIdleTimeoutMs,
+      // Provider heads can be large (long `Link` or tracing headers); Node's server accepts 32 KiB from clients too.
+      maxHeaderSize: 64 * 1024,
+    });
   }
 
-  /** Requests waiting for a socket in the upstream pools (non-zero means the pool is too small). */
+  /** undici's per-origin statistics: PoolStats, or ClientStats when the cap is one connection (no `queued` then). */
+  private poolStats(): Array<{ connected?: number; queued?: number; pending?: number }> {
+    return Object.values((this.dispatcher as unknown as { stats?: Record<string, { connected?: number; queued?: number; pending?: number }> }).stats ?? {});
+  }
+
+  /** Requests waiting for a connection in the upstream pools (non-zero means the pool is too small). */
   queuedRequests(): number {
     let queued = 0;
-    for (const agent of [this.agents.http, this.agents.https]) for (const list of Object.values(agent.requests)) queued += list?.length ?? 0;
+    for (const stats of this.poolStats()) queued += stats.queued ?? stats.pending ?? 0;
     return queued;
   }
 
-  /** Open sockets to providers, in use and idle. */
+  /** Open connections to providers, in use and idle. */
   openSockets(): number {
     let open = 0;
-    for (const agent of [this.agents.http, this.agents.https]) {
-      for (const list of Object.values(agent.sockets)) open += list?.length ?? 0;
-      for (const list of Object.values(agent.freeSockets)) open += list?.length ?? 0;
-    }
+    for (const stats of this.poolStats()) open += stats.connected ?? 0;
     return open;
   }
 
   run(context: ProxyContext): Promise<void> {
     const upstream = context.get('upstream');
-    const { request, response } = context;
+    const request = context.request;
     const limit = this.configuration.maxBodyBytes;
     const declared = request.headers['content-length'];
     if (declared !== undefined && Number(declared) > limit) throw classifyUpstreamError(new UpstreamFailure('body-too-large'), limit);
-
-    const target = parseOrigin(upstream.origin);
-    const transport = target.protocol === 'https:' ? https : http;
-    // The request body's start is kept (bounded) for the model name, in case the answer does not carry it.
-    const requestTap: Buffer[] = [];
-    let requestTapBytes = 0;
-    const keepRequest = (chunk: Buffer) => {
-      if (context.provider.usage && requestTapBytes < 16_384) {
-        // A copy: a view would keep the whole (possibly large) chunk alive until the answer ends.
-        requestTap.push(Buffer.from(chunk.subarray(0, 16_384 - requestTapBytes)));
-        requestTapBytes += Math.min(chunk.length, 16_384 - requestTapBytes);
-      }
-    };
-    let tap: UsageTap | undefined;
-    const finishTap = () => {
-      if (!tap) return;
-      const usage = tap.finish();
-      tap = undefined;
-      if (usage) context.outcome.usage = usage;
-    };
-    return new Promise<void>((resolve, reject) => {
-      let settled = false;
-      const settle = (error?: unknown) => {
-        if (settled) return;
-        settled = true;
-        finishTap();
-        clearTimeout(firstByteTimer);
-        clearTimeout(connectTimer);
-        clearTimeout(queueTimer);
-        clearTimeout(idleTimer);
-        if (error === undefined) resolve();
-        else reject(error);
-      };
-      const proxyRequest: ClientRequest = transport.request({
-        protocol: target.protocol,
-        hostname: target.hostname,
-        port: target.port,
-        method: upstream.method,
-        path: upstream.path,
-        headers: upstream.headers,
-        agent: target.protocol === 'https:' ? this.agents.https : this.agents.http,
-      });
-      const fail = (kind: FailureKind) => proxyRequest.destroy(new UpstreamFailure(kind));
-
-      let connectTimer: NodeJS.Timeout | undefined;
-      let idleTimer: NodeJS.Timeout | undefined;
-      // A request queued behind a socket cap waits a bounded time, then gets a typed error.
-      // A request without a socket is not failed by destroy() until a socket frees up: take it out of the queue here.
-      const agent = target.protocol === 'https:' ? this.agents.https : this.agents.http;
-      // Without a socket cap (the default) nothing ever queues: no timer per request then.
-      const queueTimer = this.configuration.upstreamMaxSockets <= 0 ? undefined : setTimeout(() => {
-        for (const [name, list] of Object.entries(agent.requests)) {
-          const index = list?.indexOf(proxyRequest as never) ?? -1;
-          if (index >= 0) list!.splice(index, 1);
-          // Node's agent expects no empty queue lists (it deletes them itself).
-          if (list?.length === 0) delete (agent.requests as Record<string, unknown>)[name];
-        }
-        proxyRequest.destroy();
-        settle(classifyUpstreamError(new UpstreamFailure('queue-timeout'), limit));
-      }, this.configuration.upstreamQueueTimeoutMs);
-      proxyRequest.once('socket', (socket: Socket) => {
-        clearTimeout(queueTimer);
-        if (socket.connecting) {
-          connectTimer = setTimeout(() => fail('connect-timeout'), this.configuration.upstreamConnectTimeoutMs);
-          socket.once('connect', () => clearTimeout(connectTimer));
-        }
-      });
-      const firstByteTimer = setTimeout(() => fail('first-byte-timeout'), this.configuration.upstreamFirstByteTimeoutMs);
-
-      proxyRequest.once('response', (proxyResponse: IncomingMessage) => {
-        clearTimeout(firstByteTimer);
-        clearTimeout(connectTimer);
-        // No redirect is ever followed: a 3xx goes back to the app like any answer, scrubbed of the credential.
-        const credentials = credentialForms(context);
-        scrubResponseHeaders(proxyResponse.headers, { credentials, gatewayRetryAfter: response.hasHeader('retry-after') });
-        if (upstream.responseUrls) rewriteResponseUrls(proxyResponse.headers, upstream.responseUrls);
-        const status = proxyResponse.statusCode ?? 502;
-        context.outcome.status = status;
-        response.setHeader('X-Accel-Buffering', 'no');
-        const relay = (buffered?: Buffer) => {
-          response.writeHead(status, proxyResponse.headers);
-          if (context.provider.usage && status >= 200 && status < 300) {
-            tap = new UsageTap(context.provider.usage, proxyResponse.headers, context.route.providerPath);
-            for (const chunk of requestTap) tap.observeRequest(chunk);
-          }
-          // Once started, a response that sends nothing for TOLLGATE_UPSTREAM_IDLE_TIMEOUT_MS is cut (truncated).
-          const idleMs = this.configuration.upstreamIdleTimeoutMs;
-          if (idleMs > 0) {
-            idleTimer = setTimeout(() => {
-              context.outcome.truncated = true;
-              proxyRequest.destroy();
-              response.destroy();
-            }, idleMs);
-          }
-          if (buffered?.length) {
-            context.outcome.bytesOut += buffered.length;
-            response.write(buffered);
-            tap?.observe(buffered);
-          }
-          proxyResponse.on('data', (chunk: Buffer) => {
-            idleTimer?.refresh();
-            context.outcome.bytesOut += chunk.length;
-            const flowing = response.write(chunk);
-            // After the write: the tap only observes what the client already has.
-            tap?.observe(chunk);
-            if (!flowing) {
-              proxyResponse.pause();
-              response.once('drain', () => proxyResponse.resume());
-            }
-          });
-          proxyResponse.once('end', () => {
-            // End the client's response first: parsing a buffered JSON body must not hold back its last chunk.
-            response.end();
-            finishTap();
-          });
-        };
-        if (!inspectsBody(status, proxyResponse.headers, upstream.method, credentials)) relay();
-        else {
-          // A small non-2xx, non-streamed answer is read whole (up to the bound) and redacted if it holds the credential.
-          const chunks: Buffer[] = [];
-          let size = 0;
-          const stopBuffering = () => {
-            proxyResponse.off('data', onData);
-            proxyResponse.off('end', onEnd);
-          };
-          const onData = (chunk: Buffer) => {
-            chunks.push(chunk);
-            size += chunk.length;
-            if (size > ERROR_BODY_INSPECT_BYTES) {
-              stopBuffering();
-              relay(Buffer.concat(chunks));
-            }
-          };
-          const onEnd = () => {
-            stopBuffering();
-            const original = Buffer.concat(chunks);
-            const body = redactErrorBody(original, proxyResponse.headers, credentials) ?? original;
-            if (proxyResponse.headers['content-length'] === undefined) proxyResponse.headers['content-length'] = String(body.length);
-            response.writeHead(status, proxyResponse.headers);
-            context.outcome.bytesOut += body.length;
-            response.end(body);
-          };
-          proxyResponse.on('data', onData);
-          proxyResponse.once('end', onEnd);
-        }
-        proxyResponse.once('close', () => {
-          if (!proxyResponse.complete) {
-            // Reset mid-stream: the status is gone, so end the client's response early; it sees the stream stop.
-            context.outcome.truncated = true;
-            response.destroy();
-          }
-        });
-        response.once('finish', () => settle());
-      });
-
-      proxyRequest.on('error', (error: Error) => {
-        if (response.headersSent) {
-          context.outcome.truncated = true;
-          response.destroy();
-          settle();
-          return;
-        }
-        settle(classifyUpstreamError(error, limit));
-      });
-
-      // The client went away before the answer was complete: abort upstream.
-      response.once('close', () => {
-        if (!response.writableFinished) {
-          context.outcome.truncated = true;
-          proxyRequest.destroy();
-          settle();
-        }
-      });
-
-      // A body already read for a payload signature is sent as is.
-      if (upstream.body) {
-        keepRequest(upstream.body);
-        proxyRequest.end(upstream.body);
-        return;
-      }
-      // Request body: streamed with back-pressure, counted, cut at the limit.
-      request.on('data', (chunk: Buffer) => {
-        context.outcome.bytesIn += chunk.length;
-        if (context.outcome.bytesIn > limit) {
-          request.pause();
-          fail('body-too-large');
-          return;
-        }
-        keepRequest(chunk);
-        if (!proxyRequest.write(chunk)) {
-          request.pause();
-          proxyRequest.once('drain', () => request.resume());
-        }
-      });
-      if (request.readableEnded) proxyRequest.end();
-      else request.once('end', () => proxyRequest.end());
-      request.once('error', () => proxyRequest.destroy());
-    });
+    // A body is streamed when the client declared one and nobody read it yet (a payload signature reads it whole).
+    const streamsBody = !upstream.body && (request.headers['transfer-encoding'] !== undefined || (declared !== undefined && declared !== '0')) && !request.readableEnded;
+    return new Promise<void>((resolve, reject) => new Forwarding(this, context, upstream, resolve, reject).start(streamsBody));
   }
 
   close(): void {
-    this.agents.http.destroy();
-    this.agents.https.destroy();
+    void this.dispatcher.destroy();
   }
 }

@@ -106,7 +106,7 @@ export class UsageTap {
   finish(): TokenUsage | undefined {
     if (!this.gaveUp) {
       try {
-        if (this.framing === 'json') this.readDocument(Buffer.concat(this.pending).toString('utf8'), true);
+        if (this.framing === 'json') this.readDocument((this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending)).toString('utf8'), true);
         else if (this.framing === 'sse' || this.framing === 'lines') {
           if (this.pendingBytes > 0 && !this.skippingLine) this.line(Buffer.concat(this.pending).toString('utf8'));
           this.dispatchEvent();
@@ -139,6 +139,14 @@ export class UsageTap {
     this.pendingBytes += chunk.length;
     if (this.pendingBytes > MAX_JSON_BODY_BYTES) return this.giveUp();
     this.pending.push(chunk);
+  }
+
+  /** A streamed document that cannot hold usage (the extractor's markers) once the model is known: not parsed. */
+  private holdsNothing(text: string): boolean {
+    const markers = this.extractor.markers;
+    if (!markers || this.accumulator.found.model === undefined) return false;
+    for (const marker of markers) if (text.includes(marker)) return false;
+    return true;
   }
 
   private readDocument(text: string, allowArray: boolean): void {
@@ -182,6 +190,7 @@ export class UsageTap {
 
   private line(line: string): void {
     if (this.framing === 'lines') {
+      if (this.holdsNothing(line)) return;
       try {
         this.readDocument(line, false);
       } catch {
@@ -204,6 +213,7 @@ export class UsageTap {
     const data = this.eventBytes > MAX_FRAME_BYTES ? '' : this.eventData.join('\n');
     this.eventData = [];
     this.eventBytes = 0;
+    if (this.holdsNothing(data)) return;
     try {
       this.readDocument(data, false);
     } catch {

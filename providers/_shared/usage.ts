@@ -49,7 +49,7 @@ export function readOpenAiUsage(document: unknown): TokenUsage | undefined {
 }
 
 /** For OpenAI and every OpenAI-compatible provider. */
-export const OPENAI_USAGE: UsageExtractor = Object.freeze({ read: readOpenAiUsage });
+export const OPENAI_USAGE: UsageExtractor = Object.freeze({ read: readOpenAiUsage, markers: ['"usage"'] });
 
 /**
  * Embeddings and rerank APIs that report only `usage.total_tokens` (all input): Voyage AI
@@ -63,7 +63,7 @@ export function readEmbeddingsUsage(document: unknown): TokenUsage | undefined {
   return total === undefined ? reading : { ...reading, inputTokens: total, outputTokens: 0 };
 }
 
-export const EMBEDDINGS_USAGE: UsageExtractor = Object.freeze({ read: readEmbeddingsUsage });
+export const EMBEDDINGS_USAGE: UsageExtractor = Object.freeze({ read: readEmbeddingsUsage, markers: ['"usage"'] });
 
 /**
  * Anthropic Messages: the JSON body's `usage` {input_tokens, output_tokens, cache_read_input_tokens}
@@ -85,7 +85,7 @@ export function readAnthropicUsage(document: unknown): TokenUsage | undefined {
   });
 }
 
-export const ANTHROPIC_USAGE: UsageExtractor = Object.freeze({ read: readAnthropicUsage });
+export const ANTHROPIC_USAGE: UsageExtractor = Object.freeze({ read: readAnthropicUsage, markers: ['"usage"'] });
 
 /** `models/{model}:generateContent`, `…/models/{model}:streamGenerateContent`: the model named in the path. */
 export function modelFromGooglePath(path: string): string | undefined {
@@ -114,7 +114,7 @@ export function readGeminiUsage(document: unknown): TokenUsage | undefined {
   });
 }
 
-export const GEMINI_USAGE: UsageExtractor = Object.freeze({ read: readGeminiUsage, modelFromPath: modelFromGooglePath });
+export const GEMINI_USAGE: UsageExtractor = Object.freeze({ read: readGeminiUsage, modelFromPath: modelFromGooglePath, markers: ['"usageMetadata"'] });
 
 /**
  * Cohere: v2 chat `usage` {billed_units, tokens} in the JSON body and in the `message-end` stream event's `delta.usage`
@@ -137,7 +137,7 @@ export function readCohereUsage(document: unknown): TokenUsage | undefined {
   });
 }
 
-export const COHERE_USAGE: UsageExtractor = Object.freeze({ read: readCohereUsage });
+export const COHERE_USAGE: UsageExtractor = Object.freeze({ read: readCohereUsage, markers: ['"usage"', '"meta"', '"billed_units"'] });
 
 /** `model/{modelId}/converse[-stream]`, `model/{modelId}/invoke…`: the Bedrock model id in the path. */
 export function modelFromBedrockPath(path: string): string | undefined {
