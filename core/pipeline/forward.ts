@@ -24,13 +24,21 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { inject, injectable } from 'tsyringe';
-import { Agent, type Dispatcher } from 'undici';
+import type { Agent as UndiciAgent, Dispatcher } from 'undici';
 import { CONFIGURATION, GatewayError, type PipelineStage, type ProxyContext, type UpstreamRequest } from '../contract';
 import type { Configuration } from '../configuration/configuration';
 import { scrubResponseHeaders } from './header-hygiene';
 import { ERROR_BODY_INSPECT_BYTES, credentialForms, inspectsBody, redactErrorBody } from './response-scrub';
 import { rewriteResponseUrls } from './response-urls';
 import { UsageTap } from './usage-tap';
+
+/**
+ * undici's Agent class, loaded without undici's entry point: that entry point installs an undici Agent as the process's
+ * global `fetch` dispatcher (lib/global.js), which would change every `fetch()` in the process (Node's bundled fetch
+ * driving a newer undici's Agent; an official provider SDK's raw-body upload failed that way in the tests).
+ */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const Agent = require('undici/lib/dispatcher/agent') as typeof UndiciAgent;
 
 type FailureKind = 'connect-timeout' | 'first-byte-timeout' | 'body-too-large' | 'queue-timeout';
 
@@ -290,7 +298,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
 export class ForwardStage implements PipelineStage {
   readonly name = 'forward' as const;
   /** undici's Agent: one keep-alive Pool per provider origin. */
-  readonly dispatcher: Agent;
+  readonly dispatcher: UndiciAgent;
 
   constructor(@inject(CONFIGURATION) readonly configuration: Configuration) {
     // Keep-alive pools without a socket cap by default: a cap smaller than the number of concurrent streams silently

@@ -118,7 +118,8 @@ export class LimitRateStage implements PipelineStage {
    * A cap on open responses per device (streams can run for minutes). Each request holds its slot under a lease of
    * `TOLLGATE_STREAM_LEASE_MS`, renewed every third of it while the response is open and given back when it closes,
    * however it ends; a crashed node stops renewing, so its slots free themselves within one lease
-   * (docs/decisions/2026-11-24-stream-slot-leases.md). Keys carry the app's hash tag like the rate-limit keys.
+   * (docs/decisions/2026-11-24-stream-slot-leases.md). Keys carry the app's hash tag like the rate-limit keys. One timer
+   * renews every slot this node holds (not one timer per request).
    */
   private takeStreamSlot(context: ProxyContext): void | Promise<void> {
     const app = context.get('app');
@@ -130,24 +131,12 @@ export class LimitRateStage implements PipelineStage {
       if (!acquired) {
         throw new GatewayError('rateLimited', `Too many open requests from this device (at most ${limit} at once).`, { retryAfterSeconds: 1, reason: 'rate_limited_concurrent' });
       }
-      const response = context.response;
-      let released = false;
-      const release = () => {
-        if (released) return;
-        released = true;
-        clearInterval(renewal);
-        Promise.resolve(this.store.releaseSlot(key, holder)).catch(() => undefined);
-      };
-      // A failed renewal is retried at the next tick; the lease outlives two missed renewals. A response already gone
-      // (its 'close' missed) is never renewed: its slot is given back.
-      const renewal = setInterval(() => {
-        if (response.destroyed || response.writableFinished) return release();
-        Promise.resolve(this.store.renewSlot(key, holder, leaseMs)).catch(() => undefined);
-      }, Math.max(100, Math.floor(leaseMs / 3)));
-      renewal.unref();
-      response.once('close', release);
+      const slot: HeldSlot = { key, holder, response: context.response, released: false };
+      this.held.add(slot);
+      this.startRenewals(leaseMs);
+      slot.response.once('close', () => this.release(slot));
       // The client may have gone while the slot was being taken: its 'close' has fired already.
-      if (response.destroyed) release();
+      if (slot.response.destroyed) this.release(slot);
     };
     let acquired: boolean | Promise<boolean>;
     try {
@@ -158,4 +147,42 @@ export class LimitRateStage implements PipelineStage {
     if (acquired instanceof Promise) return acquired.then(admit, (error: unknown) => Promise.reject(storeUnavailable(error)));
     admit(acquired);
   }
+
+  /** Slots this node holds for open responses. */
+  private readonly held = new Set<HeldSlot>();
+  private renewals: NodeJS.Timeout | undefined;
+
+  private release(slot: HeldSlot): void {
+    if (slot.released) return;
+    slot.released = true;
+    this.held.delete(slot);
+    Promise.resolve(this.store.releaseSlot(slot.key, slot.holder)).catch(() => undefined);
+  }
+
+  /**
+   * Renews every held lease each third of the lease. A failed renewal is retried at the next tick (the lease outlives
+   * two missed renewals); a response already gone (its 'close' missed) is never renewed: its slot is given back.
+   */
+  private startRenewals(leaseMs: number): void {
+    if (this.renewals) return;
+    this.renewals = setInterval(() => {
+      for (const slot of this.held) {
+        if (slot.response.destroyed || slot.response.writableFinished) this.release(slot);
+        else Promise.resolve(this.store.renewSlot(slot.key, slot.holder, leaseMs)).catch(() => undefined);
+      }
+      if (this.held.size === 0) {
+        clearInterval(this.renewals);
+        this.renewals = undefined;
+      }
+    }, Math.max(100, Math.floor(leaseMs / 3)));
+    this.renewals.unref();
+  }
+}
+
+/** A concurrency slot held by one open response. */
+interface HeldSlot {
+  readonly key: string;
+  readonly holder: string;
+  readonly response: ServerResponse;
+  released: boolean;
 }

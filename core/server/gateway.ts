@@ -76,7 +76,7 @@ import { MemoryChallengeStore } from '../stores/memory-challenge-store';
 import { MemoryRateLimitStore } from '../stores/memory-rate-limit-store';
 import { BUILT_IN_PLUGINS_DIRECTORY, BUILT_IN_PROVIDERS_DIRECTORY, discoverPluginFolders, discoverProviderFolders, loadPluginPackage } from './plugin-loader';
 import { createLogger } from './logger';
-import { MCP_MAX_BODY_BYTES, answerClientError, continueWhenRead, readJsonBody, watchRequestBody } from '../routes/request-guards';
+import { BodyWatch, MCP_MAX_BODY_BYTES, answerClientError, continueWhenRead, readJsonBody } from '../routes/request-guards';
 
 export const TOLLGATE_VERSION: string = (require('../../../package.json') as { version: string }).version;
 
@@ -574,6 +574,9 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     );
   };
 
+  const bodies = new BodyWatch(Math.min(configuration.bodyIdleTimeoutMs, configuration.requestTimeoutMs));
+  const bodyDeadlines = { totalMs: configuration.requestTimeoutMs, idleMs: configuration.bodyIdleTimeoutMs, answer: true };
+  const proxyBodyDeadlines = { totalMs: 0, idleMs: configuration.bodyIdleTimeoutMs, answer: false };
   const handleRequest = (request: IncomingMessage, response: ServerResponse) => {
     const requestId = randomUUID();
     const started = performance.now();
@@ -587,7 +590,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     });
     const proxied = request.url !== undefined && request.url.startsWith(`${PROXY_PREFIX}/`);
     // Proxy bodies may be long uploads: only the idle deadline applies; every other route has a whole-request deadline.
-    watchRequestBody(request, response, { totalMs: proxied ? 0 : configuration.requestTimeoutMs, idleMs: configuration.bodyIdleTimeoutMs, answer: !proxied });
+    bodies.watch(request, response, proxied ? proxyBodyDeadlines : bodyDeadlines);
     if (proxied) proxyHandler(request, response);
     else app(request, response);
   };
@@ -598,7 +601,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       headersTimeout: configuration.headersTimeoutMs,
       // Node enforces headersTimeout only when it sweeps connections (default every 30 s).
       connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(configuration.headersTimeoutMs / 4))),
-      // No server-wide whole-request timeout: proxy uploads may legitimately run long. watchRequestBody gives every other
+      // No server-wide whole-request timeout: proxy uploads may legitimately run long. the body watch gives every other
       // route TOLLGATE_REQUEST_TIMEOUT_MS and every route TOLLGATE_BODY_IDLE_TIMEOUT_MS instead.
       requestTimeout: 0,
       keepAliveTimeout: configuration.keepAliveTimeoutMs,
@@ -645,6 +648,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       // in a later turn of the event loop: let them run before the last usage flush.
       if (cut) await new Promise((resolve) => setTimeout(resolve, 100));
       metrics.stop();
+      bodies.stop();
       clearInterval(retention);
       await usage.stop();
       (forward as ForwardStage).close?.();

@@ -533,17 +533,13 @@ export class UsageRepository {
       }
       return;
     }
-    // PostgreSQL: one array per column, sent on the pool's own connection (knex would expand an array binding into a list).
+    // PostgreSQL: one array per column (knex passes an array binding to pg as one array parameter). In a transaction
+    // as knex's batchInsert was: a batch whose answer timed out is rolled back, not written once more by the retry.
     const columns = USAGE_COLUMNS.map((_column, index) => rows.map((row) => row[index]));
-    const connection = (await client.acquireConnection()) as { query(text: string, values: unknown[]): Promise<unknown> };
-    try {
-      await connection.query(
-        `insert into usage_events (${USAGE_COLUMNS.join(', ')}) select * from unnest(${USAGE_COLUMN_TYPES.map((type, index) => `$${index + 1}::${type}[]`).join(', ')})`,
-        columns,
-      );
-    } finally {
-      await client.releaseConnection(connection);
-    }
+    const sql = `insert into usage_events (${USAGE_COLUMNS.join(', ')}) select * from unnest(${USAGE_COLUMN_TYPES.map((type) => `?::${type}[]`).join(', ')})`;
+    await this.database.transaction(async (transaction) => {
+      await transaction.raw(sql, columns as never);
+    });
   }
 
   /**
