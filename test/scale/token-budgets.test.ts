@@ -205,7 +205,7 @@ describe('token budget counters in Redis Cluster', function () {
   });
   after(() => cluster?.stop());
 
-  it('adds and reads one app\'s device, app and provider counters in one shard (shared hash tag), for many apps', async () => {
+  it('adds and reads one app\'s day and minute counters (device, app, provider, provider per device) in one shard (shared hash tag), for many apps', async () => {
     const store = new RedisRateLimitStore(new Cluster([{ host: '127.0.0.1', port: cluster.ports[0]! }]) as never);
     try {
       const settings = {
