@@ -245,7 +245,8 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
         const summary = await management.usageSummary(appId, now - sinceMinutes * 60_000, now + 1);
         const { byApp: _byApp, ...tokens } = summary.tokens;
         // Estimated spend from the operator's price table (null while it is empty).
-        return { appId, sinceMinutes, requests: events.length, byProvider, tokens, spend: summary.spend };
+        const spend = summary.spend === null ? null : (({ byApp: _apps, ...rest }) => rest)(summary.spend);
+        return { appId, sinceMinutes, requests: events.length, byProvider, tokens, spend };
       }),
   );
 
