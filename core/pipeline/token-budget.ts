@@ -118,16 +118,24 @@ export function checkTokenBudgets(store: RateLimitStore, context: ProxyContext, 
   decide(spent);
 }
 
-/** Adds the tokens of a finished request to every budget of its app that applies (none set: nothing to count). */
-export async function chargeTokenBudgets(store: RateLimitStore, context: ProxyContext, nowMs: number): Promise<void> {
+/**
+ * Adds the tokens of a finished request to every budget of its app that applies. None set (or no tokens): returns
+ * undefined at once, without a promise, since this runs after every answer whose usage was read.
+ */
+export function chargeTokenBudgets(store: RateLimitStore, context: ProxyContext, nowMs: number): Promise<void> | undefined {
   const app = context.peek('app');
   const device = context.peek('device');
   const usage = context.outcome.usage;
-  if (!app || !device || !usage) return;
+  if (!app || !device || !usage) return undefined;
   const tokens = (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0);
-  if (tokens <= 0) return;
+  if (tokens <= 0) return undefined;
   const budgets = budgetsFor(app.settings, app.id, device.deviceId, context.provider.slug, nowMs);
-  await Promise.all(
-    budgets.map((budget) => store.spend(budget.key, tokens, msToWindowEnd(nowMs, budget.windowMs) + (budget.windowMs === DAY_MS ? KEEP_AFTER_DAY_MS : KEEP_AFTER_MINUTE_MS))),
-  );
+  if (budgets.length === 0) return undefined;
+  try {
+    return Promise.all(
+      budgets.map((budget) => store.spend(budget.key, tokens, msToWindowEnd(nowMs, budget.windowMs) + (budget.windowMs === DAY_MS ? KEEP_AFTER_DAY_MS : KEEP_AFTER_MINUTE_MS))),
+    ).then(() => undefined);
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
