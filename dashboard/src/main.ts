@@ -3,9 +3,10 @@
  * integration code. A single page over the management API (`/v1/admin/*`) with hash routes; every control is a
  * native, labelled form element, so the whole dashboard works from the keyboard.
  */
-import { api, ApiError, setCsrfToken, type App, type Price, type Provider, type RequestLog, type Secret, type Session, type Usage, type User } from './api.js';
+import { api, ApiError, setCsrfToken, type App, type Provider, type RequestLog, type Secret, type Session, type Usage, type User } from './api.js';
 import { barChart, bucketLabel, timeBuckets } from './charts.js';
 import { checkbox, field, formValues, h, table } from './dom.js';
+import type { Price } from './api.js';
 
 const main = document.getElementById('main') as HTMLElement;
 const status = document.getElementById('status') as HTMLElement;
@@ -33,9 +34,6 @@ const FIELD_LABELS: Record<string, string> = {
   providerLimitsPerMinute: 'Per-provider limits', deviceDailyTokens: 'Tokens per day per device', appDailyTokens: 'Tokens per day for the app',
   providerDailyTokens: 'Per-provider token budgets', value: 'Key', baseUrl: 'Base URL', username: 'User name', password: 'Password',
   currentPassword: 'Current password', newPassword: 'New password', graceHours: 'Grace period', label: 'Label',
-  deviceMinuteTokens: 'Tokens per minute per device', appMinuteTokens: 'Tokens per minute for the app', providerMinuteTokens: 'Per-provider budgets per minute',
-  providerDeviceDailyTokens: 'Per-provider budgets per device', provider: 'Provider', model: 'Model', inputUsdPerMillion: 'Input USD per million tokens',
-  outputUsdPerMillion: 'Output USD per million tokens',
 };
 
 /** A validator message without its leading field name ("deviceLimitPerMinute must be …" → "must be …"). */
@@ -582,6 +580,18 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
 };
 
 // Token budgets (issue 20): the limits form's fieldset and the part of the patch it makes.
+
+// The labels an error names for the token budget and price fields.
+Object.assign(FIELD_LABELS, {
+  deviceMinuteTokens: 'Tokens per minute per device',
+  appMinuteTokens: 'Tokens per minute for the app',
+  providerMinuteTokens: 'Per-provider budgets per minute',
+  providerDeviceDailyTokens: 'Per-provider budgets per device',
+  provider: 'Provider',
+  model: 'Model',
+  inputUsdPerMillion: 'Input USD per million tokens',
+  outputUsdPerMillion: 'Output USD per million tokens',
+});
 
 /** The whole-number budgets: setting, label, hint. */
 const TOKEN_BUDGET_NUMBERS: ReadonlyArray<readonly [string, string, string]> = [

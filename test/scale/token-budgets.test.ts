@@ -143,9 +143,9 @@ describe('token budgets shared by two nodes through Redis', function () {
   it('refuses a device past its 1,000-token minute on either node until the minute ends, and only that device', async () => {
     const spender = await attest(urls[0], 'minute-device-1', minuteApp);
     const other = await attest(urls[1], 'minute-device-2', minuteApp);
-    // The scenario must stay inside one UTC minute (it takes well under a second): start with 30 s of it left at least.
+    // The scenario must stay inside one UTC minute (it takes well under a second): start with 15 s of it left at least.
     const left = 60_000 - (Date.now() % 60_000);
-    if (left < 30_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
+    if (left < 15_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
     const minute = Math.floor(Date.now() / 60_000);
 
     expect((await chat(urls[0], spender)).status).to.equal(200);
@@ -174,7 +174,7 @@ describe('token budgets shared by two nodes through Redis', function () {
   it('a minute budget alone: Retry-After runs to the minute\'s end on both nodes', async () => {
     const spender = await attest(urls[1], 'minute-device-3', minuteOnlyApp);
     const left = 60_000 - (Date.now() % 60_000);
-    if (left < 30_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
+    if (left < 15_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
     const minute = Math.floor(Date.now() / 60_000);
     expect((await chat(urls[1], spender)).status).to.equal(200);
     expect(await counterReaches('minute-device-3', 600, minuteOnlyApp, { deviceMinuteTokens: 1000 })).to.equal(600);
