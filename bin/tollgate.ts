@@ -31,12 +31,13 @@ Usage:
   tollgate migrate
   tollgate apps create --name NAME [--apple-app-id TEAMID.BUNDLE] [--android-package PKG --android-cert-sha256 HEX] [--allow-development-attestation]
                        [--device-limit N] [--app-limit N] [--provider-limit SLUG=N …] [--device-daily-quota N] [--app-daily-quota N] [--max-streams N]
-                       [--assertion-mode exchange|every-request]
+                       [--assertion-mode exchange|every-request] [the token budget options of apps update]
   tollgate apps update --app ID [--name NAME] [--device-limit N] [--app-limit N] [--allow-development-attestation true|false] [--device-token-ttl SECONDS] [--allowed-providers a,b] [--allowed-routes openai/chat/completions,…]
                         [--provider-limit SLUG=N …] [--device-daily-quota N] [--app-daily-quota N] [--max-streams N] [--assertion-mode exchange|every-request]
                         [--open-account-routes SLUG,…] [--close-account-routes SLUG,…] [--extra-route SLUG:METHOD[,METHOD…]:PATTERN …] [--no-extra-routes]
                         [--attestation-mode enforce|monitor] [--allow-monitor-in-production]      (an empty value, e.g. --device-daily-quota '', clears a setting)
-                        [--device-daily-tokens N] [--app-daily-tokens N] [--provider-daily-tokens SLUG=N …]   (token budgets per UTC day; 0 or '' clears one)
+                        [--device-daily-tokens N] [--app-daily-tokens N] [--provider-daily-tokens SLUG=N …] [--provider-device-daily-tokens SLUG=N …]
+                        [--device-minute-tokens N] [--app-minute-tokens N] [--provider-minute-tokens SLUG=N …]   (token budgets per UTC day and minute; 0 or '' clears one)
   tollgate usage --app ID [--since MINUTES] [--by device|provider|model]   (requests, errors, tokens and estimated spend; default the last 1440 minutes)
   tollgate prices list | set --provider SLUG --model MODEL --input-usd N --output-usd N | delete --provider SLUG --model MODEL
                                                                             (USD per million tokens; the table ships empty)
@@ -81,6 +82,10 @@ const OPTIONS = {
   'device-daily-tokens': { type: 'string' },
   'app-daily-tokens': { type: 'string' },
   'provider-daily-tokens': { type: 'string', multiple: true },
+  'provider-device-daily-tokens': { type: 'string', multiple: true },
+  'device-minute-tokens': { type: 'string' },
+  'app-minute-tokens': { type: 'string' },
+  'provider-minute-tokens': { type: 'string', multiple: true },
   since: { type: 'string' },
   by: { type: 'string' },
   model: { type: 'string' },
@@ -180,19 +185,21 @@ function tokenBudget(values: Values, name: keyof Values): number | null | undefi
   return value === 0 ? null : value;
 }
 
+type ProviderBudgetOption = 'provider-daily-tokens' | 'provider-device-daily-tokens' | 'provider-minute-tokens';
+
 /**
- * `--provider-daily-tokens SLUG=N …` merged over the app's current budgets: `SLUG=0` (or `SLUG=`) removes one, a lone
- * empty value clears them all (null).
+ * `--provider-daily-tokens SLUG=N …` (and the other per-provider budgets) merged over the app's current budgets:
+ * `SLUG=0` (or `SLUG=`) removes one, a lone empty value clears them all (null).
  */
-function providerTokenBudgets(values: Values, current: Readonly<Record<string, number>> | undefined): Record<string, number> | null | undefined {
-  const entries = values['provider-daily-tokens'];
+function providerTokenBudgets(values: Values, current: Readonly<Record<string, number>> | undefined, name: ProviderBudgetOption = 'provider-daily-tokens'): Record<string, number> | null | undefined {
+  const entries = values[name];
   if (!entries?.length) return undefined;
   if (entries.length === 1 && entries[0] === '') return null;
   const merged: Record<string, number> = { ...(current ?? {}) };
   for (const entry of entries) {
     const [slug, raw] = entry.split('=');
     const budget = raw === '' ? 0 : Number(raw);
-    if (!slug || raw === undefined || !Number.isInteger(budget) || budget < 0) throw new UsageError(`--provider-daily-tokens takes SLUG=N, got "${entry}"`);
+    if (!slug || raw === undefined || !Number.isInteger(budget) || budget < 0) throw new UsageError(`--${name} takes SLUG=N, got "${entry}"`);
     if (budget === 0) delete merged[slug];
     else merged[slug] = budget;
   }
@@ -495,6 +502,10 @@ async function main(argv: string[]): Promise<void> {
             deviceDailyTokens: tokenBudget(options, 'device-daily-tokens') ?? undefined,
             appDailyTokens: tokenBudget(options, 'app-daily-tokens') ?? undefined,
             providerDailyTokens: providerTokenBudgets(options, undefined) ?? undefined,
+            providerDeviceDailyTokens: providerTokenBudgets(options, undefined, 'provider-device-daily-tokens') ?? undefined,
+            deviceMinuteTokens: tokenBudget(options, 'device-minute-tokens') ?? undefined,
+            appMinuteTokens: tokenBudget(options, 'app-minute-tokens') ?? undefined,
+            providerMinuteTokens: providerTokenBudgets(options, undefined, 'provider-minute-tokens') ?? undefined,
           }),
         ),
         (app) => ({ name: app.name }),
@@ -526,6 +537,14 @@ async function main(argv: string[]): Promise<void> {
             appDailyTokens: tokenBudget(options, 'app-daily-tokens'),
             providerDailyTokens: options['provider-daily-tokens'] !== undefined
               ? providerTokenBudgets(options, (await core.management.getApp(required(options, 'app'))).settings.providerDailyTokens)
+              : undefined,
+            providerDeviceDailyTokens: options['provider-device-daily-tokens'] !== undefined
+              ? providerTokenBudgets(options, (await core.management.getApp(required(options, 'app'))).settings.providerDeviceDailyTokens, 'provider-device-daily-tokens')
+              : undefined,
+            deviceMinuteTokens: tokenBudget(options, 'device-minute-tokens'),
+            appMinuteTokens: tokenBudget(options, 'app-minute-tokens'),
+            providerMinuteTokens: options['provider-minute-tokens'] !== undefined
+              ? providerTokenBudgets(options, (await core.management.getApp(required(options, 'app'))).settings.providerMinuteTokens, 'provider-minute-tokens')
               : undefined,
             attestationMode: options['attestation-mode'],
             allowMonitorInProduction: options['allow-monitor-in-production'] ? true : undefined,

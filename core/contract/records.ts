@@ -40,6 +40,16 @@ export interface AppSettings {
   readonly deviceDailyTokens: number | undefined;
   readonly appDailyTokens: number | undefined;
   readonly providerDailyTokens: Readonly<Record<string, number>> | undefined;
+  /** Token budgets per provider per device per UTC day (`{ openai: 20000 }`): one device's spend with one provider. */
+  readonly providerDeviceDailyTokens: Readonly<Record<string, number>> | undefined;
+  /**
+   * Token budgets per fixed UTC minute (the same rules as the daily ones; `Retry-After` to the minute's end): per device,
+   * for the whole app, and per provider for the whole app. They stop a burst that a daily budget would only stop once
+   * the day's budget is gone. Absent: no budget.
+   */
+  readonly deviceMinuteTokens: number | undefined;
+  readonly appMinuteTokens: number | undefined;
+  readonly providerMinuteTokens: Readonly<Record<string, number>> | undefined;
   /** Open streams (unfinished responses) per device at once. Default 10. */
   readonly maxConcurrentStreamsPerDevice: number;
   /**
@@ -100,6 +110,10 @@ export const DEFAULT_APP_SETTINGS: AppSettings = Object.freeze({
   deviceDailyTokens: undefined,
   appDailyTokens: undefined,
   providerDailyTokens: undefined,
+  providerDeviceDailyTokens: undefined,
+  deviceMinuteTokens: undefined,
+  appMinuteTokens: undefined,
+  providerMinuteTokens: undefined,
   maxConcurrentStreamsPerDevice: 10,
   assertionMode: 'exchange',
   allowAppAttestDevelopment: false,

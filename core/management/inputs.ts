@@ -22,6 +22,7 @@ import {
   ValidateIf,
   ValidatorConstraint,
   type ValidatorConstraintInterface,
+  type ValidationArguments,
   getMetadataStorage,
   validateSync,
   type ValidationError,
@@ -50,7 +51,7 @@ class ProviderLimits implements ValidatorConstraintInterface {
   }
 }
 
-/** `{ slug: tokens per day }`, at most 100 providers, each budget 1 … 10^12 tokens. */
+/** `{ slug: tokens per window }`, at most 100 providers, each budget 1 … 10^12 tokens. */
 @ValidatorConstraint({ name: 'providerTokenBudgets' })
 class ProviderTokenBudgets implements ValidatorConstraintInterface {
   validate(value: unknown): boolean {
@@ -58,10 +59,19 @@ class ProviderTokenBudgets implements ValidatorConstraintInterface {
     const entries = Object.entries(value as Record<string, unknown>);
     return entries.length <= 100 && entries.every(([slug, budget]) => SLUG.test(slug) && Number.isInteger(budget) && (budget as number) >= 1 && (budget as number) <= 1_000_000_000_000);
   }
-  defaultMessage(): string {
-    return 'providerDailyTokens must map provider slugs to whole numbers of tokens per day';
+  defaultMessage(args: ValidationArguments): string {
+    return `${args.property} must map provider slugs to whole numbers of tokens per ${args.property.includes('Minute') ? 'minute' : 'day'} (1 to 10^12)`;
   }
 }
+
+/** The JSON Schema of a `{ slug: tokens }` budget map. */
+const providerTokenBudgetsSchema = (description: string) => ({
+  type: 'object' as const,
+  maxProperties: 100,
+  // propertyNames (slugs) is checked by the validator; the schema type of this library lacks the keyword.
+  additionalProperties: { type: 'integer' as const, minimum: 1, maximum: 1_000_000_000_000 },
+  description,
+});
 
 /**
  * `[{ provider, methods, path }]`: routes a manifest does not know yet, for one app. At most 200; each names a provider
@@ -136,15 +146,29 @@ export class AppSettingsInput {
   @JSONSchema({ description: 'tokens per UTC day for the whole app; null clears' })
   appDailyTokens?: number;
   @IsOptional()
+  @Transform(({ obj }) => (obj as Record<string, unknown>).providerDailyTokens)
   @IsObject()
   @Validate(ProviderTokenBudgets)
-  @JSONSchema({
-    type: 'object',
-    maxProperties: 100,
-    additionalProperties: { type: 'integer', minimum: 1, maximum: 1_000_000_000_000 },
-    description: 'tokens per UTC day per provider slug for the whole app; null clears',
-  })
+  @JSONSchema(providerTokenBudgetsSchema('tokens per UTC day per provider slug for the whole app; null clears'))
   providerDailyTokens?: Record<string, number>;
+  @IsOptional()
+  @Transform(({ obj }) => (obj as Record<string, unknown>).providerDeviceDailyTokens)
+  @IsObject()
+  @Validate(ProviderTokenBudgets)
+  @JSONSchema(providerTokenBudgetsSchema('tokens per UTC day per provider slug for each device; null clears'))
+  providerDeviceDailyTokens?: Record<string, number>;
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000_000)
+  @JSONSchema({ description: 'tokens (input + output, as the provider reports them) per UTC minute per device; null clears' })
+  deviceMinuteTokens?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000_000)
+  @JSONSchema({ description: 'tokens per UTC minute for the whole app; null clears' })
+  appMinuteTokens?: number;
+  @IsOptional()
+  @Transform(({ obj }) => (obj as Record<string, unknown>).providerMinuteTokens)
+  @IsObject()
+  @Validate(ProviderTokenBudgets)
+  @JSONSchema(providerTokenBudgetsSchema('tokens per UTC minute per provider slug for the whole app; null clears'))
+  providerMinuteTokens?: Record<string, number>;
   @IsOptional() @IsInt() @Min(1) @Max(10_000) maxConcurrentStreamsPerDevice?: number;
   @IsOptional() @IsArray() @ArrayMaxSize(200) @Matches(ROUTE, { each: true, message: 'allowedRoutes entries must be slug or slug/path-prefix' })
   allowedRoutes?: string[];

@@ -116,7 +116,10 @@ function mergeSettings(base: AppSettings, input: AppSettingsInput, production: b
   // An empty list opens nothing: stored as none, so that the settings read the same as the default.
   if (Array.isArray(settings.openAccountRoutes)) settings.openAccountRoutes = settings.openAccountRoutes.length ? [...new Set(settings.openAccountRoutes as string[])].sort() : undefined;
   if (Array.isArray(settings.extraRoutes) && settings.extraRoutes.length === 0) settings.extraRoutes = undefined;
-  if (settings.providerDailyTokens !== undefined && Object.keys(settings.providerDailyTokens as object).length === 0) settings.providerDailyTokens = undefined;
+  // An empty budget map sets no budget: stored as none (and the hot path's no-budget check stays a property read).
+  for (const key of ['providerDailyTokens', 'providerDeviceDailyTokens', 'providerMinuteTokens'] as const) {
+    if (settings[key] !== undefined && Object.keys(settings[key] as object).length === 0) settings[key] = undefined;
+  }
   checkPolicy(settings as unknown as AppSettings, production);
   return Object.freeze(settings) as unknown as AppSettings;
 }

@@ -55,6 +55,10 @@ const settingsShape = {
   deviceDailyTokens: z.number().int().min(1).nullable().optional().describe('token budget (input + output tokens as providers report them) per UTC day per device; null clears'),
   appDailyTokens: z.number().int().min(1).nullable().optional().describe('token budget per UTC day for the whole app; null clears'),
   providerDailyTokens: z.record(z.number().int().min(1)).nullable().optional().describe('token budget per UTC day per provider for the whole app, e.g. {"acme": 2000000}; null clears'),
+  providerDeviceDailyTokens: z.record(z.number().int().min(1)).nullable().optional().describe('token budget per UTC day per provider for each device, e.g. {"acme": 20000}; null clears'),
+  deviceMinuteTokens: z.number().int().min(1).nullable().optional().describe('token budget per UTC minute per device (Retry-After to the minute\'s end); null clears'),
+  appMinuteTokens: z.number().int().min(1).nullable().optional().describe('token budget per UTC minute for the whole app; null clears'),
+  providerMinuteTokens: z.record(z.number().int().min(1)).nullable().optional().describe('token budget per UTC minute per provider for the whole app, e.g. {"acme": 100000}; null clears'),
   maxConcurrentStreamsPerDevice: z.number().int().min(1).max(10_000).optional().describe('open streams per device (default 10)'),
   openAccountRoutes: z
     .array(z.string())
@@ -188,7 +192,7 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
 
   server.registerTool(
     'update_app',
-    { description: "Change an app's name, attestation policy, allowed providers and routes, open account routes (openAccountRoutes), extra routes, monitor mode, or limits. A setting given as null is cleared (back to its default, or none).", inputSchema: { appId: z.string(), name: z.string().min(1).max(200).optional(), ...clearable(settingsShape) } },
+    { description: "Change an app's name, attestation policy, allowed providers and routes, open account routes (openAccountRoutes), extra routes, monitor mode, limits, or token budgets per day and per minute. A setting given as null is cleared (back to its default, or none).", inputSchema: { appId: z.string(), name: z.string().min(1).max(200).optional(), ...clearable(settingsShape) } },
     ({ appId, ...changes }) => audited('update_app', appId, { fields: Object.keys(defined(changes)) }, () => management.updateApp(appId, defined(changes))),
   );
 
@@ -241,7 +245,8 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
         const summary = await management.usageSummary(appId, now - sinceMinutes * 60_000, now + 1);
         const { byApp: _byApp, ...tokens } = summary.tokens;
         // Estimated spend from the operator's price table (null while it is empty).
-        return { appId, sinceMinutes, requests: events.length, byProvider, tokens, spend: summary.spend };
+        const spend = summary.spend === null ? null : (({ byApp: _apps, ...rest }) => rest)(summary.spend);
+        return { appId, sinceMinutes, requests: events.length, byProvider, tokens, spend };
       }),
   );
 

@@ -1,50 +1,96 @@
 /**
- * Token budgets (issue 20): per device, per app and per provider, in tokens per fixed UTC day.
+ * Token budgets (issue 20): per device, per app and per provider, in tokens per fixed UTC day and per fixed UTC minute.
  *
  * - Checked before forwarding (from `limitRate`, after the request limits) against what is already spent: a request is
  *   refused only once a budget is used up, so the request that crosses it completes and the next is refused with
- *   `rateLimited`, reason `token_budget`, and `Retry-After` up to 00:00 UTC, when the day's counters start again.
- * - Charged when the answer ends, with the input + output tokens the usage tap read (usage unknown charges nothing).
+ *   `rateLimited`, reason `token_budget`, and `Retry-After` to the end of the window that is used up (00:00 UTC for a
+ *   day, the next whole UTC minute for a minute; the later one when several are used up).
+ * - Charged when the answer ends, with the input + output tokens the usage tap read (usage unknown charges nothing),
+ *   to the window the answer ends in.
  * - Counted in the rate-limit store (`spend`/`spent`), so every node of a fleet sharing Redis sees the same totals.
- *   Keys start with the app's `{…}` hash tag like the rate-limit keys and carry the UTC day, so they need no reset
- *   and expire on their own an hour after their day ends.
- * - Why a fixed UTC day rather than a rolling 24 hours: one counter per subject (a rolling window needs a bucket per
- *   hour or per request), a reset time an operator can state and a client can show ("until 00:00 UTC"), and it matches
- *   how providers bill (per UTC day). The cost: a device can spend a budget just before midnight and again just after.
- * - Only counted while a budget is set: tokens spent before a budget was set that day are not counted against it.
+ *   Keys start with the app's `{…}` hash tag like the rate-limit keys and carry their window (the UTC day, or the
+ *   minute's number since the epoch), so they need no reset and expire on their own after their window ends.
+ * - Why fixed UTC windows rather than rolling ones: one counter per subject and window (a rolling window needs a bucket
+ *   per sub-window or per request, and a read of all of them before each request), a reset time an operator can state
+ *   and a client can show, and it matches how providers bill (per UTC day) and rate-limit (per minute). The cost: a
+ *   device can spend a budget at the end of one window and again at the start of the next (at most twice the budget
+ *   over any window's length). docs/decisions/2026-11-24-token-usage.md.
+ * - Only counted while a budget is set: tokens spent before a budget was set in that window are not counted against it.
  */
 import type { AppSettings, ProxyContext, RateLimitStore } from '../contract';
 import { GatewayError } from '../contract';
 
 const DAY_MS = 86_400_000;
-/** Counters live an hour past their day (a slow node's late charge still lands), then expire. */
+const MINUTE_MS = 60_000;
+/** Day counters live an hour past their day (a slow node's late charge still lands), then expire. */
 const KEEP_AFTER_DAY_MS = 3_600_000;
+/** Minute counters live a minute past theirs. */
+const KEEP_AFTER_MINUTE_MS = 60_000;
 
-interface Budget {
-  readonly policy: 'device' | 'app' | 'provider';
+export type BudgetPolicy = 'device' | 'app' | 'provider' | 'provider-device' | 'device-minute' | 'app-minute' | 'provider-minute';
+
+export interface Budget {
+  readonly policy: BudgetPolicy;
   readonly key: string;
   readonly limit: number;
+  /** The window's length: a UTC day or a UTC minute. */
+  readonly windowMs: number;
 }
 
 const NO_BUDGETS: Budget[] = [];
 
-/** The budgets that apply to one request, with the day's counter keys. */
+/** The budgets that apply to one request, with their window's counter keys. */
 export function budgetsFor(settings: AppSettings, appId: string, deviceId: string, provider: string, nowMs: number): Budget[] {
-  // The common case, no budget at all, costs no date formatting on the hot path.
-  if (!settings.deviceDailyTokens && !settings.appDailyTokens && !settings.providerDailyTokens?.[provider]) return NO_BUDGETS;
-  const day = new Date(nowMs).toISOString().slice(0, 10).replace(/-/g, '');
+  const providerDay = settings.providerDailyTokens?.[provider];
+  const providerDeviceDay = settings.providerDeviceDailyTokens?.[provider];
+  const providerMinute = settings.providerMinuteTokens?.[provider];
+  // The common case, no budget at all, costs a few property reads: no date formatting, no allocation.
+  if (!settings.deviceDailyTokens && !settings.appDailyTokens && !providerDay && !providerDeviceDay && !settings.deviceMinuteTokens && !settings.appMinuteTokens && !providerMinute) {
+    return NO_BUDGETS;
+  }
   const budgets: Budget[] = [];
-  if (settings.deviceDailyTokens) budgets.push({ policy: 'device', key: `{${appId}}\u0000tok\u0000d\u0000${deviceId}\u0000${day}`, limit: settings.deviceDailyTokens });
-  if (settings.appDailyTokens) budgets.push({ policy: 'app', key: `{${appId}}\u0000tok\u0000a\u0000${day}`, limit: settings.appDailyTokens });
-  const providerBudget = settings.providerDailyTokens?.[provider];
-  if (providerBudget) budgets.push({ policy: 'provider', key: `{${appId}}\u0000tok\u0000p\u0000${provider}\u0000${day}`, limit: providerBudget });
+  const tag = `{${appId}}\u0000tok\u0000`;
+  if (settings.deviceDailyTokens || settings.appDailyTokens || providerDay || providerDeviceDay) {
+    const day = new Date(nowMs).toISOString().slice(0, 10).replace(/-/g, '');
+    if (settings.deviceDailyTokens) budgets.push({ policy: 'device', key: `${tag}d\u0000${deviceId}\u0000${day}`, limit: settings.deviceDailyTokens, windowMs: DAY_MS });
+    if (settings.appDailyTokens) budgets.push({ policy: 'app', key: `${tag}a\u0000${day}`, limit: settings.appDailyTokens, windowMs: DAY_MS });
+    if (providerDay) budgets.push({ policy: 'provider', key: `${tag}p\u0000${provider}\u0000${day}`, limit: providerDay, windowMs: DAY_MS });
+    if (providerDeviceDay) budgets.push({ policy: 'provider-device', key: `${tag}pd\u0000${provider}\u0000${deviceId}\u0000${day}`, limit: providerDeviceDay, windowMs: DAY_MS });
+  }
+  if (settings.deviceMinuteTokens || settings.appMinuteTokens || providerMinute) {
+    // The minute's number since the epoch: cheaper than formatting a date, and as unique.
+    const minute = Math.floor(nowMs / MINUTE_MS);
+    if (settings.deviceMinuteTokens) budgets.push({ policy: 'device-minute', key: `${tag}dm\u0000${deviceId}\u0000${minute}`, limit: settings.deviceMinuteTokens, windowMs: MINUTE_MS });
+    if (settings.appMinuteTokens) budgets.push({ policy: 'app-minute', key: `${tag}am\u0000${minute}`, limit: settings.appMinuteTokens, windowMs: MINUTE_MS });
+    if (providerMinute) budgets.push({ policy: 'provider-minute', key: `${tag}pm\u0000${provider}\u0000${minute}`, limit: providerMinute, windowMs: MINUTE_MS });
+  }
   return budgets;
+}
+
+/** Milliseconds until the end of the fixed UTC window of `windowMs` that holds `nowMs`. */
+function msToWindowEnd(nowMs: number, windowMs: number): number {
+  return Math.floor(nowMs / windowMs) * windowMs + windowMs - nowMs;
 }
 
 /** Seconds until the next 00:00 UTC (at least 1). */
 export function secondsToUtcMidnight(nowMs: number): number {
-  return Math.max(1, Math.ceil((Math.floor(nowMs / DAY_MS) * DAY_MS + DAY_MS - nowMs) / 1000));
+  return Math.max(1, Math.ceil(msToWindowEnd(nowMs, DAY_MS) / 1000));
 }
+
+/** Seconds until the next whole UTC minute (at least 1). */
+export function secondsToNextUtcMinute(nowMs: number): number {
+  return Math.max(1, Math.ceil(msToWindowEnd(nowMs, MINUTE_MS) / 1000));
+}
+
+const POLICY_NAMES: Record<BudgetPolicy, string> = {
+  device: 'device per day',
+  app: 'app per day',
+  provider: 'provider per day',
+  'provider-device': 'device with this provider per day',
+  'device-minute': 'device per minute',
+  'app-minute': 'app per minute',
+  'provider-minute': 'provider per minute',
+};
 
 /**
  * Refuses the request when a budget is used up; resolves (or returns) when none is. Store failures are thrown as they
@@ -57,9 +103,12 @@ export function checkTokenBudgets(store: RateLimitStore, context: ProxyContext, 
   const decide = (spent: readonly number[]) => {
     const exhausted = budgets.filter((budget, index) => (spent[index] ?? 0) >= budget.limit);
     if (exhausted.length === 0) return;
-    const retryAfterSeconds = secondsToUtcMidnight(nowMs);
-    const policies = exhausted.map((budget) => budget.policy).join(' and ');
-    throw new GatewayError('rateLimited', `Daily token budget used up (${policies}); it starts again at 00:00 UTC, in ${retryAfterSeconds} s.`, {
+    // The request may go again once every used-up window has ended: the latest end.
+    const windowMs = Math.max(...exhausted.map((budget) => budget.windowMs));
+    const retryAfterSeconds = windowMs === DAY_MS ? secondsToUtcMidnight(nowMs) : secondsToNextUtcMinute(nowMs);
+    const policies = exhausted.map((budget) => POLICY_NAMES[budget.policy]).join(' and ');
+    const resets = windowMs === DAY_MS ? 'at 00:00 UTC' : 'at the next UTC minute';
+    throw new GatewayError('rateLimited', `Token budget used up (${policies}); it starts again ${resets}, in ${retryAfterSeconds} s.`, {
       retryAfterSeconds,
       reason: 'token_budget',
     });
@@ -69,15 +118,24 @@ export function checkTokenBudgets(store: RateLimitStore, context: ProxyContext, 
   decide(spent);
 }
 
-/** Adds the tokens of a finished request to every budget of its app that applies (none set: nothing to count). */
-export async function chargeTokenBudgets(store: RateLimitStore, context: ProxyContext, nowMs: number): Promise<void> {
+/**
+ * Adds the tokens of a finished request to every budget of its app that applies. None set (or no tokens): returns
+ * undefined at once, without a promise, since this runs after every answer whose usage was read.
+ */
+export function chargeTokenBudgets(store: RateLimitStore, context: ProxyContext, nowMs: number): Promise<void> | undefined {
   const app = context.peek('app');
   const device = context.peek('device');
   const usage = context.outcome.usage;
-  if (!app || !device || !usage) return;
+  if (!app || !device || !usage) return undefined;
   const tokens = (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0);
-  if (tokens <= 0) return;
+  if (tokens <= 0) return undefined;
   const budgets = budgetsFor(app.settings, app.id, device.deviceId, context.provider.slug, nowMs);
-  const ttlMs = Math.floor(nowMs / DAY_MS) * DAY_MS + DAY_MS - nowMs + KEEP_AFTER_DAY_MS;
-  await Promise.all(budgets.map((budget) => store.spend(budget.key, tokens, ttlMs)));
+  if (budgets.length === 0) return undefined;
+  try {
+    return Promise.all(
+      budgets.map((budget) => store.spend(budget.key, tokens, msToWindowEnd(nowMs, budget.windowMs) + (budget.windowMs === DAY_MS ? KEEP_AFTER_DAY_MS : KEEP_AFTER_MINUTE_MS))),
+    ).then(() => undefined);
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }

@@ -380,7 +380,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       });
       // Token budgets count what the provider reported; a failed charge is logged, never fails the finished request.
       if (context.outcome.usage) {
-        chargeTokenBudgets(rateLimits, context, clock()).catch((error: unknown) => {
+        chargeTokenBudgets(rateLimits, context, clock())?.catch((error: unknown) => {
           logger.warn({ requestId: context.requestId, cause: causeOf(error) }, 'tokens could not be added to the token budgets');
         });
       }

@@ -559,6 +559,7 @@ export class UsageRepository {
       .count({ requests: '*' })
       .sum({ errors: this.database.raw('case when error_type is null and status < 400 then 0 else 1 end') })
       .sum({ tokens: this.database.raw('coalesce(input_tokens, 0) + coalesce(output_tokens, 0)') })
+      .sum({ budgetRefusals: this.database.raw("case when reason = 'token_budget' then 1 else 0 end") })
       .groupByRaw(minute)
       .orderBy('minute')) as Row[];
     const byError = (await scope().whereNotNull('error_type').select('error_type').count({ count: '*' }).groupBy('error_type').orderBy('count', 'desc')) as Row[];
@@ -613,15 +614,18 @@ export class UsageRepository {
         const price = model === null ? undefined : priceOf(provider, model);
         return price === undefined ? undefined : (input * price.inputUsdPerMillion + output * price.outputUsdPerMillion) / 1_000_000;
       };
+      // Per app too on the all-apps summary, so that the spend per app comes from the same rows.
+      const groups = appId === null ? ['app_id', 'provider', 'model'] : ['provider', 'model'];
       const perModel = (await scope()
         .whereNotNull('input_tokens')
-        .select('provider', 'model')
+        .select(...groups)
         .sum({ input: 'input_tokens', output: 'output_tokens' })
-        .groupBy('provider', 'model')
-        .limit(1000)) as Row[];
+        .groupBy(...groups)
+        .limit(5000)) as Row[];
       let total = 0;
       let unpricedTokens = 0;
-      const byModel: Array<{ provider: string; model: string; usd: number }> = [];
+      const modelSpend = new Map<string, { provider: string; model: string; usd: number }>();
+      const appSpend = new Map<string, number>();
       for (const row of perModel) {
         const input = Number(row.input ?? 0);
         const output = Number(row.output ?? 0);
@@ -629,9 +633,14 @@ export class UsageRepository {
         if (usd === undefined) unpricedTokens += input + output;
         else {
           total += usd;
-          byModel.push({ provider: row.provider as string, model: row.model as string, usd });
+          const key = `${row.provider as string}\u0000${row.model as string}`;
+          const entry = modelSpend.get(key) ?? { provider: row.provider as string, model: row.model as string, usd: 0 };
+          entry.usd += usd;
+          modelSpend.set(key, entry);
+          if (appId === null) appSpend.set(row.app_id as string, (appSpend.get(row.app_id as string) ?? 0) + usd);
         }
       }
+      const byModel = [...modelSpend.values()];
       const topDeviceIds = byTokenDevice.map((row) => row.key);
       const perDevice = topDeviceIds.length
         ? ((await scope()
@@ -652,6 +661,7 @@ export class UsageRepository {
         unpricedTokens,
         byModel: byModel.sort((a, b) => b.usd - a.usd),
         byDevice: topDeviceIds.map((deviceId) => ({ deviceId, usd: deviceSpend.get(deviceId) ?? 0 })).sort((a, b) => b.usd - a.usd),
+        byApp: [...appSpend].map(([id, usd]) => ({ appId: id, usd })).sort((a, b) => b.usd - a.usd).slice(0, 50),
       };
     }
     const verification = (await scope().whereNotNull('verified').select('verified').count({ count: '*' }).groupBy('verified')) as Row[];
@@ -669,7 +679,7 @@ export class UsageRepository {
       fromMs,
       toMs,
       totalRequests: perMinute.reduce((sum, row) => sum + Number(row.requests), 0),
-      requestsPerMinute: perMinute.map((row) => ({ minute: Number(row.minute), requests: Number(row.requests), errors: Number(row.errors ?? 0), tokens: Number(row.tokens ?? 0) })),
+      requestsPerMinute: perMinute.map((row) => ({ minute: Number(row.minute), requests: Number(row.requests), errors: Number(row.errors ?? 0), tokens: Number(row.tokens ?? 0), budgetRefusals: Number(row.budgetRefusals ?? 0) })),
       errorsByType: errorsByType.filter((entry) => entry.count > 0).sort((a, b) => b.count - a.count || a.type.localeCompare(b.type)),
       latencyByProvider: latency,
       topDevices: topDevices.map((row) => ({ deviceId: row.device_id as string, requests: Number(row.count) })),
@@ -721,8 +731,8 @@ export interface UsageSummary {
   readonly fromMs: number;
   readonly toMs: number;
   readonly totalRequests: number;
-  /** Per minute: requests, errors and tokens (input + output, as reported). */
-  readonly requestsPerMinute: ReadonlyArray<{ readonly minute: number; readonly requests: number; readonly errors: number; readonly tokens: number }>;
+  /** Per minute: requests, errors, tokens (input + output, as reported) and the refusals by a token budget (among the errors). */
+  readonly requestsPerMinute: ReadonlyArray<{ readonly minute: number; readonly requests: number; readonly errors: number; readonly tokens: number; readonly budgetRefusals: number }>;
   /** Gateway-made errors by protocol type, plus `providerError` for upstream non-2xx answers and `tokenBudget` for
    * refusals by a token budget (counted apart from the other `rateLimited`). */
   readonly errorsByType: ReadonlyArray<{ readonly type: string; readonly count: number }>;
@@ -736,7 +746,8 @@ export interface UsageSummary {
    */
   /**
    * Estimated spend in USD from the operator's price table (tokens × the model's price); null while the table is empty.
-   * `unpricedTokens`: tokens of models with no price (not in the total). Devices: the top 10 by tokens.
+   * `unpricedTokens`: tokens of models with no price (not in the total). Devices: the top 10 by tokens; apps (all-apps
+   * summaries): the top 50 by spend.
    */
   readonly spend: {
     readonly currency: 'USD';
@@ -744,6 +755,8 @@ export interface UsageSummary {
     readonly unpricedTokens: number;
     readonly byModel: ReadonlyArray<{ readonly provider: string; readonly model: string; readonly usd: number }>;
     readonly byDevice: ReadonlyArray<{ readonly deviceId: string; readonly usd: number }>;
+    /** All-apps summaries only (empty for one app's): the top 50 apps by spend. */
+    readonly byApp: ReadonlyArray<{ readonly appId: string; readonly usd: number }>;
   } | null;
   readonly tokens: TokenTotals & {
     readonly byApp: ReadonlyArray<{ readonly appId: string } & TokenTotals>;

@@ -101,14 +101,25 @@ export interface Provider {
 
 export interface Usage {
   totalRequests: number;
-  requestsPerMinute: Array<{ minute: number; requests: number; errors: number; tokens?: number }>;
+  /** `budgetRefusals`: refusals by a token budget (reason token_budget), counted in `errors` too. */
+  requestsPerMinute: Array<{ minute: number; requests: number; errors: number; tokens?: number; budgetRefusals?: number }>;
   errorsByType: Array<{ type: string; count: number }>;
   latencyByProvider: Array<{ provider: string; requests: number; p50Ms: number; p95Ms: number }>;
   topDevices: Array<{ deviceId: string; requests: number }>;
   verification: { verified: number; unverified: number };
   /** Estimated spend from the operator's price table; null while no price is set. */
-  spend?: { currency: 'USD'; totalUsd: number; unpricedTokens: number; byModel: Array<{ provider: string; model: string; usd: number }>; byDevice: Array<{ deviceId: string; usd: number }> } | null;
+  spend?: {
+    currency: 'USD';
+    totalUsd: number;
+    unpricedTokens: number;
+    byModel: Array<{ provider: string; model: string; usd: number }>;
+    byDevice: Array<{ deviceId: string; usd: number }>;
+    /** All-apps summary only. */
+    byApp?: Array<{ appId: string; usd: number }>;
+  } | null;
   tokens?: TokenSums & {
+    /** All-apps summary only. */
+    byApp?: Array<{ appId: string } & TokenSums>;
     byDevice: Array<{ deviceId: string } & TokenSums>;
     byProvider: Array<{ provider: string } & TokenSums>;
     byModel: Array<{ model: string } & TokenSums>;
@@ -122,4 +133,13 @@ export interface TokenSums {
   reasoningTokens: number;
   requests?: number;
   requestsWithUsage?: number;
+}
+
+/** One row of the operator's price table (USD per million tokens). */
+export interface Price {
+  provider: string;
+  model: string;
+  inputUsdPerMillion: number;
+  outputUsdPerMillion: number;
+  updatedAt: string;
 }

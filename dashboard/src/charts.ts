@@ -19,7 +19,7 @@ function svg(tag: string, attributes: Record<string, string | number>, text?: st
 export interface Series {
   readonly label: string;
   readonly values: readonly number[];
-  /** `alt` (amber) or `bad` (red); default blue. Every series is also named in the legend, never by colour alone. */
+  /** `alt` (amber), `bad` (red) or `budget` (purple); default blue. Every series is also named in the legend, never by colour alone. */
   readonly className?: string;
 }
 
@@ -99,19 +99,24 @@ export function barChart(id: string, title: string, labels: readonly string[], s
  * window, quiet buckets included, so that a gap in traffic shows as a gap. One minute a bucket for an hour, five for six
  * hours, thirty for a day, three hours for a week.
  */
-export function timeBuckets(points: ReadonlyArray<{ minute: number; requests: number; errors: number }>, windowMinutes: number, nowMs: number): Array<{ start: number; requests: number; errors: number }> {
+export function timeBuckets(
+  points: ReadonlyArray<{ minute: number; requests: number; errors: number; budgetRefusals?: number }>,
+  windowMinutes: number,
+  nowMs: number,
+): Array<{ start: number; requests: number; errors: number; budgetRefusals: number }> {
   const bucketMinutes = windowMinutes <= 60 ? 1 : windowMinutes <= 360 ? 5 : windowMinutes <= 1440 ? 30 : 180;
   const size = bucketMinutes * 60_000;
   const last = Math.floor(nowMs / size) * size;
   const count = Math.ceil(windowMinutes / bucketMinutes);
   const first = last - (count - 1) * size;
-  const buckets = Array.from({ length: count }, (_, index) => ({ start: first + index * size, requests: 0, errors: 0 }));
+  const buckets = Array.from({ length: count }, (_, index) => ({ start: first + index * size, requests: 0, errors: 0, budgetRefusals: 0 }));
   for (const point of points) {
     const index = Math.floor((point.minute - first) / size);
     const bucket = buckets[index];
     if (!bucket) continue;
     bucket.requests += point.requests;
     bucket.errors += point.errors;
+    bucket.budgetRefusals += point.budgetRefusals ?? 0;
   }
   return buckets;
 }

@@ -6,6 +6,7 @@
 import { api, ApiError, setCsrfToken, type App, type Provider, type RequestLog, type Secret, type Session, type Usage, type User } from './api.js';
 import { barChart, bucketLabel, timeBuckets } from './charts.js';
 import { checkbox, field, formValues, h, table } from './dom.js';
+import type { Price } from './api.js';
 
 const main = document.getElementById('main') as HTMLElement;
 const status = document.getElementById('status') as HTMLElement;
@@ -428,7 +429,6 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
     const settings = app.settings;
     const number = (name: string, label: string, hint: string) => field(label, h('input', { name, type: 'number', min: 1, value: text(settings[name]) }), hint);
     const providerLimits = Object.entries((settings.providerLimitsPerMinute as Record<string, number> | undefined) ?? {}).map(([slug, limit]) => `${slug}=${limit}`).join('\n');
-    const providerTokens = Object.entries((settings.providerDailyTokens as Record<string, number> | undefined) ?? {}).map(([slug, budget]) => `${slug}=${budget}`).join('\n');
     const form = h(
       'form',
       { 'aria-label': 'Limits' },
@@ -438,9 +438,7 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
       number('appDailyQuota', 'Requests per day for the app', 'Rolling 24 hours; empty for none.'),
       number('maxConcurrentStreamsPerDevice', 'Open streams per device', 'Concurrent streaming responses.'),
       field('Per-provider limits (one slug=requests per minute a line)', h('textarea', { name: 'providerLimitsPerMinute', rows: 3 }, providerLimits)),
-      number('deviceDailyTokens', 'Tokens per day per device', 'Input + output tokens as providers report them, per UTC day; empty for none.'),
-      number('appDailyTokens', 'Tokens per day for the app', 'All devices together, per UTC day; empty for none.'),
-      field('Per-provider token budgets (one slug=tokens per day a line)', h('textarea', { name: 'providerDailyTokens', rows: 3 }, providerTokens)),
+      tokenBudgetFieldset(settings),
       field('Allowed routes (one slug or slug/path-prefix a line; empty allows all)', h('textarea', { name: 'allowedRoutes', rows: 3 }, ((settings.allowedRoutes as string[] | undefined) ?? []).join('\n'))),
       h('button', { type: 'submit', class: 'primary' }, 'Save limits'),
     );
@@ -448,7 +446,7 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
       onSubmit(form, async (values) => {
         const patch: Record<string, unknown> = {};
         // An emptied field clears its limit (null: the default for per-minute limits, none for quotas).
-        for (const key of ['deviceLimitPerMinute', 'appLimitPerMinute', 'deviceDailyQuota', 'appDailyQuota', 'maxConcurrentStreamsPerDevice', 'deviceDailyTokens', 'appDailyTokens']) {
+        for (const key of ['deviceLimitPerMinute', 'appLimitPerMinute', 'deviceDailyQuota', 'appDailyQuota', 'maxConcurrentStreamsPerDevice']) {
           patch[key] = values[key] === '' ? null : Number(values[key]);
         }
         const limits: Record<string, number> = {};
@@ -457,12 +455,7 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
           limits[slug ?? ''] = Number(limit);
         }
         patch.providerLimitsPerMinute = Object.keys(limits).length ? limits : null;
-        const budgets: Record<string, number> = {};
-        for (const line of String(values.providerDailyTokens).split('\n').map((entry) => entry.trim()).filter(Boolean)) {
-          const [slug, budget] = line.split('=').map((part) => part.trim());
-          budgets[slug ?? ''] = Number(budget);
-        }
-        patch.providerDailyTokens = Object.keys(budgets).length ? budgets : null;
+        Object.assign(patch, tokenBudgetPatch(values));
         const allowedRoutes = String(values.allowedRoutes).split('\n').map((entry) => entry.trim()).filter(Boolean);
         patch.allowedRoutes = allowedRoutes.length ? allowedRoutes : null;
         await api('PATCH', `/apps/${app.id}`, patch);
@@ -586,6 +579,144 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
   },
 };
 
+// Token budgets (issue 20): the limits form's fieldset and the part of the patch it makes.
+
+// The labels an error names for the token budget and price fields.
+Object.assign(FIELD_LABELS, {
+  deviceMinuteTokens: 'Tokens per minute per device',
+  appMinuteTokens: 'Tokens per minute for the app',
+  providerMinuteTokens: 'Per-provider budgets per minute',
+  providerDeviceDailyTokens: 'Per-provider budgets per device',
+  provider: 'Provider',
+  model: 'Model',
+  inputUsdPerMillion: 'Input USD per million tokens',
+  outputUsdPerMillion: 'Output USD per million tokens',
+});
+
+/** The whole-number budgets: setting, label, hint. */
+const TOKEN_BUDGET_NUMBERS: ReadonlyArray<readonly [string, string, string]> = [
+  ['deviceDailyTokens', 'Tokens per day per device', 'Input + output tokens as providers report them, per UTC day; empty for none.'],
+  ['appDailyTokens', 'Tokens per day for the app', 'All devices together, per UTC day; empty for none.'],
+  ['deviceMinuteTokens', 'Tokens per minute per device', 'Per UTC minute: stops a burst long before a day’s budget is gone; empty for none.'],
+  ['appMinuteTokens', 'Tokens per minute for the app', 'All devices together, per UTC minute; empty for none.'],
+];
+
+/** The per-provider budgets (one `slug=tokens` a line): setting, label, hint. */
+const TOKEN_BUDGET_MAPS: ReadonlyArray<readonly [string, string, string]> = [
+  ['providerDailyTokens', 'Per-provider token budgets (one slug=tokens per day a line)', 'All devices together, per UTC day.'],
+  ['providerMinuteTokens', 'Per-provider budgets per minute (one slug=tokens per minute a line)', 'All devices together, per UTC minute.'],
+  ['providerDeviceDailyTokens', 'Per-provider budgets per device (one slug=tokens per day a line)', 'Each device on its own, per UTC day.'],
+];
+
+function tokenBudgetFieldset(settings: Record<string, unknown>): HTMLElement {
+  return h(
+    'fieldset',
+    { class: 'budgets', 'data-testid': 'token-budgets' },
+    h('legend', {}, 'Token budgets'),
+    h('p', { class: 'muted' }, 'Checked before each request against what is already spent: the request that crosses a budget completes, the next is refused (429, token_budget) until its UTC day or minute ends. Answers whose usage the provider does not report count nothing.'),
+    ...TOKEN_BUDGET_NUMBERS.map(([name, label, hint]) => field(label, h('input', { name, type: 'number', min: 1, step: 1, value: text(settings[name]) }), hint)),
+    ...TOKEN_BUDGET_MAPS.map(([name, label, hint]) => {
+      const lines = Object.entries((settings[name] as Record<string, number> | undefined) ?? {}).map(([slug, budget]) => `${slug}=${budget}`).join('\n');
+      return field(label, h('textarea', { name, rows: 2 }, lines), hint);
+    }),
+  );
+}
+
+/** An emptied field clears its budget (null); a line that is not `slug=N` is sent as is, for the API to name the field. */
+function tokenBudgetPatch(values: Record<string, string | boolean>): Record<string, unknown> {
+  const patch: Record<string, unknown> = {};
+  for (const [name] of TOKEN_BUDGET_NUMBERS) patch[name] = values[name] === '' ? null : Number(values[name]);
+  for (const [name] of TOKEN_BUDGET_MAPS) {
+    const budgets: Record<string, number | string> = {};
+    for (const line of String(values[name] ?? '').split('\n').map((entry) => entry.trim()).filter(Boolean)) {
+      const [slug = '', budget = ''] = line.split('=').map((part) => part.trim());
+      budgets[slug] = /^\d+$/.test(budget) ? Number(budget) : budget;
+    }
+    patch[name] = Object.keys(budgets).length ? budgets : null;
+  }
+  return patch;
+}
+
+// Spend and tokens per app and model (issue 20): the usage page's charts beyond requests.
+
+/** Spend per model; on the all-apps page, tokens and spend per app (by name). */
+function spendCharts(usage: Usage, appNames: ReadonlyMap<string, string> | null): HTMLElement[] {
+  const charts: HTMLElement[] = [];
+  if (usage.spend?.byModel.length) {
+    charts.push(barChart('chart-spend-models', 'Estimated spend by model', usage.spend.byModel.map((entry) => entry.model), [{ label: 'USD', values: usage.spend.byModel.map((entry) => +entry.usd.toFixed(6)) }], ' $'));
+  }
+  if (appNames) {
+    const name = (appId: string) => appNames.get(appId) ?? appId;
+    const byApp = usage.tokens?.byApp ?? [];
+    charts.push(
+      barChart('chart-tokens-apps', 'Tokens by app', byApp.map((entry) => name(entry.appId)), [
+        { label: 'input', values: byApp.map((entry) => entry.inputTokens) },
+        { label: 'output', values: byApp.map((entry) => entry.outputTokens), className: 'alt' },
+      ]),
+    );
+    if (usage.spend?.byApp?.length) charts.push(barChart('chart-spend-apps', 'Estimated spend by app', usage.spend.byApp.map((entry) => name(entry.appId)), [{ label: 'USD', values: usage.spend.byApp.map((entry) => +entry.usd.toFixed(6)) }], ' $'));
+  }
+  return charts;
+}
+
+// Prices (issue 20): the operator's price table behind the spend estimates.
+
+async function pricesPage(): Promise<void> {
+  const [prices, catalog] = await Promise.all([api<Price[]>('GET', '/prices'), loadProviders()]);
+  const providerSelect = h('select', { name: 'provider', required: true }, ...catalog.map((provider) => h('option', { value: provider.slug }, provider.name)));
+  const model = h('input', { name: 'model', required: true, maxlength: 200, placeholder: 'gpt-4o-mini' });
+  const input = h('input', { name: 'inputUsdPerMillion', type: 'number', min: 0, step: 'any', required: true });
+  const output = h('input', { name: 'outputUsdPerMillion', type: 'number', min: 0, step: 'any', required: true });
+  const form = h(
+    'form',
+    { 'aria-label': 'Set a price' },
+    field('Provider', providerSelect),
+    field('Model', model, 'As the provider reports it; a dated version suffix (-2024-07-18) falls back to the name without it.'),
+    field('Input USD per million tokens', input),
+    field('Output USD per million tokens', output),
+    h('button', { type: 'submit', class: 'primary' }, 'Save price'),
+  );
+  const edit = (price: Price) => async () => {
+    providerSelect.value = price.provider;
+    model.value = price.model;
+    input.value = String(price.inputUsdPerMillion);
+    output.value = String(price.outputUsdPerMillion);
+    input.focus();
+  };
+  const remove = (price: Price) => async () => {
+    await api('DELETE', `/prices?provider=${encodeURIComponent(price.provider)}&model=${encodeURIComponent(price.model)}`);
+    await pricesPage();
+    say(`The price of ${price.model} is removed.`);
+  };
+  show(
+    'Prices',
+    h('p', { class: 'muted' }, 'USD per million input and output tokens, per provider and model. The spend estimates under Usage use them at once, for past requests too. Tollgate ships none, so that no stale price is ever shown as fact.'),
+    // Four narrow columns, so that the table fits a 390 px screen whole.
+    table(
+      ['Model', 'USD per million tokens', 'Updated', ''],
+      prices.map((price) => {
+        const editButton = button('Edit', edit(price));
+        editButton.setAttribute('aria-label', `Edit ${price.model}`);
+        const deleteButton = button('Delete', remove(price), 'danger', `Remove the price of ${price.provider} ${price.model}?`);
+        deleteButton.setAttribute('aria-label', `Delete ${price.model}`);
+        return [
+          h('span', {}, h('span', { class: 'muted' }, price.provider), h('br'), h('code', {}, price.model)),
+          `${price.inputUsdPerMillion} input, ${price.outputUsdPerMillion} output`,
+          h('span', { title: new Date(price.updatedAt).toLocaleString() }, new Date(price.updatedAt).toLocaleDateString()),
+          h('span', { class: 'actions' }, editButton, ' ', deleteButton),
+        ];
+      }),
+      prices.length ? undefined : 'No prices yet: spend is not estimated until one is set below.',
+    ),
+    h('h2', {}, 'Set a price'),
+    onSubmit(form, async (values) => {
+      const price = await api<Price>('PUT', '/prices', { provider: values.provider, model: values.model, inputUsdPerMillion: Number(values.inputUsdPerMillion), outputUsdPerMillion: Number(values.outputUsdPerMillion) });
+      await pricesPage();
+      say(`The price of ${price.model} is saved.`);
+    }),
+  );
+}
+
 async function usageContent(path: string): Promise<Node[]> {
   const container = h('div', {});
   const form = h(
@@ -595,6 +726,8 @@ async function usageContent(path: string): Promise<Node[]> {
     h('button', { type: 'submit' }, 'Refresh now'),
   );
   const updated = h('p', { class: 'muted', 'data-testid': 'updated' });
+  // The all-apps page names apps in its per-app charts.
+  const appNames = path === '/usage' ? new Map((await api<App[]>('GET', '/apps')).map((app) => [app.id, app.name])) : null;
   let current: Record<string, string | boolean> = {};
   const render = async (values: Record<string, string | boolean>) => {
     current = values;
@@ -612,7 +745,7 @@ async function usageContent(path: string): Promise<Node[]> {
         { 'data-testid': 'total-spend' },
         usage.spend
           ? `Estimated spend: $${usage.spend.totalUsd.toFixed(4)}${usage.spend.unpricedTokens ? ` (${usage.spend.unpricedTokens} tokens of models without a price not counted)` : ''}.`
-          : 'No prices set: spend is not estimated (tollgate prices set).',
+          : 'No prices set: spend is not estimated (set them under Prices).',
       ),
       h(
         'div',
@@ -620,6 +753,7 @@ async function usageContent(path: string): Promise<Node[]> {
         barChart('chart-requests', bucketMinutes <= 60_000 ? 'Requests per minute' : `Requests per ${bucketMinutes / 60_000} minutes`, buckets.map((bucket) => bucketLabel(bucket.start, minutes)), [
           { label: 'requests', values: buckets.map((bucket) => bucket.requests) },
           { label: 'errors', values: buckets.map((bucket) => bucket.errors), className: 'bad' },
+          { label: 'token budget refusals', values: buckets.map((bucket) => bucket.budgetRefusals), className: 'budget' },
         ]),
         barChart('chart-errors', 'Errors by type', usage.errorsByType.map((entry) => entry.type), [{ label: 'errors', values: usage.errorsByType.map((entry) => entry.count), className: 'bad' }]),
         barChart('chart-latency', 'Latency per provider (p50, p95)', usage.latencyByProvider.map((entry) => entry.provider), [
@@ -628,7 +762,7 @@ async function usageContent(path: string): Promise<Node[]> {
         ], ' ms'),
         barChart('chart-devices', 'Top devices', usage.topDevices.map((entry) => entry.deviceId), [{ label: 'requests', values: usage.topDevices.map((entry) => entry.requests) }]),
         barChart('chart-verification', 'Verified and unverified requests', ['verified', 'unverified'], [{ label: 'requests', values: [usage.verification.verified, usage.verification.unverified] }]),
-        barChart('chart-tokens-devices', 'Tokens by device', tokens.byDevice.map((entry) => entry.deviceId), [
+        barChart('chart-tokens-devices', 'Top devices by tokens', tokens.byDevice.map((entry) => entry.deviceId), [
           { label: 'input', values: tokens.byDevice.map((entry) => entry.inputTokens) },
           { label: 'output', values: tokens.byDevice.map((entry) => entry.outputTokens), className: 'alt' },
         ]),
@@ -639,6 +773,7 @@ async function usageContent(path: string): Promise<Node[]> {
           { label: 'input', values: tokens.byModel.map((entry) => entry.inputTokens) },
           { label: 'output', values: tokens.byModel.map((entry) => entry.outputTokens), className: 'alt' },
         ]),
+        ...spendCharts(usage, appNames),
       ),
     );
   };
@@ -843,6 +978,7 @@ async function route(): Promise<void> {
   try {
     if (parts[0] === 'apps' && parts[1]) return await appPage(parts[1], parts[2] ?? '');
     if (parts[0] === 'usage') return show('Usage of every app', ...(await usageContent('/usage')));
+    if (parts[0] === 'prices') return await pricesPage();
     if (parts[0] === 'admin-keys') return await adminKeysPage();
     if (parts[0] === 'audit') return await auditPage();
     if (parts[0] === 'users') return await usersPage();

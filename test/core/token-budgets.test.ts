@@ -1,14 +1,17 @@
 /**
  * Token budgets on one node (in-process rate-limit store): set through the management API, the CLI and MCP, cleared by
- * null / 0 / an empty value; device, app and provider budgets refuse the request after the one that crossed them, with
- * reason `token_budget`; tokens of a stream count as the provider reported them in its last event; usage unknown
- * counts nothing. The fleet case (two nodes on Redis) is test/scale/token-budgets.test.ts.
+ * null / 0 / an empty value; device, app and provider budgets, per UTC day and per UTC minute, refuse the request after
+ * the one that crossed them, with reason `token_budget` and `Retry-After` to the end of their window; tokens of a stream
+ * count as the provider reported them in its last event; usage unknown counts nothing. The fleet case (two nodes on
+ * Redis) is test/scale/token-budgets.test.ts.
  */
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { DEFAULT_APP_SETTINGS } from '../../core/contract';
+import { budgetsFor, secondsToNextUtcMinute, secondsToUtcMidnight } from '../../core/pipeline/token-budget';
 import { FakeUpstream, sseEvents, type Responder } from '../support/fake-upstream';
 import { TestGateway, type Provisioned } from '../support/gateway';
 
@@ -126,6 +129,13 @@ describe('token budgets (one node)', function () {
     expect(settings.providerDailyTokens).to.deep.equal({ anthropic: 30000 });
     settings = cli('--provider-daily-tokens', '');
     expect(settings.providerDailyTokens ?? null).to.equal(null);
+    settings = cli('--device-minute-tokens', '300', '--app-minute-tokens', '4000', '--provider-minute-tokens', 'openai=2000', '--provider-device-daily-tokens', 'anthropic=700', '--provider-device-daily-tokens', 'openai=900');
+    expect(settings).to.deep.include({ deviceMinuteTokens: 300, appMinuteTokens: 4000, providerMinuteTokens: { openai: 2000 }, providerDeviceDailyTokens: { anthropic: 700, openai: 900 } });
+    settings = cli('--device-minute-tokens', '', '--app-minute-tokens', '0', '--provider-minute-tokens', '', '--provider-device-daily-tokens', 'openai=0');
+    expect(settings.deviceMinuteTokens ?? null).to.equal(null);
+    expect(settings.appMinuteTokens ?? null).to.equal(null);
+    expect(settings.providerMinuteTokens ?? null).to.equal(null);
+    expect(settings.providerDeviceDailyTokens).to.deep.equal({ anthropic: 700 });
 
     const prices = (...args: string[]) => {
       const result = spawnSync(process.execPath, [CLI, 'prices', ...args], { env: { PATH: process.env.PATH ?? '', ...gateway.env }, encoding: 'utf8' });
@@ -145,6 +155,17 @@ describe('token budgets (one node)', function () {
       const updated = await client.callTool({ name: 'update_app', arguments: { appId, deviceDailyTokens: 2000, providerDailyTokens: { openai: 9000 } } });
       expect((updated as { isError?: boolean }).isError ?? false, JSON.stringify(updated)).to.equal(false);
       expect((await gateway.gateway.management.getApp(appId)).settings).to.deep.include({ deviceDailyTokens: 2000, providerDailyTokens: { openai: 9000 } });
+      const perMinute = await client.callTool({ name: 'update_app', arguments: { appId, deviceMinuteTokens: 500, appMinuteTokens: 5000, providerMinuteTokens: { openai: 3000 }, providerDeviceDailyTokens: { openai: 800 } } });
+      expect((perMinute as { isError?: boolean }).isError ?? false, JSON.stringify(perMinute)).to.equal(false);
+      expect((await gateway.gateway.management.getApp(appId)).settings).to.deep.include({ deviceMinuteTokens: 500, appMinuteTokens: 5000, providerMinuteTokens: { openai: 3000 }, providerDeviceDailyTokens: { openai: 800 } });
+      const cleared = await client.callTool({ name: 'update_app', arguments: { appId, deviceMinuteTokens: null, providerMinuteTokens: null } });
+      expect((cleared as { isError?: boolean }).isError ?? false, JSON.stringify(cleared)).to.equal(false);
+      const after = (await gateway.gateway.management.getApp(appId)).settings;
+      expect(after.deviceMinuteTokens ?? null).to.equal(null);
+      expect(after.providerMinuteTokens ?? null).to.equal(null);
+      expect(after.appMinuteTokens).to.equal(5000);
+      const refused = (await client.callTool({ name: 'update_app', arguments: { appId, appMinuteTokens: 0 } })) as { isError?: boolean };
+      expect(refused.isError).to.equal(true);
     } finally {
       await client.close();
     }
@@ -190,10 +211,142 @@ describe('token budgets (one node)', function () {
 
   it('refuses invalid budgets with 400 naming the field', async () => {
     const { appId } = await gateway.createApp();
-    for (const body of [{ deviceDailyTokens: 0 }, { appDailyTokens: 1.5 }, { providerDailyTokens: { openai: -1 } }, { providerDailyTokens: { 'Not A Slug': 5 } }]) {
+    for (const body of [
+      { deviceDailyTokens: 0 },
+      { appDailyTokens: 1.5 },
+      { providerDailyTokens: { openai: -1 } },
+      { providerDailyTokens: { 'Not A Slug': 5 } },
+      { deviceMinuteTokens: 0 },
+      { appMinuteTokens: '100' },
+      { appMinuteTokens: 1e13 },
+      { providerMinuteTokens: { openai: 2.5 } },
+      { providerMinuteTokens: [100] },
+      { providerDeviceDailyTokens: { toString: 5 } },
+      { providerDeviceDailyTokens: 'openai=5' },
+    ]) {
       const response = await admin('PATCH', `/apps/${appId}`, body);
       expect(response.status, JSON.stringify(body)).to.equal(400);
-      expect(JSON.stringify(response.json), JSON.stringify(body)).to.contain(Object.keys(body)[0]!);
+      const error = (response.json as unknown as { error: { type: string; reason: string; fields: Record<string, string[]> } }).error;
+      expect(error.type, JSON.stringify(body)).to.equal('invalidRequest');
+      expect(Object.keys(error.fields), JSON.stringify(body)).to.deep.equal([Object.keys(body)[0]!]);
     }
+    // Nothing of the refused changes was kept.
+    const settings = (await gateway.gateway.management.getApp(appId)).settings;
+    for (const key of ['deviceMinuteTokens', 'appMinuteTokens', 'providerMinuteTokens', 'providerDeviceDailyTokens'] as const) expect(settings[key] ?? null, key).to.equal(null);
+    // An empty map sets no budget (stored as none), as null does.
+    const empty = await admin('PATCH', `/apps/${appId}`, { providerMinuteTokens: {}, providerDeviceDailyTokens: {} });
+    expect(empty.status).to.equal(200);
+    expect(empty.json.settings.providerMinuteTokens ?? null).to.equal(null);
+    expect(empty.json.settings.providerDeviceDailyTokens ?? null).to.equal(null);
+  });
+});
+
+describe('per-minute token budgets and per-provider device budgets (one node, a clock the test moves)', function () {
+  this.timeout(60_000);
+  let upstream: FakeUpstream;
+  let gateway: TestGateway;
+  // 20 s into the current UTC minute; the test moves it, never the wall clock.
+  let now = Math.floor(Date.now() / 60_000) * 60_000 + 20_000;
+
+  before(async () => {
+    upstream = await FakeUpstream.start();
+    gateway = await TestGateway.start({ upstreams: { openai: upstream.url, anthropic: upstream.url }, clock: () => now });
+  });
+  beforeEach(() => upstream.reset());
+  after(async () => {
+    await gateway.close();
+    await upstream.close();
+  });
+
+  const chat = async (device: Provisioned, slug = 'openai', path = 'v1/chat/completions') => {
+    const response = await fetch(`${gateway.url}/v1/proxy/${slug}/${path}`, { method: 'POST', headers: { ...device.headers, 'content-type': 'application/json' }, body: '{"model":"m"}' });
+    const text = await response.text();
+    await new Promise((resolve) => setImmediate(resolve));
+    const error = response.status === 429 ? (JSON.parse(text) as { error: { reason: string; message: string } }).error : undefined;
+    return { status: response.status, reason: error?.reason, message: error?.message, retryAfter: Number(response.headers.get('retry-after')) };
+  };
+  const another = async (device: Provisioned, deviceId: string): Promise<Provisioned> => {
+    const deviceToken = await gateway.deviceToken(device.appId, device.appToken, deviceId);
+    return { ...device, deviceId, deviceToken, headers: { 'Tollgate-App-Token': device.appToken, 'Tollgate-Device-Token': deviceToken } };
+  };
+  /** Anthropic Messages JSON (https://docs.anthropic.com/en/api/messages) with the given usage. */
+  const anthropicMessage = (input: number, output: number): Responder => (_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end(JSON.stringify({ id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-3-5-haiku-latest', content: [], usage: { input_tokens: input, output_tokens: output } }));
+  };
+
+  it('a device budget per minute refuses until the next UTC minute (Retry-After to it), for that device only', async () => {
+    const spender = await gateway.provision({ openai: 'sk-minute-one-0123456789abcdef' }, { deviceMinuteTokens: 1000, deviceDailyTokens: 100_000 });
+    const other = await another(spender, 'minute-other');
+    upstream.respond(completion(400, 200));
+    expect((await chat(spender)).status).to.equal(200); // 600 of 1,000
+    expect((await chat(spender)).status).to.equal(200); // crosses: 1,200
+    const refused = await chat(spender);
+    expect(refused).to.include({ status: 429, reason: 'token_budget', retryAfter: secondsToNextUtcMinute(now) });
+    expect(refused.retryAfter).to.equal(40);
+    expect(refused.message).to.contain('device per minute');
+    expect(upstream.requests).to.have.length(2);
+    expect((await chat(other)).status).to.equal(200);
+
+    // 30 s later, still the same minute: still refused, Retry-After shorter.
+    now += 30_000;
+    expect(await chat(spender)).to.include({ status: 429, reason: 'token_budget', retryAfter: 10 });
+    // The next minute: a new counter (the day's 1,800 of 100,000 are still counted).
+    now += 10_000;
+    expect((await chat(spender)).status).to.equal(200);
+    now += 20_000;
+  });
+
+  it('when a day and a minute budget are both used up, Retry-After runs to the later end (00:00 UTC)', async () => {
+    const device = await gateway.provision({ openai: 'sk-minute-two-0123456789abcdef' }, { deviceMinuteTokens: 500, appDailyTokens: 500 });
+    upstream.respond(completion(400, 200));
+    expect((await chat(device)).status).to.equal(200);
+    const refused = await chat(device);
+    expect(refused).to.include({ status: 429, reason: 'token_budget', retryAfter: secondsToUtcMidnight(now) });
+    expect(refused.message).to.contain('app per day').and.to.contain('device per minute');
+  });
+
+  it('an app budget per minute counts every device; a provider budget per minute counts only that provider', async () => {
+    const first = await gateway.provision({ openai: 'sk-minute-three-0123456789abcdef', anthropic: 'sk-ant-minute-three-0123456789' }, { appMinuteTokens: 1000, providerMinuteTokens: { anthropic: 100 } });
+    const second = await another(first, 'app-minute-2');
+    upstream.respond(anthropicMessage(80, 40));
+    expect((await chat(first, 'anthropic', 'v1/messages')).status).to.equal(200); // anthropic 120 of 100: crossed
+    expect(await chat(second, 'anthropic', 'v1/messages')).to.include({ status: 429, reason: 'token_budget', retryAfter: secondsToNextUtcMinute(now) });
+    upstream.respond(completion(500, 400));
+    expect((await chat(second)).status).to.equal(200); // app: 120 + 900 = 1,020 of 1,000: crossed
+    expect(await chat(first)).to.include({ status: 429, reason: 'token_budget' });
+    expect(await chat(second)).to.include({ status: 429, reason: 'token_budget' });
+    expect(upstream.requests).to.have.length(2);
+    now += 60_000;
+    expect((await chat(first)).status).to.equal(200);
+    upstream.respond(anthropicMessage(1, 1));
+    expect((await chat(second, 'anthropic', 'v1/messages')).status).to.equal(200);
+  });
+
+  it('a provider budget per device per day refuses that device on that provider only, until 00:00 UTC', async () => {
+    const spender = await gateway.provision({ openai: 'sk-pd-0123456789abcdef', anthropic: 'sk-ant-pd-0123456789abcdef' }, { providerDeviceDailyTokens: { anthropic: 100 } });
+    const other = await another(spender, 'provider-device-2');
+    upstream.respond(anthropicMessage(80, 40));
+    expect((await chat(spender, 'anthropic', 'v1/messages')).status).to.equal(200);
+    const refused = await chat(spender, 'anthropic', 'v1/messages');
+    expect(refused).to.include({ status: 429, reason: 'token_budget', retryAfter: secondsToUtcMidnight(now) });
+    expect(refused.message).to.contain('device with this provider per day');
+    expect((await chat(other, 'anthropic', 'v1/messages')).status).to.equal(200);
+    upstream.respond(completion(1000, 1000));
+    expect((await chat(spender)).status, 'another provider is not counted').to.equal(200);
+    expect((await chat(spender)).status).to.equal(200);
+  });
+
+  it('no budget for the request\'s provider: no counter is read or written (the fast path allocates nothing)', () => {
+    const none = budgetsFor(DEFAULT_APP_SETTINGS, 'app_1', 'device', 'openai', now);
+    expect(none).to.have.length(0);
+    expect(budgetsFor({ ...DEFAULT_APP_SETTINGS, providerMinuteTokens: { anthropic: 5 }, providerDeviceDailyTokens: { anthropic: 5 }, providerDailyTokens: { anthropic: 5 } }, 'app_1', 'device', 'openai', now)).to.equal(none);
+    const all = budgetsFor({ ...DEFAULT_APP_SETTINGS, deviceDailyTokens: 1, appDailyTokens: 1, providerDailyTokens: { openai: 1 }, providerDeviceDailyTokens: { openai: 1 }, deviceMinuteTokens: 1, appMinuteTokens: 1, providerMinuteTokens: { openai: 1 } }, 'app_1', 'device', 'openai', now);
+    expect(all.map((budget) => budget.policy)).to.deep.equal(['device', 'app', 'provider', 'provider-device', 'device-minute', 'app-minute', 'provider-minute']);
+    // Every key carries the app's hash tag (one Redis Cluster slot) and its window; keys are distinct.
+    expect(new Set(all.map((budget) => budget.key)).size).to.equal(7);
+    for (const budget of all) expect(budget.key.startsWith('{app_1}')).to.equal(true);
+    const nextMinute = budgetsFor({ ...DEFAULT_APP_SETTINGS, deviceMinuteTokens: 1 }, 'app_1', 'device', 'openai', now + 60_000);
+    expect(nextMinute[0]!.key).to.not.equal(all[4]!.key);
   });
 });

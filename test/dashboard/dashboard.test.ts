@@ -238,7 +238,7 @@ describe('dashboard in Chromium', function () {
     for (const chart of ['chart-requests', 'chart-errors', 'chart-latency', 'chart-devices', 'chart-tokens-devices', 'chart-tokens-models']) {
       expect(await page.getByTestId(`${chart}-legend`).locator('li').count(), chart).to.be.greaterThan(0);
     }
-    expect(await page.getByTestId('chart-requests-legend').textContent()).to.equal('requestserrors');
+    expect(await page.getByTestId('chart-requests-legend').textContent()).to.equal('requestserrorstoken budget refusals');
     expect(await page.getByTestId('total-requests').textContent()).to.equal('4 requests in this window.');
     const bars = async (chart: string) => page.locator(`#${chart} rect.bar`).evaluateAll((rects) => rects.map((rect) => `${rect.getAttribute('data-label')}|${rect.getAttribute('data-series')}|${rect.getAttribute('data-value')}`));
     const perMinute = await bars('chart-requests');
@@ -407,6 +407,160 @@ describe('dashboard in Chromium', function () {
     expect(seen.length).to.be.greaterThan(20);
     for (const body of seen) expect(body).to.not.include(CANARY);
     expect(gateway.logText()).to.not.include(CANARY);
+  });
+
+  // Token budgets and prices (issue 20).
+
+  /** The app's input and output tokens as its usage page states them. */
+  async function reportedTokens(): Promise<{ input: number; output: number }> {
+    const [, input, output] = /^(\d+) input and (\d+) output tokens/.exec((await page.getByTestId('total-tokens').textContent()) ?? '') ?? [];
+    return { input: Number(input), output: Number(output) };
+  }
+
+  it('sets token budgets per minute and per provider in the limits form; a bad line is refused naming its field', async () => {
+    await page.goto(`${gateway.url}/dashboard/#/apps/${appId}/limits`);
+    await page.getByTestId('token-budgets').waitFor();
+    await page.getByLabel('Tokens per minute per device').fill('1');
+    await page.getByLabel(/Per-provider budgets per minute/).fill('openai=lots');
+    await page.getByRole('button', { name: 'Save limits' }).click();
+    // The form's own error (the admin key shown once above the page is an alert too).
+    const alert = page.getByRole('main').getByRole('alert');
+    await alert.waitFor();
+    expect(await alert.textContent()).to.include('Per-provider budgets per minute').and.not.include('providerMinuteTokens');
+    expect((await gateway.gateway.management.getApp(appId)).settings.deviceMinuteTokens ?? null, 'a refused form changes nothing').to.equal(null);
+    await page.getByLabel(/Per-provider budgets per minute/).fill('openai=100000');
+    await page.getByLabel(/Per-provider budgets per device/).fill('openai=500000');
+    await page.getByRole('button', { name: 'Save limits' }).click();
+    await page.getByText('Limits saved.').waitFor();
+    expect((await gateway.gateway.management.getApp(appId)).settings).to.deep.include({ deviceMinuteTokens: 1, providerMinuteTokens: { openai: 100000 }, providerDeviceDailyTokens: { openai: 500000 } });
+    expect(await page.getByLabel('Tokens per minute per device').inputValue()).to.equal('1');
+    expect(await page.getByLabel(/Per-provider budgets per device/).inputValue()).to.equal('openai=500000');
+    await checkpoint('token-budgets');
+
+    // A new device: its first request crosses the 1-token minute, the next in the same UTC minute is refused.
+    const token = await gateway.deviceToken(appId, deviceHeaders['Tollgate-App-Token']!, 'budget-device');
+    const headers = { ...deviceHeaders, 'Tollgate-Device-Token': token };
+    const left = 60_000 - (Date.now() % 60_000);
+    if (left < 10_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
+    const first = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers, body: '{"model":"gpt-4o-mini","messages":[]}' });
+    expect(first.status).to.equal(200);
+    await first.text();
+    // The charge lands when the answer ends (asynchronously, after the client has it).
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const refused = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers, body: '{"model":"gpt-4o-mini","messages":[]}' });
+    expect(refused.status).to.equal(429);
+    expect(((await refused.json()) as { error: { reason: string } }).error.reason).to.equal('token_budget');
+    expect(Number(refused.headers.get('retry-after'))).to.be.within(1, 60);
+    await gateway.gateway.usage.flush();
+
+    // The refusal is its own series: in the per-minute chart and among the error types.
+    await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Usage' }).click();
+    await page.getByTestId('chart-requests').waitFor();
+    const bars = async (chart: string) => page.locator(`#${chart} rect.bar`).evaluateAll((rects) => rects.map((rect) => `${rect.getAttribute('data-label')}|${rect.getAttribute('data-series')}|${rect.getAttribute('data-value')}`));
+    const refusals = (await bars('chart-requests')).filter((bar) => bar.includes('|token budget refusals|'));
+    expect(refusals).to.have.length(60);
+    expect(refusals.reduce((sum, bar) => sum + Number(bar.split('|')[2]), 0)).to.equal(1);
+    expect(await bars('chart-errors')).to.include('tokenBudget|errors|1');
+    expect((await bars('chart-tokens-devices')).some((bar) => bar.startsWith('budget-device|input|'))).to.equal(true);
+
+    // Emptied fields clear the budgets again.
+    await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Limits' }).click();
+    await page.getByLabel('Tokens per minute per device').fill('');
+    await page.getByLabel(/Per-provider budgets per minute/).fill('');
+    await page.getByLabel(/Per-provider budgets per device/).fill('');
+    await page.getByRole('button', { name: 'Save limits' }).click();
+    await page.getByText('Limits saved.').waitFor();
+    const cleared = (await gateway.gateway.management.getApp(appId)).settings;
+    for (const key of ['deviceMinuteTokens', 'providerMinuteTokens', 'providerDeviceDailyTokens'] as const) expect(cleared[key] ?? null, key).to.equal(null);
+  });
+
+  it('lists, sets, edits and deletes prices; a bad price is refused naming its field; the spend follows each edit', async () => {
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Prices' }).click();
+    await page.getByRole('heading', { name: 'Prices' }).waitFor();
+    expect(await page.locator('main table caption').textContent()).to.match(/^No prices yet/);
+    await page.getByLabel('Provider', { exact: true }).selectOption('openai');
+    await page.getByLabel('Model', { exact: true }).fill('gpt-4o-mini');
+    await page.getByLabel('Input USD per million tokens').fill('2000000');
+    await page.getByLabel('Output USD per million tokens').fill('2000');
+    await page.getByRole('button', { name: 'Save price' }).click();
+    // The form's own error (the admin key shown once above the page is an alert too).
+    const alert = page.getByRole('main').getByRole('alert');
+    await alert.waitFor();
+    expect(await alert.textContent()).to.include('Input USD per million tokens').and.not.include('inputUsdPerMillion');
+    expect(await gateway.gateway.management.listPrices()).to.deep.equal([]);
+    await page.getByLabel('Input USD per million tokens').fill('1000');
+    await page.getByRole('button', { name: 'Save price' }).click();
+    await page.getByText('The price of gpt-4o-mini is saved.').waitFor();
+    expect(await page.locator('main table tbody tr').first().locator('td').allTextContents()).to.deep.include.members(['openaigpt-4o-mini', '1000 input, 2000 output']);
+    await checkpoint('prices');
+
+    // The spend on the app's usage page is the tokens it states times the price (the model's dated name falls back).
+    await page.goto(`${gateway.url}/dashboard/#/apps/${appId}/usage`);
+    await page.getByTestId('chart-spend-models').waitFor();
+    const tokens = await reportedTokens();
+    expect(tokens.input).to.be.greaterThan(0);
+    const spend = (input: number, output: number) => `Estimated spend: $${((tokens.input * input + tokens.output * output) / 1_000_000).toFixed(4)}.`;
+    expect(await page.getByTestId('total-spend').textContent()).to.equal(spend(1000, 2000));
+    const bars = async (chart: string) => page.locator(`#${chart} rect.bar`).evaluateAll((rects) => rects.map((rect) => `${rect.getAttribute('data-label')}|${rect.getAttribute('data-series')}|${rect.getAttribute('data-value')}`));
+    expect(await bars('chart-spend-models')).to.deep.equal([`gpt-4o-mini-2024-07-18|USD|${+((tokens.input * 1000 + tokens.output * 2000) / 1_000_000).toFixed(6)}`]);
+
+    // Edit: the row fills the form; a new output price changes the spend.
+    await page.goto(`${gateway.url}/dashboard/#/prices`);
+    await page.getByRole('button', { name: 'Edit gpt-4o-mini' }).click();
+    expect(await page.getByLabel('Model', { exact: true }).inputValue()).to.equal('gpt-4o-mini');
+    expect(await page.getByLabel('Input USD per million tokens').inputValue()).to.equal('1000');
+    await page.getByLabel('Output USD per million tokens').fill('4000');
+    await page.getByRole('button', { name: 'Save price' }).click();
+    await page.getByText('The price of gpt-4o-mini is saved.').waitFor();
+    expect(await gateway.gateway.management.listPrices()).to.have.length(1);
+    expect((await gateway.gateway.management.listPrices())[0]).to.include({ inputUsdPerMillion: 1000, outputUsdPerMillion: 4000 });
+    await page.goto(`${gateway.url}/dashboard/#/apps/${appId}/usage`);
+    await page.getByTestId('total-spend').filter({ hasText: spend(1000, 4000) }).waitFor();
+
+    // Every app together: tokens and spend per app, by name.
+    await page.goto(`${gateway.url}/dashboard/#/usage`);
+    await page.getByTestId('chart-spend-apps').waitFor();
+    expect(await bars('chart-tokens-apps')).to.deep.equal([`Browser app|input|${tokens.input}`, `Browser app|output|${tokens.output}`]);
+    expect(await bars('chart-spend-apps')).to.deep.equal([`Browser app|USD|${+((tokens.input * 1000 + tokens.output * 4000) / 1_000_000).toFixed(6)}`]);
+    await checkpoint('usage-all-spend');
+
+    // Delete, after a confirmation.
+    await page.goto(`${gateway.url}/dashboard/#/prices`);
+    let asked = '';
+    page.once('dialog', (dialog) => {
+      asked = dialog.message();
+      void dialog.accept();
+    });
+    await page.getByRole('button', { name: 'Delete gpt-4o-mini' }).click();
+    await page.getByText('The price of gpt-4o-mini is removed.').waitFor();
+    expect(asked).to.include('gpt-4o-mini');
+    expect(await gateway.gateway.management.listPrices()).to.deep.equal([]);
+    await page.goto(`${gateway.url}/dashboard/#/apps/${appId}/usage`);
+    await page.getByTestId('total-spend').filter({ hasText: /^No prices set/ }).waitFor();
+  });
+
+  it('fits a 390 px phone screen with token budgets, prices and spend charts: no page and no table wider than the screen', async () => {
+    await gateway.gateway.management.setPrice({ provider: 'openai', model: 'gpt-4o-mini-2024-07-18', inputUsdPerMillion: 0.15, outputUsdPerMillion: 0.6 });
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      for (const [hash, ready] of [['#/prices', 'Prices'], [`#/apps/${appId}/limits`, 'token-budgets'], [`#/apps/${appId}/usage`, 'chart-spend-models'], ['#/usage', 'chart-spend-apps']] as const) {
+        await page.goto(`${gateway.url}/dashboard/${hash}`);
+        await (ready.startsWith('chart') || ready === 'token-budgets' ? page.getByTestId(ready) : page.getByRole('heading', { name: ready, exact: true })).waitFor();
+        const width = (await page.evaluate('document.documentElement.scrollWidth')) as number;
+        expect(width, `${hash} is ${width} px wide`).to.be.at.most(390);
+        // Tables scroll inside themselves at most; the price table fits whole.
+        const overflowing = (await page.evaluate(`Array.from(document.querySelectorAll('main table')).filter((table) => table.getBoundingClientRect().right > 390).length`)) as number;
+        expect(overflowing, `${hash}: tables past the screen's edge`).to.equal(0);
+        if (hash === '#/prices') {
+          const [scroll, client] = (await page.evaluate(`(() => { const table = document.querySelector('main table'); return [table.scrollWidth, table.clientWidth]; })()`)) as [number, number];
+          expect(scroll, 'the price table needs no sideways scrolling').to.be.at.most(client);
+        }
+        await checkpoint(`phone-budgets-${hash.replace(/[^a-z]+/g, '-')}`);
+      }
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 900 });
+      await gateway.gateway.management.deletePrice({ provider: 'openai', model: 'gpt-4o-mini-2024-07-18' });
+    }
   });
 
   it('fits a 390 px phone screen: no page is wider than the screen', async () => {

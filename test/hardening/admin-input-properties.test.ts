@@ -14,7 +14,7 @@ import { TestGateway } from '../support/gateway';
 
 const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype'];
 const INHERITED_KEYS = ['toString', 'hasOwnProperty', 'valueOf', 'isPrototypeOf', '__defineGetter__'];
-const SETTINGS_FIELDS = ['name', 'deviceLimitPerMinute', 'appLimitPerMinute', 'allowDevelopmentAttestation', 'deviceTokenTtlSeconds', 'appleAppId', 'androidPackage', 'androidCertSha256', 'allowedProviders', 'allowedRoutes', 'providerLimitsPerMinute', 'deviceDailyQuota', 'appDailyQuota', 'maxConcurrentStreamsPerDevice', 'assertionMode', 'allowAppAttestDevelopment', 'playIntegrityDeviceVerdict'];
+const SETTINGS_FIELDS = ['name', 'deviceLimitPerMinute', 'appLimitPerMinute', 'allowDevelopmentAttestation', 'deviceTokenTtlSeconds', 'appleAppId', 'androidPackage', 'androidCertSha256', 'allowedProviders', 'allowedRoutes', 'providerLimitsPerMinute', 'deviceDailyQuota', 'appDailyQuota', 'maxConcurrentStreamsPerDevice', 'deviceDailyTokens', 'appDailyTokens', 'providerDailyTokens', 'providerDeviceDailyTokens', 'deviceMinuteTokens', 'appMinuteTokens', 'providerMinuteTokens', 'assertionMode', 'allowAppAttestDevelopment', 'playIntegrityDeviceVerdict'];
 
 /** A JSON value as text: odd scalars, huge numbers, deep nesting, and objects keyed by prototype names. */
 const jsonText: fc.Arbitrary<string> = fc.letrec<{ value: string; object: string; array: string }>((tie) => ({

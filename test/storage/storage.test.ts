@@ -156,16 +156,19 @@ for (const engine of ENGINES) {
       }
       recorder.record({ ...base, deviceId: 'busy', status: 429, errorType: 'rateLimited', latencyMs: 1, createdAt: start + 61_000 });
       recorder.record({ ...base, provider: 'anthropic', deviceId: null, status: 500, errorType: null, latencyMs: 100, createdAt: start + 62_000 });
+      // A token-budget refusal: an error of its own series, per minute too.
+      recorder.record({ ...base, deviceId: null, status: 429, errorType: 'rateLimited', reason: 'token_budget', latencyMs: 1, createdAt: start + 63_000 });
       await recorder.flush();
       const summary = await new UsageRepository(core.database).summary(app.id, start, start + 180_000);
-      expect(summary.totalRequests).to.equal(22);
+      expect(summary.totalRequests).to.equal(23);
       expect(summary.requestsPerMinute).to.deep.equal([
-        { minute: start, requests: 20, errors: 0, tokens: 0 },
-        { minute: start + 60_000, requests: 2, errors: 2, tokens: 0 },
+        { minute: start, requests: 20, errors: 0, tokens: 0, budgetRefusals: 0 },
+        { minute: start + 60_000, requests: 3, errors: 3, tokens: 0, budgetRefusals: 1 },
       ]);
       expect(summary.errorsByType).to.deep.equal([
         { type: 'providerError', count: 1 },
         { type: 'rateLimited', count: 1 },
+        { type: 'tokenBudget', count: 1 },
       ]);
       // Latency is the provider's: the request the gateway refused (rateLimited) never reached it and is left out.
       expect(summary.latencyByProvider).to.deep.equal([
@@ -176,7 +179,7 @@ for (const engine of ENGINES) {
         { deviceId: 'busy', requests: 16 },
         { deviceId: 'quiet', requests: 5 },
       ]);
-      expect((await new UsageRepository(core.database).summary(null, start, start + 180_000)).totalRequests).to.be.at.least(22);
+      expect((await new UsageRepository(core.database).summary(null, start, start + 180_000)).totalRequests).to.be.at.least(23);
     });
 
     it('stores the tokens of each usage event and sums them per minute, app, device, provider and model', async () => {
@@ -235,6 +238,11 @@ for (const engine of ENGINES) {
         ['a', 0.9],
         ['b', 0.15],
       ]);
+      // Per app on the all-apps summary only.
+      expect(spend.byApp).to.deep.equal([]);
+      const everyApp = (await repository.summary(null, start, start + 60_000)).spend!;
+      expect(+everyApp.byApp.find((row) => row.appId === app.id)!.usd.toFixed(6)).to.equal(1.05);
+      expect(everyApp.totalUsd).to.be.at.least(1.05 - 1e-9);
       expect((await core.management.listPrices()).map((price) => `${price.provider}/${price.model}`)).to.include.members(['openai/gpt-4o-mini', 'anthropic/gpt-4o-mini']);
       await core.management.deletePrice({ provider: 'anthropic', model: 'gpt-4o-mini' });
       await core.management.deletePrice({ provider: 'openai', model: 'gpt-4o-mini' });
