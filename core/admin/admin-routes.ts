@@ -528,6 +528,7 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
           perTenantHost: Boolean(manifest.tenant),
           accountRoutes: (manifest.routes?.account ?? []).map((route) => ({ methods: [...route.methods], path: route.path, why: route.why })),
           integrationCapabilities: supportedCapabilities(manifest),
+          keyCheck: manifest.keyCheck ? `${manifest.keyCheck.method} ${manifest.keyCheck.version}/${manifest.keyCheck.path}` : null,
         }));
       },
     },

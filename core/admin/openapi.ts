@@ -146,6 +146,7 @@ const RESPONSE_SCHEMAS: Record<string, Schema> = {
       items: object({ methods: { type: 'array', items: string }, path: string, why: string }),
     },
     integrationCapabilities: { type: 'array', items: string, description: 'the capabilities the integration-code generator offers for this provider' },
+    keyCheck: nullable({ type: 'string', description: 'the request "test this key" sends, e.g. GET v1/models; null: the key cannot be tested' }),
   }),
   RequestLog: object({
     requests: {
