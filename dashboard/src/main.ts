@@ -79,6 +79,8 @@ function onSubmit(form: HTMLFormElement, action: (values: Record<string, string 
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     form.querySelector('.error')?.remove();
+    // The last action's message ("Settings saved.") must not stand for this one while it runs.
+    say('');
     const button = form.querySelector('button[type="submit"]') as HTMLButtonElement | null;
     if (button) button.disabled = true;
     action(formValues(form))

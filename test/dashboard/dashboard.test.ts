@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { AuditRepository } from '../../core/storage/repositories';
+import { AuditRepository, DeviceRepository } from '../../core/storage/repositories';
 import { FakeUpstream, respondJson } from '../support/fake-upstream';
 import { TestGateway } from '../support/gateway';
 
@@ -570,5 +570,39 @@ describe('dashboard in Chromium', function () {
     // Nothing on the new pages or in their answers held the key either.
     for (const body of seen) expect(body).to.not.include(CANARY);
     expect(gateway.logText()).to.not.include(CANARY);
+  });
+
+  it('pages through many devices with Next and Previous, with the total, searched by id and platform, at 1280 and 390 px', async () => {
+    // Thirty iOS devices, stored as the App Attest route stores them (newest attestation first in the list).
+    const devices = new DeviceRepository(gateway.gateway.database);
+    const start = Date.now() + skew;
+    for (let index = 0; index < 30; index += 1) {
+      await devices.recordAttestation({ appId, deviceId: `fleet-${String(index).padStart(2, '0')}`, method: 'apple-app-attest', publicKey: null, now: start + index });
+    }
+    for (const width of [1280, 390]) {
+      await page.setViewportSize({ width, height: width === 390 ? 844 : 900 });
+      await page.goto(`${gateway.url}/dashboard/#/apps/${appId}/devices`);
+      await page.getByRole('heading', { name: 'Browser app · Devices' }).waitFor();
+      await page.getByLabel('Device id starts with').fill('fleet-');
+      await page.getByLabel('Platform').selectOption('ios');
+      await page.getByRole('button', { name: 'Find' }).click();
+      await page.getByTestId('device-total').filter({ hasText: 'Devices 1–25 of 30.' }).waitFor();
+      const ids = async () => page.getByTestId('device-list').locator('tbody tr td:first-child').allTextContents();
+      expect(await ids()).to.have.length(25);
+      expect((await ids())[0]).to.equal('fleet-29');
+      expect(await page.getByTestId('device-list').textContent()).to.include('iOS');
+      await fitsWidth(`devices at ${width}`, width);
+      await checkpoint(`devices-page-1-${width}`);
+      await page.getByRole('button', { name: 'Next devices' }).click();
+      await page.getByTestId('device-total').filter({ hasText: 'Devices 26–30 of 30.' }).waitFor();
+      expect(await ids()).to.deep.equal(['fleet-04', 'fleet-03', 'fleet-02', 'fleet-01', 'fleet-00']);
+      expect(await page.getByRole('button', { name: 'Next devices' }).isVisible()).to.equal(false);
+      await page.getByRole('button', { name: 'Previous devices' }).click();
+      await page.getByTestId('device-total').filter({ hasText: 'Devices 1–25 of 30.' }).waitFor();
+      await page.getByLabel('Platform').selectOption('android');
+      await page.getByRole('button', { name: 'Find' }).click();
+      await page.getByTestId('device-total').filter({ hasText: 'No device matches.' }).waitFor();
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
   });
 });
