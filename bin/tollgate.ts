@@ -20,6 +20,7 @@ import { createGatewayCore, mcpDependencies, startGateway, TOLLGATE_VERSION, typ
 import { describeDatabase } from '../core/storage/database';
 import { DashboardAuth } from '../core/admin/dashboard-auth';
 import { SignInInput, validateInput } from '../core/management/inputs';
+import { DEVICE_PLATFORMS, type DevicePlatform } from '../core/management/management-service';
 import { DeviceTokenService } from '../core/attestation/device-tokens';
 
 class UsageError extends Error {}
@@ -44,9 +45,11 @@ Usage:
   tollgate requests --app ID [--device ID] [--limit N]                      (the request log, newest first)
   tollgate apps list | get --app ID | rotate-token --app ID [--grace HOURS] | disable --app ID | enable --app ID | delete --app ID
   tollgate secrets set --app ID --provider SLUG [--base-url URL]     (the value is read from stdin, never from argv)
-  tollgate secrets list --app ID | delete --app ID --provider SLUG
+  tollgate secrets list --app ID | delete --app ID --provider SLUG   (list shows each key masked with its lastUsedAt)
+  tollgate secrets test --app ID --provider SLUG                    (one harmless request with the stored key: ok, rejected, unexpected or unreachable)
   tollgate dev-tokens create --app ID [--label TEXT]
-  tollgate devices list --app ID | revoke --app ID --device DEVICE_ID | revoke-all --app ID
+  tollgate devices list --app ID [--search ID_PREFIX] [--platform ios|android|development|other] [--limit N] [--offset N]   (with the total)
+  tollgate devices get --app ID --device DEVICE_ID | revoke --app ID --device DEVICE_ID | revoke-all --app ID
   tollgate admin-keys create --name NAME
   tollgate providers list
   tollgate signing-keys rotate
@@ -95,6 +98,9 @@ const OPTIONS = {
   'attestation-mode': { type: 'string' },
   'allow-monitor-in-production': { type: 'boolean' },
   limit: { type: 'string' },
+  offset: { type: 'string' },
+  search: { type: 'string' },
+  platform: { type: 'string' },
   'assertion-mode': { type: 'string' },
   label: { type: 'string' },
   device: { type: 'string' },
@@ -615,6 +621,8 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'secrets list':
       return withCore(async (core) => ({ secrets: await core.management.listSecrets(required(options, 'app')) }));
+    case 'secrets test':
+      return change('secret.test', (result) => `${result.appId}/${result.provider}`, (core: GatewayCore) => core.management.testSecret(required(options, 'app'), required(options, 'provider')), (result) => ({ outcome: result.outcome, status: result.status }));
     case 'secrets delete':
       return change('secret.delete', (result) => `${result.appId}/${result.provider}`, (core: GatewayCore) => core.management.deleteSecret(required(options, 'app'), required(options, 'provider')));
     case 'attestation-secrets set': {
@@ -628,8 +636,17 @@ async function main(argv: string[]): Promise<void> {
       return withCore(async (core) => ({ attestationSecrets: await core.management.listAttestationSecrets(required(options, 'app')) }));
     case 'dev-tokens create':
       return change('development_token.create', (token) => `${token.appId}/${token.id}`, (core: GatewayCore) => core.management.createDevelopmentToken(required(options, 'app'), options.label));
-    case 'devices list':
-      return withCore(async (core) => ({ devices: await core.management.listDevices(required(options, 'app')) }));
+    case 'devices list': {
+      const platform = options.platform;
+      if (platform !== undefined && !(DEVICE_PLATFORMS as readonly string[]).includes(platform)) throw new UsageError(`--platform must be one of ${DEVICE_PLATFORMS.join(', ')}`);
+      const limit = integerOption(options, 'limit') ?? 50;
+      const offset = integerOption(options, 'offset') ?? 0;
+      if (limit < 1 || limit > 500) throw new UsageError('--limit must be from 1 to 500');
+      if (offset < 0) throw new UsageError('--offset must be 0 or more');
+      return withCore((core) => core.management.searchDevices(required(options, 'app'), { prefix: options.search || undefined, platform: platform as DevicePlatform | undefined, limit, offset }));
+    }
+    case 'devices get':
+      return withCore((core) => core.management.getDevice(required(options, 'app'), required(options, 'device')));
     case 'devices revoke':
       return change('device.revoke', (result) => `${result.appId}/${result.deviceId}`, (core: GatewayCore) => core.management.revokeDevice(required(options, 'app'), required(options, 'device')));
     case 'devices revoke-all':

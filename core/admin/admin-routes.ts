@@ -14,7 +14,7 @@ import { parse as parseCookies } from 'cookie';
 import { GatewayError, type RateLimitStore } from '../contract';
 import { DEVELOPMENT_TOKEN_PATTERN, generateIntegrationCode, supportedCapabilities, INTEGRATION_CAPABILITIES, INTEGRATION_PLATFORMS, type IntegrationCapability, type IntegrationPlatform } from '../integration/code-generator';
 import { ATTESTATION_SECRET_NAMES, AttestationSecretBodyInput, ChangePasswordInput, CreateAppInput, CreateUserInput, DevelopmentTokenInput, NameInput, RotateTokenInput, SecretBodyInput, SetPriceInput, SetupInput, SignInInput, UpdateAppInput, validateInput } from '../management/inputs';
-import type { ManagementService } from '../management/management-service';
+import { DEVICE_PLATFORMS, type DevicePlatform, type ManagementService } from '../management/management-service';
 import { authenticateAdminKey } from '../management/admin-auth';
 import type { ProviderRegistry } from '../registry/provider-registry';
 import { sendGatewayError, toGatewayError } from '../routes/errors';
@@ -70,6 +70,9 @@ interface AuditedResult {
   readonly model?: string;
   readonly inputUsdPerMillion?: number;
   readonly outputUsdPerMillion?: number;
+  /** A key check (`secret.test`). */
+  readonly outcome?: string;
+  readonly status?: number | null;
 }
 
 interface QueryParameter {
@@ -115,6 +118,13 @@ const REQUEST_LOG_QUERY: readonly QueryParameter[] = [
   { name: 'q', description: 'a piece of the route, request id or error reason', schema: { type: 'string', minLength: 1, maxLength: 200 } },
   { name: 'before', description: 'the cursor: rows older than this id (nextBefore of the previous page)', schema: { type: 'integer', minimum: 1 } },
   { name: 'limit', description: 'rows per page (default 50, at most 500; the CSV export defaults to 10,000)', schema: { type: 'integer', minimum: 1, maximum: 10_000 } },
+];
+
+const DEVICE_QUERY: readonly QueryParameter[] = [
+  { name: 'q', description: 'the start of the device id (case-insensitive)', schema: { type: 'string', minLength: 1, maxLength: 200 } },
+  { name: 'platform', description: 'ios (App Attest), android (Play Integrity, key attestation), development (simulators) or other', schema: { type: 'string', enum: DEVICE_PLATFORMS } },
+  { name: 'limit', description: 'devices per page (default 50, at most 500)', schema: { type: 'integer', minimum: 1, maximum: 500 } },
+  { name: 'offset', description: 'devices to skip (nextOffset of the previous page)', schema: { type: 'integer', minimum: 0 } },
 ];
 
 /** A short text query parameter, or undefined. */
@@ -334,6 +344,13 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       },
     },
     {
+      method: 'post', path: '/apps/{appId}/secrets/{provider}/test', operationId: 'testSecret', tag: 'secrets',
+      summary: 'Test the stored key: one harmless request the provider documents (its manifest keyCheck, e.g. GET v1/models) to the provider’s own host; answers ok, rejected (401/403), unexpected or unreachable with the status and latency, never the key or the body',
+      response: { schema: 'KeyCheck', description: 'the outcome (a provider without a key check: 400 key_check_unsupported)' },
+      audit: { action: 'secret.test', target: ({ params }) => `${params.appId}/${params.provider}`, details: (_context, result) => ({ outcome: result.outcome, status: result.status }) },
+      handle: ({ params }) => management.testSecret(params.appId!, params.provider!),
+    },
+    {
       method: 'delete', path: '/apps/{appId}/secrets/{provider}', operationId: 'deleteSecret', tag: 'secrets', summary: 'Delete a provider key',
       response: { schema: 'SecretDeleted', description: 'deleted' },
       audit: { action: 'secret.delete', target: ({ params }) => `${params.appId}/${params.provider}` },
@@ -381,9 +398,22 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       handle: ({ params }) => management.revokeDevelopmentToken(params.appId!, params.tokenId!),
     },
     {
-      method: 'get', path: '/apps/{appId}/devices', operationId: 'listDevices', tag: 'devices', summary: 'List the app’s attested devices',
-      response: { schema: 'Device', description: 'devices', array: true },
-      handle: ({ params }) => management.listDevices(params.appId!),
+      method: 'get', path: '/apps/{appId}/devices', operationId: 'listDevices', tag: 'devices', query: DEVICE_QUERY,
+      summary: 'List the app’s attested devices, newest attestation first: searched by id prefix and platform, paged by offset, with the total',
+      response: { schema: 'DeviceList', description: 'one page of devices' },
+      handle: ({ params, query }) =>
+        management.searchDevices(params.appId!, {
+          prefix: textQuery(query, 'q', /^[^\u0000-\u001f]{1,200}$/),
+          platform: query.platform === undefined ? undefined : enumQuery<DevicePlatform>(query, 'platform', DEVICE_PLATFORMS, 'other'),
+          limit: integerQuery(query, 'limit', 50, 1, 500),
+          offset: integerQuery(query, 'offset', 0, 0, 999_999_999),
+        }),
+    },
+    {
+      method: 'get', path: '/apps/{appId}/devices/{deviceId}', operationId: 'getDevice', tag: 'devices',
+      summary: 'One device: platform, attestation times, revocation, and its last request in the request log (lastSeenAt)',
+      response: { schema: 'DeviceDetail', description: 'the device' },
+      handle: ({ params }) => management.getDevice(params.appId!, params.deviceId!),
     },
     {
       method: 'post', path: '/apps/{appId}/devices/{deviceId}/revoke', operationId: 'revokeDevice', tag: 'devices',
@@ -416,12 +446,13 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
     },
     // Usage and integration.
     {
-      method: 'get', path: '/apps/{appId}/usage', operationId: 'getAppUsage', tag: 'usage', query: [MINUTES],
-      summary: 'Requests per minute, errors by type, latency p50/p95 per provider and top devices of one app',
+      method: 'get', path: '/apps/{appId}/usage', operationId: 'getAppUsage', tag: 'usage',
+      query: [MINUTES, { name: 'device', description: 'only this device’s traffic (the per-device page)', schema: { type: 'string', minLength: 1, maxLength: 200 } }],
+      summary: 'Requests per minute, errors by type, latency p50/p95 per provider and top devices of one app (or of one of its devices)',
       response: { schema: 'Usage', description: 'usage over the window' },
       async handle({ params, query }) {
         const { from, to } = window(query);
-        return management.usageSummary(params.appId!, from, to);
+        return management.usageSummary(params.appId!, from, to, textQuery(query, 'device', /^[^\u0000-\u001f]{1,200}$/));
       },
     },
     {
@@ -497,6 +528,7 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
           perTenantHost: Boolean(manifest.tenant),
           accountRoutes: (manifest.routes?.account ?? []).map((route) => ({ methods: [...route.methods], path: route.path, why: route.why })),
           integrationCapabilities: supportedCapabilities(manifest),
+          keyCheck: manifest.keyCheck ? `${manifest.keyCheck.method} ${manifest.keyCheck.version}/${manifest.keyCheck.path}` : null,
         }));
       },
     },

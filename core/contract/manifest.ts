@@ -219,6 +219,24 @@ export interface UsageExtractor {
 }
 
 /**
+ * A cheap, harmless request that proves a stored key works ("test this key": the dashboard, `POST
+ * /v1/admin/apps/{appId}/secrets/{provider}/test`, `tollgate secrets test`). A `GET` the provider documents as needing
+ * the key and changing nothing, typically listing models; cite the documentation page beside it. The gateway sends it
+ * to the manifest's host (or the operator's override, or the secret's tenant URL) with the key attached as `auth`
+ * says, and reports only the status and the latency: never the body. Absent: the key cannot be tested
+ * (`key_check_unsupported`).
+ *
+ * @example { method: 'GET', version: 'v1', path: 'models' }  // https://platform.openai.com/docs/api-reference/models/list
+ */
+export interface KeyCheck {
+  readonly method: 'GET';
+  /** One of the manifest's `versions`. */
+  readonly version: string;
+  /** Provider path after the version, no leading slash and no query, e.g. `models`. */
+  readonly path: string;
+}
+
+/**
  * The declaration of one provider.
  *
  * @example
@@ -288,6 +306,8 @@ export interface ProviderManifest {
   readonly responseUrlHeaders?: readonly string[];
   /** How to read token usage from this provider's answers; absent: usage unknown (requests and bytes only). */
   readonly usage?: UsageExtractor;
+  /** The request that tests a stored key (see {@link KeyCheck}); absent: the key cannot be tested. */
+  readonly keyCheck?: KeyCheck;
 }
 
 /**

@@ -6,7 +6,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { isIP } from 'node:net';
 import type { Knex } from 'knex';
-import { DEFAULT_APP_SETTINGS, GatewayError, TollgateError, attestationSecretKey, attestationSecretName, maskSecret, normalizeDeviceId, type AppSettings } from '../contract';
+import { DEFAULT_APP_SETTINGS, GatewayError, SecretValue, TollgateError, attestationSecretKey, attestationSecretName, maskSecret, normalizeDeviceId, type AppSettings } from '../contract';
+import { checkProviderKey, keyCheckUnsupported, KEY_CHECK_TIMEOUT_MS, type KeyCheckResult } from './key-check';
 import type { ProviderRegistry } from '../registry/provider-registry';
 import { hostMatches } from '../pipeline/proxy-path';
 import { generateId, generateToken, hashToken, isWellFormedToken, tokenHint } from '../security/tokens';
@@ -57,11 +58,43 @@ export interface SecretView {
   readonly masked: string;
   readonly baseUrl: string | null;
   readonly updatedAt: string;
+  /** The last request forwarded with this key (written with each usage batch); null: not used since it was set. */
+  readonly lastUsedAt: string | null;
+}
+
+/** The platform of a device, from its attestation method's name (`apple-…`, `android-…`, `development`). */
+export type DevicePlatform = 'ios' | 'android' | 'development' | 'other';
+export const DEVICE_PLATFORMS: readonly DevicePlatform[] = ['ios', 'android', 'development', 'other'];
+
+export function devicePlatform(method: string): DevicePlatform {
+  if (method.startsWith('apple-')) return 'ios';
+  if (method.startsWith('android-')) return 'android';
+  if (method === 'development') return 'development';
+  return 'other';
+}
+
+/** Filters and page of the device list: newest attestation first, `offset` rows skipped, `total` of all that match. */
+export interface DeviceQuery {
+  /** The start of the device id (case-insensitive). */
+  readonly prefix?: string | undefined;
+  readonly platform?: DevicePlatform | undefined;
+  readonly limit: number;
+  readonly offset: number;
+}
+
+export interface DevicePage {
+  readonly devices: DeviceView[];
+  readonly total: number;
+  readonly limit: number;
+  readonly offset: number;
+  /** The offset of the next page; null on the last page. */
+  readonly nextOffset: number | null;
 }
 
 export interface DeviceView {
   readonly deviceId: string;
   readonly method: string;
+  readonly platform: DevicePlatform;
   readonly firstSeenAt: string;
   readonly lastAttestedAt: string;
   readonly revokedAt: string | null;
@@ -75,6 +108,8 @@ export interface ManagementOptions {
   /** A production gateway: `attestationMode: "monitor"` needs `allowMonitorInProduction` too. */
   readonly production?: boolean;
   readonly clock?: () => number;
+  /** How long "test this key" waits for the provider (default 10 s). */
+  readonly keyCheckTimeoutMs?: number;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -86,13 +121,14 @@ function appView(row: AppRow, nowMs: number): AppView {
 }
 
 function secretView(row: SecretRow): SecretView {
-  return { appId: row.appId, provider: row.provider, masked: row.masked, baseUrl: row.baseUrl, updatedAt: iso(row.updatedAt) };
+  return { appId: row.appId, provider: row.provider, masked: row.masked, baseUrl: row.baseUrl, updatedAt: iso(row.updatedAt), lastUsedAt: isoOrNull(row.lastUsedAt ?? null) };
 }
 
 function deviceView(row: DeviceRow): DeviceView {
   return {
     deviceId: row.deviceId,
     method: row.method,
+    platform: devicePlatform(row.method),
     firstSeenAt: iso(row.createdAt),
     lastAttestedAt: iso(row.lastAttestedAt),
     revokedAt: isoOrNull(row.revokedAt),
@@ -387,6 +423,22 @@ export class ManagementService {
   }
 
   /**
+   * "Test this key": one harmless request to the provider with the app's stored key, as the manifest's `keyCheck`
+   * declares it (key-check.ts). Answers the outcome, the upstream status and the latency; never the key or the body.
+   * A provider without a key check is refused with `key_check_unsupported`.
+   */
+  async testSecret(appId: string, provider: string): Promise<KeyCheckResult> {
+    await this.requireApp(this.database, appId);
+    const registered = typeof provider === 'string' && attestationSecretName(provider) === null ? this.registry.find(provider) : undefined;
+    const row = registered ? await new SecretRepository(this.database).find(appId, provider) : undefined;
+    if (!registered || !row) throw notFound(`secret for provider "${String(provider)}"`);
+    if (!registered.manifest.keyCheck) throw keyCheckUnsupported(provider);
+    const value = new SecretValue(this.cipher.open(row.sealedValue, secretAssociatedData(appId, provider)));
+    const result = await checkProviderKey(registered, { provider, value, baseUrl: row.baseUrl ?? undefined }, this.options.keyCheckTimeoutMs ?? KEY_CHECK_TIMEOUT_MS);
+    return { appId, provider, ...result, checkedAt: iso(this.clock()) };
+  }
+
+  /**
    * Stores an attestation credential of the app (Play Integrity keys, a service-account JSON), encrypted like a provider
    * key, under {@link attestationSecretKey}.
    */
@@ -527,9 +579,9 @@ export class ManagementService {
   }
 
   /** Usage for the dashboard's charts; `appId` null means every app. */
-  async usageSummary(appId: string | null, fromMs: number, toMs: number): Promise<UsageSummary> {
+  async usageSummary(appId: string | null, fromMs: number, toMs: number, deviceId?: string): Promise<UsageSummary> {
     if (appId !== null) await this.requireApp(this.database, appId);
-    return new UsageRepository(this.database).summary(appId, fromMs, toMs);
+    return new UsageRepository(this.database).summary(appId, fromMs, toMs, undefined, appId === null ? undefined : deviceId);
   }
 
   /** The request log of one app, newest first (see {@link RequestLogQuery}). */
@@ -554,6 +606,27 @@ export class ManagementService {
   async listDevices(appId: string): Promise<DeviceView[]> {
     await this.requireApp(this.database, appId);
     return (await new DeviceRepository(this.database).listForApp(appId)).map(deviceView);
+  }
+
+  /** One page of the app's devices, searched by id prefix and platform, with the total that match. */
+  async searchDevices(appId: string, query: DeviceQuery): Promise<DevicePage> {
+    await this.requireApp(this.database, appId);
+    const { rows, total } = await new DeviceRepository(this.database).search(appId, query);
+    const next = query.offset + rows.length;
+    return { devices: rows.map(deviceView), total, limit: query.limit, offset: query.offset, nextOffset: next < total ? next : null };
+  }
+
+  /**
+   * One device with its last request in the request log (`lastSeenAt`; null when none is kept, see
+   * TOLLGATE_REQUEST_LOG_RETENTION_DAYS). The id may be given in any case where the method's ids are case-insensitive.
+   */
+  async getDevice(appId: string, deviceId: string): Promise<DeviceView & { lastSeenAt: string | null }> {
+    await this.requireApp(this.database, appId);
+    const devices = new DeviceRepository(this.database);
+    const device = (await devices.find(appId, deviceId)) ?? (await this.findCaseInsensitive(devices, appId, deviceId));
+    if (!device) throw notFound(`device "${String(deviceId)}"`);
+    const [last] = await new UsageRepository(this.database).requestLog({ appId, deviceId: device.deviceId, limit: 1 });
+    return { ...deviceView(device), lastSeenAt: last ? iso(last.createdAt) : null };
   }
 
   /**

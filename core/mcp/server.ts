@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { GatewayError, TollgateError } from '../contract';
 import { toGatewayError } from '../routes/errors';
 import { DEVELOPMENT_TOKEN_PATTERN, generateIntegrationCode, INTEGRATION_CAPABILITIES, INTEGRATION_PLATFORMS } from '../integration/code-generator';
-import type { ManagementService } from '../management/management-service';
+import { DEVICE_PLATFORMS, type DevicePlatform, type ManagementService } from '../management/management-service';
 import type { ProviderRegistry } from '../registry/provider-registry';
 import { digestsEqual, hashToken, isWellFormedToken } from '../security/tokens';
 
@@ -216,6 +216,31 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
 
   server.registerTool('delete_secret', { description: "Delete an app's key for a provider.", inputSchema: { appId: z.string(), provider: z.string() } }, ({ appId, provider }) =>
     audited('delete_secret', `${appId}/${provider}`, null, () => management.deleteSecret(appId, provider)),
+  );
+
+  server.registerTool(
+    'test_secret',
+    {
+      description: "Test an app's stored provider key with one harmless request the provider documents (its manifest's keyCheck, e.g. GET v1/models), sent to the provider's own host. Answers outcome ok, rejected (401/403), unexpected or unreachable with the upstream status and latency; never the key or the provider's body. A provider without a key check is refused (key_check_unsupported).",
+      inputSchema: { appId: z.string(), provider: z.string() },
+    },
+    ({ appId, provider }) =>
+      run(() => management.audited((result) => ({ actor: dependencies.actor, action: 'mcp.test_secret', target: `${appId}/${provider}`, details: { outcome: result.outcome, status: result.status } }), () => management.testSecret(appId, provider))),
+  );
+
+  server.registerTool(
+    'list_devices',
+    {
+      description: "One page of an app's attested devices, newest attestation first, with the total that match: search by the start of the device id and by platform, page with limit and offset (nextOffset).",
+      inputSchema: {
+        appId: z.string(),
+        search: z.string().min(1).max(200).optional().describe('the start of the device id (case-insensitive)'),
+        platform: z.enum(DEVICE_PLATFORMS as [DevicePlatform, ...DevicePlatform[]]).optional(),
+        limit: z.number().int().min(1).max(500).default(50),
+        offset: z.number().int().min(0).default(0),
+      },
+    },
+    ({ appId, search, platform, limit, offset }) => run(() => management.searchDevices(appId, { prefix: search, platform, limit, offset })),
   );
 
   server.registerTool('create_development_token', { description: 'A development attestation token (dt_…) for simulators and emulators, returned once.', inputSchema: { appId: z.string(), label: z.string().max(200).optional() } }, ({ appId, label }) =>

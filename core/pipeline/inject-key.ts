@@ -1,5 +1,5 @@
 import { inject, injectable } from 'tsyringe';
-import { CONFIGURATION, GatewayError, type PipelineStage, type ProxyContext, type UpstreamRequest, type UpstreamRequestDraft } from '../contract';
+import { CONFIGURATION, GatewayError, type PipelineStage, type ProxyContext, type ResolvedSecret, type UpstreamRequest, type UpstreamRequestDraft } from '../contract';
 import type { Configuration } from '../configuration/configuration';
 import { ProviderRegistry, type RegisteredProvider } from '../registry/provider-registry';
 import { forwardableRequestHeaders, withoutCredentialParameters } from './header-hygiene';
@@ -7,10 +7,12 @@ import { readRequestBody } from './request-body';
 import { joinUpstreamUrl } from './proxy-path';
 import { decideRoute } from './route-class';
 
-/** The base URL for this request: the operator's override, a tenant URL from the secret, or the manifest's choice. */
-function upstreamBase(provider: RegisteredProvider, context: ProxyContext): string {
+/**
+ * The base URL for a request with this secret: the operator's override, a tenant URL from the secret, or the manifest's
+ * choice (also used by the key check, so that it reaches the same host the proxy would).
+ */
+export function upstreamBase(provider: RegisteredProvider, secret: ResolvedSecret): string {
   if (provider.overridden) return provider.baseUrl;
-  const secret = context.get('secret');
   const manifest = provider.manifest;
   if (manifest.tenant) {
     if (secret.baseUrl) return secret.baseUrl;
@@ -28,8 +30,8 @@ function upstreamBase(provider: RegisteredProvider, context: ProxyContext): stri
 }
 
 /** A version mapped to an absolute URL names a second declared host; an operator override replaces its origin too. */
-function versionBase(provider: RegisteredProvider, context: ProxyContext, target: string): { base: string; prefix: string } {
-  if (!/^https?:/.test(target)) return { base: upstreamBase(provider, context), prefix: target };
+export function versionBase(provider: RegisteredProvider, secret: ResolvedSecret, target: string): { base: string; prefix: string } {
+  if (!/^https?:/.test(target)) return { base: upstreamBase(provider, secret), prefix: target };
   const url = new URL(target);
   const prefix = url.pathname === '/' ? '' : url.pathname;
   return { base: provider.overridden ? provider.baseUrl : url.origin, prefix };
@@ -71,7 +73,7 @@ export class InjectKeyStage implements PipelineStage {
       const pair = `${encodeURIComponent(auth.parameter)}=${encodeURIComponent(secret.value.reveal())}`;
       query = query ? `${query}&${pair}` : pair;
     }
-    const { base, prefix } = versionBase(provider, context, manifest.versions[version]!);
+    const { base, prefix } = versionBase(provider, secret, manifest.versions[version]!);
     const { origin, path } = joinUpstreamUrl(base, prefix, providerPath, query);
     const headers = forwardableRequestHeaders(context.request.headers, this.registry.credentialHeaders, this.registry.credentialHeaderPrefixes);
     if (manifest.defaultHeaders) {
@@ -94,7 +96,7 @@ export class InjectKeyStage implements PipelineStage {
     const manifest = provider.manifest;
     const versions: Array<{ name: string; prefix: string }> = [];
     for (const [name, target] of Object.entries(manifest.versions)) {
-      const { base, prefix } = versionBase(provider, context, target);
+      const { base, prefix } = versionBase(provider, context.get('secret'), target);
       const url = new URL(base);
       if (url.origin !== origin) continue;
       versions.push({ name, prefix: `${url.pathname.replace(/\/$/, '')}${prefix}` });

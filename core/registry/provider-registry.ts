@@ -102,6 +102,14 @@ export function validateManifest(manifest: ProviderManifest, origin = 'built-in'
   for (const name of [...(channels.headers ?? []), ...(channels.headerPrefixes ?? [])]) if (!/^[A-Za-z0-9-]+$/.test(name)) fail(slug, `clientCredentials header "${name}" is not a header name`);
   for (const name of [...(channels.queryParameters ?? []), ...(channels.queryParameterPrefixes ?? [])]) if (!/^[A-Za-z0-9_.-]+$/.test(name)) fail(slug, `clientCredentials query parameter "${name}" is not a parameter name`);
   if (manifest.tenant && manifest.tenant.allowedHosts.length === 0) fail(slug, 'tenant.allowedHosts must name at least one host pattern');
+  const check = manifest.keyCheck;
+  if (check !== undefined) {
+    if (check.method !== 'GET') fail(slug, 'keyCheck.method must be GET (a key check changes nothing)');
+    if (typeof check.version !== 'string' || !Object.prototype.hasOwnProperty.call(manifest.versions, check.version)) fail(slug, `keyCheck.version "${String(check.version)}" is not one of the versions`);
+    if (typeof check.path !== 'string' || !/^[A-Za-z0-9._~:@-]+(\/[A-Za-z0-9._~:@-]+)*$/.test(check.path) || check.path.split('/').some((segment) => segment === '.' || segment === '..')) {
+      fail(slug, `keyCheck.path "${String(check.path)}" must be a relative path (segments of letters, digits and ._~:@-; no query)`);
+    }
+  }
 }
 
 @injectable()

@@ -42,6 +42,7 @@ function section(manifest: ProviderManifest): string[] {
     `| capabilities | ${manifest.capabilities.join(', ')} |`,
     `| streaming | ${manifest.streaming.join(', ') || 'none'} |`,
     `| client credentials also stripped | ${stripped.join(', ') || 'the core set only'} |`,
+    `| key check ("test this key") | ${manifest.keyCheck ? code(`${manifest.keyCheck.method} ${manifest.keyCheck.version}/${manifest.keyCheck.path}`) : 'none (`key_check_unsupported`)'} |`,
     '',
     `**Inference routes** (open by default): ${methods.join(', ')} on ${routes.allow ? routes.allow.map((prefix) => code(prefix || '(root)')).join(', ') : 'every path'}${routes.deny?.length ? `; never ${routes.deny.map(code).join(', ')}` : ''}; except the account routes below.`,
     '',

@@ -220,8 +220,27 @@ const usageTokens: Migration = {
   },
 };
 
+/**
+ * "Last used" per provider key (issue 19): the time of the last request forwarded with the app's key for that provider,
+ * written by the usage recorder with each batch (one UPDATE per app and provider in the batch, never on the request
+ * path), so that it outlives the request log's retention. Null: not used since it was set.
+ */
+const secretLastUsed: Migration = {
+  name: '0006-secret-last-used',
+  async up(knex) {
+    await knex.schema.alterTable('secrets', (table) => {
+      table.bigInteger('last_used_at').nullable();
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('secrets', (table) => {
+      table.dropColumn('last_used_at');
+    });
+  },
+};
+
 /** Append only; never reorder or edit a migration that has shipped. */
-export const MIGRATIONS: readonly Migration[] = [initial, auditLog, dashboardUsers, tokenGraceAndRequestLog, usageTokens];
+export const MIGRATIONS: readonly Migration[] = [initial, auditLog, dashboardUsers, tokenGraceAndRequestLog, usageTokens, secretLastUsed];
 
 /** A knex migration source over {@link MIGRATIONS}. */
 export class CodeMigrationSource implements Knex.MigrationSource<Migration> {

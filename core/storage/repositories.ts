@@ -30,6 +30,8 @@ export interface SecretRow {
   readonly baseUrl: string | null;
   readonly createdAt: number;
   readonly updatedAt: number;
+  /** The last request forwarded with this key (written in batches by the usage recorder); null: none since it was set. */
+  readonly lastUsedAt?: number | null;
 }
 
 export interface DeviceRow {
@@ -114,6 +116,7 @@ function toSecret(row: Row): SecretRow {
     baseUrl: (row.base_url as string | null) ?? null,
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
+    lastUsedAt: row.last_used_at == null ? null : Number(row.last_used_at),
   };
 }
 
@@ -211,9 +214,22 @@ export class SecretRepository {
         base_url: secret.baseUrl,
         created_at: secret.createdAt,
         updated_at: secret.updatedAt,
+        // A new value has not been used yet: "last used" starts again.
+        last_used_at: null,
       })
       .onConflict(['app_id', 'provider'])
-      .merge(['sealed_value', 'key_id', 'masked', 'base_url', 'updated_at']);
+      .merge(['sealed_value', 'key_id', 'masked', 'base_url', 'updated_at', 'last_used_at']);
+  }
+
+  /**
+   * Moves "last used" forward to `usedAt` (never back: several gateway processes write their own batches). Not a
+   * change the gateway enforces, so the change feed is not bumped.
+   */
+  async markUsed(appId: string, provider: string, usedAt: number): Promise<void> {
+    await this.database('secrets')
+      .where({ app_id: appId, provider })
+      .andWhere((builder) => builder.whereNull('last_used_at').orWhere('last_used_at', '<', usedAt))
+      .update({ last_used_at: usedAt });
   }
 
   async find(appId: string, provider: string): Promise<SecretRow | undefined> {
@@ -335,6 +351,25 @@ export class DeviceRepository {
 
   async listForApp(appId: string): Promise<DeviceRow[]> {
     return ((await this.database('devices').where({ app_id: appId }).orderBy('last_attested_at', 'desc')) as Row[]).map(toDevice);
+  }
+
+  /**
+   * One page of an app's devices (newest attestation first), narrowed by the start of the id (case-insensitive) and by
+   * the platform (from the attestation method's name), with the number of all that match.
+   */
+  async search(appId: string, query: { prefix?: string | undefined; platform?: string | undefined; limit: number; offset: number }): Promise<{ rows: DeviceRow[]; total: number }> {
+    const scope = () => {
+      let rows = this.database('devices').where({ app_id: appId });
+      if (query.prefix) rows = rows.andWhereRaw("lower(device_id) like ? escape '\\'", [`${query.prefix.toLowerCase().replace(/[\\%_]/g, (character) => `\\${character}`)}%`]);
+      if (query.platform === 'ios') rows = rows.andWhere('method', 'like', 'apple-%');
+      else if (query.platform === 'android') rows = rows.andWhere('method', 'like', 'android-%');
+      else if (query.platform === 'development') rows = rows.andWhere({ method: 'development' });
+      else if (query.platform === 'other') rows = rows.andWhere('method', 'not like', 'apple-%').andWhere('method', 'not like', 'android-%').andWhereNot({ method: 'development' });
+      return rows;
+    };
+    const counted = (await scope().count({ count: '*' }).first()) as Row | undefined;
+    const rows = (await scope().orderBy([{ column: 'last_attested_at', order: 'desc' }, { column: 'device_id', order: 'asc' }]).limit(query.limit).offset(query.offset)) as Row[];
+    return { rows: rows.map(toDevice), total: Number(counted?.count ?? 0) };
   }
 
   async listRevoked(): Promise<DeviceRow[]> {
@@ -547,9 +582,11 @@ export class UsageRepository {
    * busiest devices, over [fromMs, toMs), for one app or (appId null) for all. Counting is done by the database;
    * percentiles are computed here from at most `latencySample` recent latencies per provider.
    */
-  async summary(appId: string | null, fromMs: number, toMs: number, latencySample = 20_000): Promise<UsageSummary> {
+  async summary(appId: string | null, fromMs: number, toMs: number, latencySample = 20_000, deviceId?: string): Promise<UsageSummary> {
     const scope = () => {
       const query = this.database('usage_events').where('created_at', '>=', fromMs).andWhere('created_at', '<', toMs);
+      // One device's traffic (the per-device page): its app's events with its id.
+      if (appId !== null && deviceId !== undefined) return query.andWhere({ app_id: appId, device_id: deviceId });
       return appId === null ? query : query.andWhere({ app_id: appId });
     };
     // Integer division on both engines: the start of each event's minute.

@@ -8,7 +8,22 @@
  * the database down), so that a slow or absent database can never grow memory without limit or slow requests down.
  */
 import type { Knex } from 'knex';
-import { UsageRepository, type UsageEvent } from './repositories';
+import { SecretRepository, UsageRepository, type UsageEvent } from './repositories';
+
+/**
+ * The latest forwarded request per app and provider in a batch: events without a gateway error type reached the
+ * provider with the app's key (a provider's own error, such as a 401 for a revoked key, still used it).
+ */
+export function lastUsedByKey(events: readonly UsageEvent[]): Map<string, { appId: string; provider: string; usedAt: number }> {
+  const latest = new Map<string, { appId: string; provider: string; usedAt: number }>();
+  for (const event of events) {
+    if (event.errorType !== null) continue;
+    const key = `${event.appId}\u0000${event.provider}`;
+    const known = latest.get(key);
+    if (!known || known.usedAt < event.createdAt) latest.set(key, { appId: event.appId, provider: event.provider, usedAt: event.createdAt });
+  }
+  return latest;
+}
 
 export interface UsageRecorderOptions {
   readonly flushIntervalMs: number;
@@ -102,9 +117,23 @@ export class UsageRecorder {
       this.buffer.splice(0, left);
       this.droppedByReason.buffer_full -= batch.length - left;
       this.written += batch.length;
+      await this.markKeysUsed(batch);
       if (this.failures > 0) this.options.onRecovered?.(this.failures);
       this.failures = 0;
       this.retryAt = 0;
+    }
+  }
+
+  /**
+   * "Last used" of each provider key in the batch: one UPDATE per app and provider, after the batch is written. Best
+   * effort: a failure loses only this refinement (the next batch moves it forward), never an event.
+   */
+  private async markKeysUsed(batch: readonly UsageEvent[]): Promise<void> {
+    try {
+      const secrets = new SecretRepository(this.database);
+      for (const { appId, provider, usedAt } of lastUsedByKey(batch).values()) await secrets.markUsed(appId, provider, usedAt);
+    } catch {
+      // The events are written; "last used" catches up with the next batch.
     }
   }
 

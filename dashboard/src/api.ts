@@ -85,6 +85,8 @@ export interface Secret {
   masked: string;
   baseUrl: string | null;
   updatedAt: string;
+  /** The last request forwarded with this key; null: not used since it was set. */
+  lastUsedAt?: string | null;
 }
 
 export interface Provider {
@@ -97,6 +99,8 @@ export interface Provider {
   integrationCapabilities: string[];
   /** Account-class routes, closed unless an app opens them; `why` says what opening exposes. */
   accountRoutes: Array<{ methods: string[]; path: string; why: string }>;
+  /** What "test this key" sends (e.g. `GET v1/models`); null: the provider declares no key check. */
+  keyCheck?: string | null;
 }
 
 export interface Usage {
@@ -142,4 +146,34 @@ export interface Price {
   inputUsdPerMillion: number;
   outputUsdPerMillion: number;
   updatedAt: string;
+}
+
+/** "Test this key": the outcome of one harmless request with the stored key (never the key or the provider's body). */
+export interface KeyCheck {
+  appId: string;
+  provider: string;
+  outcome: 'ok' | 'rejected' | 'unexpected' | 'unreachable';
+  status: number | null;
+  latencyMs: number;
+  request: string;
+  checkedAt: string;
+}
+
+export interface Device {
+  deviceId: string;
+  method: string;
+  platform: 'ios' | 'android' | 'development' | 'other';
+  firstSeenAt: string;
+  lastAttestedAt: string;
+  revokedAt: string | null;
+  /** Device detail only: its last request in the request log. */
+  lastSeenAt?: string | null;
+}
+
+export interface DevicePage {
+  devices: Device[];
+  total: number;
+  limit: number;
+  offset: number;
+  nextOffset: number | null;
 }

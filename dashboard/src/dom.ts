@@ -49,6 +49,20 @@ export function table(headers: string[], rows: Child[][], caption?: string): HTM
   );
 }
 
+/**
+ * A table that stacks on a phone: each cell carries its column's name (`data-label`), which styles.css shows before
+ * the value under 600 px, where the rows become blocks. Nothing scrolls sideways at 390 px.
+ */
+export function stackTable(headers: string[], rows: Child[][], caption?: string, testId?: string): HTMLTableElement {
+  return h(
+    'table',
+    { class: 'stack', 'data-testid': testId },
+    caption ? h('caption', { class: 'muted' }, caption) : null,
+    h('thead', {}, h('tr', {}, ...headers.map((header) => h('th', { scope: 'col' }, header)))),
+    h('tbody', {}, ...rows.map((row) => h('tr', {}, ...row.map((cell, index) => h('td', { 'data-label': headers[index] || null }, cell))))),
+  );
+}
+
 export function formValues(form: HTMLFormElement): Record<string, string | boolean> {
   const values: Record<string, string | boolean> = {};
   for (const element of Array.from(form.elements)) {

@@ -3,9 +3,9 @@
  * integration code. A single page over the management API (`/v1/admin/*`) with hash routes; every control is a
  * native, labelled form element, so the whole dashboard works from the keyboard.
  */
-import { api, ApiError, setCsrfToken, type App, type Provider, type RequestLog, type Secret, type Session, type Usage, type User } from './api.js';
+import { api, ApiError, setCsrfToken, type App, type Device, type DevicePage, type KeyCheck, type Provider, type RequestLog, type Secret, type Session, type Usage, type User } from './api.js';
 import { barChart, bucketLabel, timeBuckets } from './charts.js';
-import { checkbox, field, formValues, h, table } from './dom.js';
+import { checkbox, field, formValues, h, stackTable, table } from './dom.js';
 import type { Price } from './api.js';
 
 const main = document.getElementById('main') as HTMLElement;
@@ -80,6 +80,8 @@ function onSubmit(form: HTMLFormElement, action: (values: Record<string, string 
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     form.querySelector('.error')?.remove();
+    // The last action's message ("Settings saved.") must not stand for this one while it runs.
+    say('');
     const button = form.querySelector('button[type="submit"]') as HTMLButtonElement | null;
     if (button) button.disabled = true;
     action(formValues(form))
@@ -270,7 +272,7 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
       { class: 'inline', 'aria-label': 'Rotate the app token' },
       field(
         'Old token keeps working for',
-        h('select', { name: 'graceHours' }, ...[['168', '7 days (ship the new token in an app update)'], ['720', '30 days'], ['24', '1 day'], ['0', 'No grace: it stops at once']].map(([value, label]) => h('option', { value }, label ?? ''))),
+        h('select', { name: 'graceHours' }, ...[['168', '7 days (ship the new token in an app update)'], ['720', '30 days'], ['24', '1 day'], ['1', '1 hour'], ['0', 'No grace: it stops at once']].map(([value, label]) => h('option', { value }, label ?? ''))),
       ),
       h('button', { type: 'submit' }, 'Rotate app token'),
     );
@@ -348,16 +350,19 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
       h('button', { type: 'submit', class: 'primary' }, 'Save key'),
     );
     return [
-      table(
-        ['Provider', 'Key', 'Base URL', 'Updated', ''],
+      stackTable(
+        ['Provider', 'Key', 'Base URL', 'Updated', 'Last used', 'Check', ''],
         secrets.map((secret) => [
           secret.provider,
           h('code', { 'data-testid': `masked-${secret.provider}` }, secret.masked),
           secret.baseUrl ?? '',
           new Date(secret.updatedAt).toLocaleString(),
+          keyLastUsed(secret),
+          keyCheckControl(app, secret, catalog),
           button(`Delete ${secret.provider} key`, async () => { await api('DELETE', `/apps/${app.id}/secrets/${secret.provider}`); await route(); }, 'danger', `Delete the ${secret.provider} key?`),
         ]),
         secrets.length ? undefined : 'No provider keys yet.',
+        'secret-list',
       ),
       h('h2', {}, 'Set a provider key'),
       onSubmit(form, async (values) => {
@@ -466,35 +471,11 @@ const PAGES: Record<string, (app: App) => Promise<(Node | null)[]>> = {
   },
 
   async devices(app) {
-    const [tokens, devices] = await Promise.all([
-      api<Array<{ id: string; tokenHint: string; label: string | null; createdAt: string; revokedAt: string | null }>>('GET', `/apps/${app.id}/development-tokens`),
-      api<Array<{ deviceId: string; method: string; firstSeenAt: string; lastAttestedAt: string; revokedAt: string | null }>>('GET', `/apps/${app.id}/devices`),
-    ]);
+    const tokens = await api<Array<{ id: string; tokenHint: string; label: string | null; createdAt: string; revokedAt: string | null }>>('GET', `/apps/${app.id}/development-tokens`);
     const form = h('form', { class: 'inline', 'aria-label': 'Create a development token' }, field('Label', h('input', { name: 'label', placeholder: 'iPhone simulator' })), h('button', { type: 'submit' }, 'Create development token'));
-    const search = h('input', { type: 'search', name: 'device-search', placeholder: 'part of a device id' });
-    const deviceTable = () =>
-      table(
-        ['Device', 'Method', 'First seen', 'Last attested', 'State'],
-        devices
-          .filter((device) => !search.value || device.deviceId.toLowerCase().includes(search.value.toLowerCase()))
-          .map((device) => [
-            h('a', { href: `#/apps/${app.id}/requests?device=${encodeURIComponent(device.deviceId)}`, title: 'This device’s requests' }, h('code', {}, device.deviceId)),
-            device.method,
-            new Date(device.firstSeenAt).toLocaleString(),
-            new Date(device.lastAttestedAt).toLocaleString(),
-            device.revokedAt
-              ? badge(`revoked ${new Date(device.revokedAt).toLocaleString()}`, 'bad')
-              : button(`Revoke ${device.deviceId}`, async () => { await api('POST', `/apps/${app.id}/devices/${encodeURIComponent(device.deviceId)}/revoke`); say(`Device ${device.deviceId} is revoked.`); await route(); }, 'danger', `Revoke ${device.deviceId}? Its next request is refused, and the SDK will not attest a new key for it.`),
-          ]),
-        devices.length ? undefined : 'No device has attested yet.',
-      );
-    const listing = h('div', {}, deviceTable());
-    search.addEventListener('input', () => listing.replaceChildren(deviceTable()));
     return [
       h('h2', {}, 'Devices'),
-      field('Find a device', search),
-      h('p', {}, button('Revoke every device', async () => { await api('POST', `/apps/${app.id}/devices/revoke-all`); say('Every device token issued until now is revoked.'); await route(); }, 'danger', 'Every device must attest again. Revoke all?')),
-      listing,
+      ...(await deviceListContent(app)),
       h('h2', {}, 'Development tokens'),
       h('p', { class: 'muted' }, app.settings.allowDevelopmentAttestation ? 'For simulators and emulators, in debug builds only. Refused in production.' : 'Development attestation is off for this app (Overview → settings).'),
       table(
@@ -955,6 +936,191 @@ async function requestLogContent(app: App): Promise<Node[]> {
   return [h('p', { class: 'muted' }, 'One row per request through the gateway, newest first. Kept for TOLLGATE_REQUEST_LOG_RETENTION_DAYS (default 30).'), form, output];
 }
 
+// Provider keys: last used and "test this key" (issue 19).
+
+/** When the key was last used: the last request forwarded with it (written with each usage batch). */
+function keyLastUsed(secret: Secret): HTMLElement {
+  const testId = `last-used-${secret.provider}`;
+  return secret.lastUsedAt
+    ? h('time', { datetime: secret.lastUsedAt, 'data-testid': testId }, new Date(secret.lastUsedAt).toLocaleString())
+    : h('span', { class: 'muted', 'data-testid': testId }, 'not used yet');
+}
+
+const KEY_CHECK_OUTCOMES: Record<KeyCheck['outcome'], string> = {
+  ok: 'Works',
+  rejected: 'Rejected by the provider',
+  unexpected: 'Unexpected answer',
+  unreachable: 'Provider unreachable',
+};
+
+/** "Test this key": one harmless request the provider documents, sent by the gateway with the stored key. */
+function keyCheckControl(app: App, secret: Secret, catalog: Provider[]): HTMLElement {
+  const check = catalog.find((provider) => provider.slug === secret.provider)?.keyCheck;
+  if (!check) return h('span', { class: 'muted', title: 'This provider’s manifest declares no harmless request to test a key with.' }, 'no key check');
+  const result = h('span', { class: 'key-check', role: 'status', 'data-testid': `key-check-${secret.provider}` });
+  const run = button(`Test ${secret.provider} key`, async () => {
+    result.className = 'key-check';
+    result.textContent = 'Testing…';
+    try {
+      const outcome = await api<KeyCheck>('POST', `/apps/${app.id}/secrets/${encodeURIComponent(secret.provider)}/test`);
+      result.className = `key-check ${outcome.outcome === 'ok' ? 'ok' : 'bad'}`;
+      result.textContent = `${KEY_CHECK_OUTCOMES[outcome.outcome]}${outcome.status === null ? '' : ` (HTTP ${outcome.status})`}, ${outcome.latencyMs} ms`;
+    } catch (error) {
+      result.textContent = '';
+      throw error;
+    }
+  });
+  run.title = `Sends ${check} to the provider with this key; only the outcome is shown.`;
+  return h('span', {}, run, ' ', result);
+}
+
+// Devices: search and paging (server side), and the per-device page (issue 19).
+
+const PLATFORMS: Array<[string, string]> = [['', 'any'], ['ios', 'iOS'], ['android', 'Android'], ['development', 'Development (simulators, emulators)'], ['other', 'other']];
+const platformName = (platform: string) => PLATFORMS.find(([value]) => value === platform)?.[1] ?? platform;
+const devicePath = (app: App, deviceId: string) => `#/apps/${app.id}/devices/${encodeURIComponent(deviceId)}`;
+
+function revokeDeviceButton(app: App, deviceId: string): HTMLButtonElement {
+  return button(
+    `Revoke ${deviceId}`,
+    async () => {
+      await api('POST', `/apps/${app.id}/devices/${encodeURIComponent(deviceId)}/revoke`);
+      say(`Device ${deviceId} is revoked.`);
+      await route();
+    },
+    'danger',
+    `Revoke ${deviceId}? Its next request is refused, and the SDK will not attest a new key for it.`,
+  );
+}
+
+/** The app's devices: search by id prefix and platform, paged on the server, with the total. */
+async function deviceListContent(app: App): Promise<Node[]> {
+  const PAGE = 25;
+  const form = h(
+    'form',
+    { class: 'inline', role: 'search', 'aria-label': 'Find devices' },
+    field('Device id starts with', h('input', { name: 'q', type: 'search', placeholder: 'device id' })),
+    field('Platform', h('select', { name: 'platform' }, ...PLATFORMS.map(([value, label]) => h('option', { value }, label)))),
+    h('button', { type: 'submit' }, 'Find'),
+  );
+  const output = h('div', { 'aria-live': 'polite' });
+  let offset = 0;
+  const render = async () => {
+    const values = formValues(form);
+    const query = new URLSearchParams({ limit: String(PAGE), offset: String(offset) });
+    const prefix = String(values.q ?? '').trim();
+    if (prefix) query.set('q', prefix);
+    if (values.platform) query.set('platform', String(values.platform));
+    const page = await api<DevicePage>('GET', `/apps/${app.id}/devices?${query}`);
+    const filtered = Boolean(prefix || values.platform);
+    output.replaceChildren(
+      h('p', { 'data-testid': 'device-total' }, page.total === 0 ? (filtered ? 'No device matches.' : 'No device has attested yet.') : `Devices ${page.offset + 1}–${page.offset + page.devices.length} of ${page.total}.`),
+      page.devices.length
+        ? stackTable(
+            ['Device', 'Platform', 'First seen', 'Last attested', 'State'],
+            page.devices.map((device) => [
+              h('a', { href: devicePath(app, device.deviceId), title: 'Status, traffic and latest requests of this device' }, h('code', {}, device.deviceId)),
+              h('span', { title: device.method }, platformName(device.platform)),
+              new Date(device.firstSeenAt).toLocaleString(),
+              new Date(device.lastAttestedAt).toLocaleString(),
+              device.revokedAt ? badge(`revoked ${new Date(device.revokedAt).toLocaleString()}`, 'bad') : revokeDeviceButton(app, device.deviceId),
+            ]),
+            undefined,
+            'device-list',
+          )
+        : '',
+      h(
+        'p',
+        { class: 'pager' },
+        button('Previous devices', async () => { offset = Math.max(0, offset - PAGE); await render(); }, offset > 0 ? '' : 'hidden'),
+        ' ',
+        button('Next devices', async () => { offset = page.nextOffset ?? offset; await render(); }, page.nextOffset !== null ? '' : 'hidden'),
+      ),
+    );
+  };
+  onSubmit(form, async () => {
+    offset = 0;
+    await render();
+  });
+  await render();
+  return [
+    form,
+    output,
+    h('p', {}, button('Revoke every device', async () => { await api('POST', `/apps/${app.id}/devices/revoke-all`); say('Every device token issued until now is revoked.'); await route(); }, 'danger', 'Every device must attest again. Revoke all?')),
+  ];
+}
+
+type LoggedRequest = RequestLog['requests'][number] & { inputTokens?: number | null; outputTokens?: number | null };
+
+/** One device: status, its traffic (the usage summary of its events), its latest requests, and revocation. */
+async function devicePage(appId: string, deviceId: string): Promise<void> {
+  const app = await api<App>('GET', `/apps/${encodeURIComponent(appId)}`);
+  const device = await api<Device>('GET', `/apps/${app.id}/devices/${encodeURIComponent(deviceId)}`);
+  const id = encodeURIComponent(device.deviceId);
+  const when = (value: string | null | undefined, none: string) => (value ? new Date(value).toLocaleString() : none);
+  const traffic = h('div', { 'aria-live': 'polite' });
+  const windowForm = h(
+    'form',
+    { class: 'inline', 'aria-label': 'Traffic window' },
+    field('Window', h('select', { name: 'minutes' }, ...[['1440', 'Last day'], ['10080', 'Last 7 days'], ['60', 'Last hour']].map(([value, label]) => h('option', { value }, label ?? '')))),
+    h('button', { type: 'submit' }, 'Show traffic'),
+  );
+  const stat = (label: string, value: number, testId: string) => h('li', {}, h('strong', { 'data-testid': testId }, String(value)), label);
+  const renderTraffic = async (values: Record<string, string | boolean>) => {
+    const usage = await api<Usage>('GET', `/apps/${app.id}/usage?minutes=${Number(values.minutes)}&device=${id}`);
+    const errors = usage.requestsPerMinute.reduce((sum, entry) => sum + entry.errors, 0);
+    traffic.replaceChildren(
+      h(
+        'ul',
+        { class: 'stats' },
+        stat('requests', usage.totalRequests, 'device-requests'),
+        stat('errors', errors, 'device-errors'),
+        stat('input tokens', usage.tokens?.inputTokens ?? 0, 'device-input-tokens'),
+        stat('output tokens', usage.tokens?.outputTokens ?? 0, 'device-output-tokens'),
+      ),
+    );
+  };
+  onSubmit(windowForm, renderTraffic);
+  await renderTraffic(formValues(windowForm));
+  const log = await api<{ requests: LoggedRequest[]; nextBefore: number | null }>('GET', `/apps/${app.id}/requests?device=${id}&limit=20`);
+  show(
+    `${app.name} · Device ${device.deviceId}`,
+    tabs(app, 'devices'),
+    monitorBanner(app),
+    h('p', {}, h('a', { href: `#/apps/${app.id}/devices` }, '← All devices')),
+    h('h2', {}, 'Status'),
+    h(
+      'dl',
+      { class: 'facts', 'data-testid': 'device-status' },
+      h('dt', {}, 'Platform'), h('dd', {}, `${platformName(device.platform)} (${device.method})`),
+      h('dt', {}, 'First attested'), h('dd', {}, when(device.firstSeenAt, '')),
+      h('dt', {}, 'Last attested'), h('dd', {}, when(device.lastAttestedAt, '')),
+      h('dt', {}, 'Last seen'), h('dd', { 'data-testid': 'device-last-seen' }, when(device.lastSeenAt, 'no request in the request log')),
+      h('dt', {}, 'State'), h('dd', { 'data-testid': 'device-state' }, device.revokedAt ? badge(`revoked ${new Date(device.revokedAt).toLocaleString()}`, 'bad') : badge('active', 'ok')),
+    ),
+    device.revokedAt ? null : h('p', {}, revokeDeviceButton(app, device.deviceId)),
+    h('h2', {}, 'Traffic'),
+    windowForm,
+    traffic,
+    h('h2', {}, 'Latest requests'),
+    stackTable(
+      ['Time', 'Provider', 'Route', 'Status', 'Error', 'Latency', 'Tokens in / out'],
+      log.requests.map((entry) => [
+        new Date(entry.createdAt).toLocaleString(),
+        entry.provider,
+        h('code', { title: entry.requestId ?? '' }, `${entry.method ?? ''} ${entry.route ?? ''}`.trim()),
+        badge(String(entry.status), entry.status < 400 && !entry.errorType ? 'ok' : 'bad'),
+        entry.errorType ? `${entry.errorType}${entry.reason ? ` (${entry.reason})` : ''}` : entry.status >= 400 ? 'providerError' : '',
+        `${entry.latencyMs} ms`,
+        entry.inputTokens === null || entry.inputTokens === undefined ? '' : `${entry.inputTokens} / ${entry.outputTokens ?? 0}`,
+      ]),
+      log.requests.length ? undefined : 'No request from this device in the request log.',
+      'device-requests-list',
+    ),
+    h('p', {}, h('a', { href: `#/apps/${app.id}/requests?device=${id}` }, 'All requests of this device in the request log')),
+  );
+}
+
 /** Routes `location.hash`; the set-up link is `/dashboard/setup#token=su_…`. */
 async function route(): Promise<void> {
   if (location.pathname.endsWith('/setup')) {
@@ -976,6 +1142,7 @@ async function route(): Promise<void> {
   main.setAttribute('aria-busy', 'true');
   main.replaceChildren(h('p', { class: 'muted loading' }, 'Loading…'));
   try {
+    if (parts[0] === 'apps' && parts[1] && parts[2] === 'devices' && parts[3]) return await devicePage(parts[1], parts.slice(3).join('/'));
     if (parts[0] === 'apps' && parts[1]) return await appPage(parts[1], parts[2] ?? '');
     if (parts[0] === 'usage') return show('Usage of every app', ...(await usageContent('/usage')));
     if (parts[0] === 'prices') return await pricesPage();

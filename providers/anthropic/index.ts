@@ -33,5 +33,7 @@ export const manifest = defineProvider({
     streaming: { method: 'POST', version: 'v1', path: 'messages', body: { model: 'claude-sonnet-4-5', max_tokens: 1024, stream: true, messages: [{ role: 'user', content: 'Hello!' }] }, streams: true },
   },
   notes: 'SSE with event names; anthropic-version defaults to 2023-06-01.',
+  // "List Models" needs the key and changes nothing: https://docs.anthropic.com/en/api/models-list
+  keyCheck: { method: 'GET', version: 'v1', path: 'models' },
   usage: ANTHROPIC_USAGE,
 });

@@ -8,5 +8,7 @@ export const manifest = openAiCompatible({
   slug: 'deepseek',
   name: 'DeepSeek',
   baseUrl: 'https://api.deepseek.com',
+  // "Lists models" needs the key and changes nothing: https://api-docs.deepseek.com/api/list-models
+  keyCheck: { method: 'GET', version: 'v1', path: 'models' },
   notes: 'OpenAI SSE with ": keep-alive" comments under load.',
 });

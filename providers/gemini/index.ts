@@ -46,5 +46,7 @@ export const manifest = defineProvider({
     streaming: { method: 'POST', version: 'v1beta', path: 'models/gemini-2.0-flash:streamGenerateContent?alt=sse', body: { contents: [{ parts: [{ text: 'Hello!' }] }] }, streams: true },
   },
   notes: 'Stream with models/{model}:streamGenerateContent?alt=sse (SSE); without alt=sse the stream is a JSON array.',
+  // "models.list" needs the key and changes nothing: https://ai.google.dev/api/models#method:-models.list
+  keyCheck: { method: 'GET', version: 'v1beta', path: 'models' },
   usage: GEMINI_USAGE,
 });

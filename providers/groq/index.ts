@@ -24,5 +24,7 @@ export const manifest = openAiCompatible({
     deny: under(OPENAI_COMPATIBLE_ROUTES.deny),
     account: (OPENAI_COMPATIBLE_ROUTES.account ?? []).flatMap((route) => [route, { ...route, path: `openai/v1/${route.path}` }]),
   },
+  // "List models" needs the key and changes nothing: https://console.groq.com/docs/api-reference#models-list
+  keyCheck: { method: 'GET', version: 'v1', path: 'models' },
   notes: 'v1 maps to /openai/v1 (OpenAI-style clients); v1-root maps to the host root for groq-sdk, which sends /openai/v1/… itself.',
 });

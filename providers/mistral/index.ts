@@ -21,6 +21,8 @@ export const manifest = openAiCompatible({
   name: 'Mistral AI',
   baseUrl: 'https://api.mistral.ai',
   capabilities: ['chat', 'embeddings'],
+  // "List models" needs the key and changes nothing: https://docs.mistral.ai/api/#tag/models/operation/list_models_v1_models_get
+  keyCheck: { method: 'GET', version: 'v1', path: 'models' },
   routes: {
     ...OPENAI_COMPATIBLE_ROUTES,
     allow: [...(OPENAI_COMPATIBLE_ROUTES.allow ?? []), 'fim/completions', 'agents/completions', 'ocr'],

@@ -21,5 +21,7 @@ export const manifest = openAiCompatible({
     account: OPENAI_ACCOUNT_ROUTES,
   },
   exampleModel: 'gpt-4o-mini',
+  // "List models" needs the key and changes nothing: https://platform.openai.com/docs/api-reference/models/list
+  keyCheck: { method: 'GET', version: 'v1', path: 'models' },
   notes: 'Chat: OpenAI SSE ending in [DONE]; Responses API: SSE with event names; /audio/speech: audio bytes.',
 });

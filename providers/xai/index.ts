@@ -1,4 +1,11 @@
 /** xAI (https://docs.x.ai/docs/api-reference): OpenAI-compatible chat and embeddings. */
 import { openAiCompatible } from '../_shared';
 
-export const manifest = openAiCompatible({ slug: 'xai', name: 'xAI', baseUrl: 'https://api.x.ai', capabilities: ['chat', 'embeddings', 'image'] });
+export const manifest = openAiCompatible({
+  slug: 'xai',
+  name: 'xAI',
+  baseUrl: 'https://api.x.ai',
+  capabilities: ['chat', 'embeddings', 'image'],
+  // "List models" needs the key and changes nothing: https://docs.x.ai/docs/api-reference#list-models
+  keyCheck: { method: 'GET', version: 'v1', path: 'models' },
+});

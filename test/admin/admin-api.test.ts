@@ -5,11 +5,21 @@
  * a canary secret appears in no response of any route.
  */
 import { expect } from 'chai';
-import { FakeUpstream, respondJson } from '../support/fake-upstream';
+import net from 'node:net';
+import { FakeUpstream, respondJson, type RecordedRequest } from '../support/fake-upstream';
 import { TestGateway, type Provisioned } from '../support/gateway';
 import { rawRequest } from '../support/http';
 
 const CANARY = 'sk-CANARY-admin-5e1f0c3b9a7d42e8b6c4a2f0e1d3c5b7';
+
+/** A loopback port nothing listens on (an unreachable provider). */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
 
 interface Reply {
   status: number;
@@ -45,7 +55,8 @@ describe('management API /v1/admin', () => {
   before(async () => {
     upstream = await FakeUpstream.start();
     upstream.respond(respondJson(200, { ok: true }));
-    gateway = await TestGateway.start({ upstreams: { openai: upstream.url } });
+    // Anthropic shares the recording fake upstream; Groq points at a closed port (an unreachable provider).
+    gateway = await TestGateway.start({ upstreams: { openai: upstream.url, anthropic: upstream.url, groq: `http://127.0.0.1:${await closedPort()}` } });
     adminKey = (await gateway.gateway.management.createAdminKey({ name: 'tests' })).adminKey;
     device = await gateway.provision({ openai: CANARY });
   });
@@ -149,7 +160,7 @@ describe('management API /v1/admin', () => {
     expect(put.status).to.equal(200);
     expect(put.json.masked).to.equal(`sk-…${CANARY.slice(-4)}`);
     const list = await call('GET', `/apps/${device.appId}/secrets`);
-    expect(list.json).to.deep.equal([{ appId: device.appId, provider: 'openai', masked: put.json.masked, baseUrl: null, updatedAt: put.json.updatedAt }]);
+    expect(list.json).to.deep.equal([{ appId: device.appId, provider: 'openai', masked: put.json.masked, baseUrl: null, updatedAt: put.json.updatedAt, lastUsedAt: null }]);
     expect((await call('PUT', `/apps/${device.appId}/secrets/not-a-provider`, { value: 'x' })).status).to.equal(400);
     // The injected key is the one that was set.
     const proxied = await fetch(`${gateway.url}/v1/proxy/openai/v1/models`, { headers: device.headers });
@@ -167,7 +178,7 @@ describe('management API /v1/admin', () => {
     expect((await call('POST', `/apps/${device.appId}/development-tokens/${token.json.id}/revoke`)).json.revoked).to.equal(true);
 
     const devices = await call('GET', `/apps/${device.appId}/devices`);
-    expect(devices.json.map((entry: { deviceId: string }) => entry.deviceId)).to.include(device.deviceId);
+    expect(devices.json.devices.map((entry: { deviceId: string }) => entry.deviceId)).to.include(device.deviceId);
     expect((await fetch(`${gateway.url}/v1/proxy/openai/v1/models`, { headers: device.headers })).status).to.equal(200);
     const revoked = await call('POST', `/apps/${device.appId}/devices/${device.deviceId}/revoke`);
     expect(revoked.json).to.deep.equal({ appId: device.appId, deviceId: device.deviceId, revoked: true });
@@ -175,6 +186,170 @@ describe('management API /v1/admin', () => {
     expect(refused.status).to.equal(403);
     expect(refused.headers.get('tollgate-error')).to.equal('attestationFailed');
     expect((await call('POST', `/apps/${device.appId}/devices/unknown-device/revoke`)).status).to.equal(404);
+  });
+
+  /** Usage events are recorded when each response closes, then written in batches. */
+  const settle = async () => {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await gateway.gateway.usage.flush();
+    await gateway.gateway.usage.flush();
+  };
+
+  it('shows when each provider key was last used (written with the usage batches), moved only by forwarded requests, reset when the key is replaced', async () => {
+    const app = await gateway.provision({ openai: 'sk-last-used-0123456789abcdef0123' });
+    const secrets = async () => (await call('GET', `/apps/${app.appId}/secrets`)).json as Array<{ provider: string; lastUsedAt: string | null; masked: string }>;
+    expect((await secrets())[0]!.lastUsedAt).to.equal(null);
+    for (let index = 0; index < 2; index += 1) expect((await fetch(`${gateway.url}/v1/proxy/openai/v1/models`, { headers: app.headers }).then(async (response) => (await response.text(), response.status)))).to.equal(200);
+    await settle();
+    const log = (await call('GET', `/apps/${app.appId}/requests?limit=1`)).json.requests[0];
+    const used = (await secrets())[0]!;
+    // The time of the newest forwarded request, as the request log has it; no value, only the mask.
+    expect(used.lastUsedAt).to.equal(log.createdAt);
+    expect(used.masked).to.equal('sk-…0123');
+    // A request the gateway refused never reached the provider with the key: "last used" stays.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect((await fetch(`${gateway.url}/v1/proxy/openai/v1/models`, { headers: { ...app.headers, 'Tollgate-Device-Token': 'bogus' } }).then(async (response) => (await response.text(), response.status)))).to.equal(403);
+    await settle();
+    expect((await secrets())[0]!.lastUsedAt).to.equal(log.createdAt);
+    // A new value has not been used yet.
+    await call('PUT', `/apps/${app.appId}/secrets/openai`, { value: 'sk-last-used-replaced-0123456789ab' });
+    expect((await secrets())[0]!.lastUsedAt).to.equal(null);
+  });
+
+  describe('test this key (POST /apps/{appId}/secrets/{provider}/test)', () => {
+    const GOOD = 'sk-keycheck-good-0123456789abcdef';
+    const REVOKED = 'sk-keycheck-revoked-0123456789abcd';
+    const MARKER = 'UPSTREAM-BODY-MARKER';
+    let app: Provisioned;
+    let checks: RecordedRequest[] = [];
+
+    before(async () => {
+      app = await gateway.provision({ openai: GOOD });
+      // OpenAI "List models" (https://platform.openai.com/docs/api-reference/models/list) with the key it was given, and
+      // its 401 for a wrong key (https://platform.openai.com/docs/guides/error-codes/api-errors); Anthropic "List Models"
+      // (https://docs.anthropic.com/en/api/models-list). Every request is recorded, with the key it carried.
+      upstream.on(/^\/v1\/models$/, (request, response) => {
+        checks.push(request);
+        const key = request.headers.authorization ?? request.headers['x-api-key'];
+        if (key === `Bearer ${GOOD}` || key === GOOD) {
+          respondJson(200, { object: 'list', data: [{ id: 'gpt-4o-mini', object: 'model', created: 1686935002, owned_by: MARKER }] })(request, response, undefined as never);
+        } else if (key === `Bearer ${REVOKED}`) {
+          respondJson(401, { error: { message: `Incorrect API key provided: ${REVOKED.slice(0, 8)}****. ${MARKER}`, type: 'invalid_request_error', param: null, code: 'invalid_api_key' } })(request, response, undefined as never);
+        } else {
+          respondJson(500, { error: { message: `The server had an error. ${MARKER}`, type: 'server_error', param: null, code: null } })(request, response, undefined as never);
+        }
+      });
+    });
+    beforeEach(() => {
+      checks = [];
+    });
+
+    it('answers ok for a key the provider accepts: one GET v1/models with the stored key, on the manifest host, nothing of the key or the body returned', async () => {
+      const reply = await call('POST', `/apps/${app.appId}/secrets/openai/test`);
+      expect(reply.status, reply.text).to.equal(200);
+      expect(reply.json).to.include({ appId: app.appId, provider: 'openai', outcome: 'ok', status: 200, request: 'GET v1/models' });
+      expect(reply.json.latencyMs).to.be.a('number').and.at.least(0);
+      expect(Object.keys(reply.json).sort()).to.deep.equal(['appId', 'checkedAt', 'latencyMs', 'outcome', 'provider', 'request', 'status']);
+      expect(checks).to.have.length(1);
+      expect(checks[0]).to.deep.include({ method: 'GET', url: '/v1/models' });
+      expect(checks[0]!.headers.authorization).to.equal(`Bearer ${GOOD}`);
+      expect(checks[0]!.headers['tollgate-app-token']).to.equal(undefined);
+      expect(reply.text).to.not.include(GOOD).and.not.include(MARKER);
+      // The client cannot pick the host or the path: a body and a query are not read.
+      const steered = await call('POST', `/apps/${app.appId}/secrets/openai/test?url=http://attacker.example/&path=files`, { baseUrl: 'http://attacker.example', path: 'files' });
+      expect(steered.json.outcome).to.equal('ok');
+      expect(checks.map((request) => request.url)).to.deep.equal(['/v1/models', '/v1/models']);
+    });
+
+    it('answers rejected (the upstream 401) for a key the provider refuses, unexpected for another status, never the provider body', async () => {
+      await gateway.setSecret(app.appId, 'openai', REVOKED);
+      const rejected = await call('POST', `/apps/${app.appId}/secrets/openai/test`);
+      expect(rejected.json).to.include({ outcome: 'rejected', status: 401 });
+      expect(checks[0]!.headers.authorization).to.equal(`Bearer ${REVOKED}`);
+      expect(rejected.text).to.not.include(REVOKED.slice(0, 8)).and.not.include(MARKER).and.not.include('Incorrect API key');
+      await gateway.setSecret(app.appId, 'openai', 'sk-keycheck-other-0123456789abcdef');
+      const unexpected = await call('POST', `/apps/${app.appId}/secrets/openai/test`);
+      expect(unexpected.json).to.include({ outcome: 'unexpected', status: 500 });
+      expect(unexpected.text).to.not.include(MARKER);
+      await gateway.setSecret(app.appId, 'openai', GOOD);
+    });
+
+    it('sends a header-style key as the manifest says (Anthropic x-api-key with its version header)', async () => {
+      await gateway.setSecret(app.appId, 'anthropic', GOOD);
+      const reply = await call('POST', `/apps/${app.appId}/secrets/anthropic/test`);
+      expect(reply.json).to.include({ outcome: 'ok', status: 200 });
+      expect(checks[0]!.headers['x-api-key']).to.equal(GOOD);
+      expect(checks[0]!.headers['anthropic-version']).to.equal('2023-06-01');
+      expect(checks[0]!.headers.authorization).to.equal(undefined);
+    });
+
+    it('answers unreachable when the provider does not answer', async () => {
+      await gateway.setSecret(app.appId, 'groq', 'gsk_keycheck_0123456789abcdefghij');
+      const reply = await call('POST', `/apps/${app.appId}/secrets/groq/test`);
+      expect(reply.status).to.equal(200);
+      expect(reply.json).to.include({ outcome: 'unreachable', status: null, request: 'GET v1/models' });
+    });
+
+    it('refuses a provider without a key check (key_check_unsupported) and an app without the key (404); writes each test to the audit log', async () => {
+      await gateway.setSecret(app.appId, 'cohere', 'cohere-keycheck-0123456789abcdefgh');
+      const unsupported = await call('POST', `/apps/${app.appId}/secrets/cohere/test`);
+      expect(unsupported.status).to.equal(400);
+      expect(unsupported.json.error).to.include({ type: 'invalidRequest', reason: 'key_check_unsupported' });
+      expect(checks).to.have.length(0);
+      const missing = await call('POST', `/apps/${app.appId}/secrets/mistral/test`);
+      expect(missing.status).to.equal(404);
+      expect((await call('POST', `/apps/${app.appId}/secrets/not-a-provider/test`)).status).to.equal(404);
+      const audit = (await call('GET', `/audit?action=admin.secret.test`)).json as Array<{ actor: string; target: string; details: { outcome: string; status: number | null } }>;
+      const mine = audit.filter((entry) => entry.target.startsWith(`${app.appId}/`)).map((entry) => `${entry.actor} ${entry.target.split('/')[1]} ${entry.details.outcome} ${entry.details.status}`);
+      expect(mine).to.include.members(['key:tests openai ok 200', 'key:tests openai rejected 401', 'key:tests openai unexpected 500', 'key:tests anthropic ok 200', 'key:tests groq unreachable null']);
+      expect(JSON.stringify(audit)).to.not.include(GOOD).and.not.include(REVOKED);
+    });
+  });
+
+  it('lists devices searched by id prefix and platform, paged with a total; shows one device with its last request and its own traffic', async () => {
+    const { appId, appToken } = await gateway.createApp();
+    await gateway.setSecret(appId, 'openai', 'sk-devices-page-0123456789abcdef');
+    const tokens: Record<string, string> = {};
+    for (const id of ['pager-a-1', 'pager-a-2', 'pager-a-3', 'pager-b-1', 'pager-b-2']) tokens[id] = await gateway.deviceToken(appId, appToken, id);
+    const page = async (query: string) => call('GET', `/apps/${appId}/devices${query}`);
+    const ids = (reply: Reply) => reply.json.devices.map((entry: { deviceId: string }) => entry.deviceId) as string[];
+    const first = await page('?limit=2');
+    expect(first.json).to.deep.include({ total: 5, limit: 2, offset: 0, nextOffset: 2 });
+    const second = await page('?limit=2&offset=2');
+    expect(second.json).to.deep.include({ total: 5, offset: 2, nextOffset: 4 });
+    const third = await page('?limit=2&offset=4');
+    expect(third.json).to.deep.include({ total: 5, offset: 4, nextOffset: null });
+    expect([...ids(first), ...ids(second), ...ids(third)].sort()).to.deep.equal(['pager-a-1', 'pager-a-2', 'pager-a-3', 'pager-b-1', 'pager-b-2']);
+    expect(first.json.devices[0]).to.include({ method: 'development', platform: 'development' });
+    // The start of the id, any case; LIKE wildcards are literal.
+    expect(ids(await page('?q=pager-b')).sort()).to.deep.equal(['pager-b-1', 'pager-b-2']);
+    expect((await page('?q=PAGER-B')).json.total).to.equal(2);
+    expect((await page('?q=a-1')).json.total).to.equal(0);
+    expect((await page('?q=pager%25')).json.total).to.equal(0);
+    expect((await page('?q=pager_a')).json.total).to.equal(0);
+    expect((await page('?platform=development')).json.total).to.equal(5);
+    expect((await page('?platform=ios&q=pager')).json).to.deep.include({ total: 0, devices: [], nextOffset: null });
+    expect((await page('?platform=windows')).json.error.fields).to.have.key('platform');
+    expect((await page('?limit=0')).json.error.fields).to.have.key('limit');
+    expect((await page('?limit=501')).status).to.equal(400);
+
+    // One device: status and its last request; its traffic alone in the usage summary.
+    const headers = (id: string) => ({ 'Tollgate-App-Token': appToken, 'Tollgate-Device-Token': tokens[id]! });
+    for (const id of ['pager-a-1', 'pager-a-1', 'pager-b-1']) await (await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers: { ...headers(id), 'content-type': 'application/json' }, body: '{}' })).text();
+    await settle();
+    const detail = await call('GET', `/apps/${appId}/devices/pager-a-1`);
+    expect(detail.status).to.equal(200);
+    const newest = (await call('GET', `/apps/${appId}/requests?device=pager-a-1&limit=1`)).json.requests[0];
+    expect(detail.json).to.include({ deviceId: 'pager-a-1', method: 'development', platform: 'development', revokedAt: null, lastSeenAt: newest.createdAt });
+    expect((await call('GET', `/apps/${appId}/devices/pager-a-2`)).json.lastSeenAt).to.equal(null);
+    expect((await call('GET', `/apps/${appId}/devices/no-such-device`)).status).to.equal(404);
+    const traffic = await call('GET', `/apps/${appId}/usage?minutes=60&device=pager-a-1`);
+    expect(traffic.json.totalRequests).to.equal(2);
+    expect(traffic.json.topDevices).to.deep.equal([{ deviceId: 'pager-a-1', requests: 2 }]);
+    expect((await call('GET', `/apps/${appId}/usage?minutes=60`)).json.totalRequests).to.equal(3);
+    // Revoked: the detail says so.
+    await call('POST', `/apps/${appId}/devices/pager-a-1/revoke`);
+    expect((await call('GET', `/apps/${appId}/devices/pager-a-1`)).json.revokedAt).to.be.a('string');
   });
 
   it('summarizes usage: requests per minute, errors by type, latency per provider, top devices', async () => {

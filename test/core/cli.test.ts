@@ -8,8 +8,21 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { FakeUpstream, respondJson } from '../support/fake-upstream';
 
 const CLI = path.resolve(__dirname, '..', '..', 'bin', 'tollgate.js');
+
+/** `run` without blocking this process, for commands that call a fake upstream served by this process. */
+function runAsync(cwd: string, args: string[], env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
 
 function run(cwd: string, args: string[], options: { input?: string; env?: Record<string, string> } = {}) {
   const result = spawnSync(process.execPath, [CLI, ...args], {
@@ -129,6 +142,38 @@ describe('tollgate CLI', () => {
     expect(run(cwd, ['secrets', 'list', '--app', app.id]).json().secrets).to.deep.equal([]);
     expect(run(cwd, ['apps', 'list']).json().apps).to.have.length(1);
     expect(run(cwd, ['apps', 'get', '--app', app.id]).json().settings.deviceLimitPerMinute).to.equal(60);
+  });
+
+  it('tests a stored key (secrets test) against the provider, and lists devices searched and paged (issue 19)', async () => {
+    // OpenAI "List models" answered by a loopback fake (https://platform.openai.com/docs/api-reference/models/list).
+    const upstream = await FakeUpstream.start();
+    upstream.respond(respondJson(200, { object: 'list', data: [{ id: 'gpt-4o-mini', object: 'model', created: 1686935002, owned_by: 'openai' }] }));
+    try {
+      const env = { TOLLGATE_PROVIDER_OPENAI_BASE_URL: upstream.url };
+      const app = run(cwd, ['apps', 'create', '--name', 'Key test'], { env }).json();
+      const secret = 'sk-cli-keycheck-0123456789abcdef';
+      expect(run(cwd, ['secrets', 'set', '--app', app.id, '--provider', 'openai'], { input: `${secret}\n`, env }).status).to.equal(0);
+      const tested = await runAsync(cwd, ['secrets', 'test', '--app', app.id, '--provider', 'openai'], env);
+      expect(tested.status, tested.stderr).to.equal(0);
+      expect(JSON.parse(tested.stdout)).to.include({ appId: app.id, provider: 'openai', outcome: 'ok', status: 200, request: 'GET v1/models' });
+      expect(tested.stdout).to.not.include(secret).and.not.include('gpt-4o-mini');
+      expect(upstream.requests).to.have.length(1);
+      expect(upstream.last()).to.deep.include({ method: 'GET', url: '/v1/models' });
+      expect(upstream.last().headers.authorization).to.equal(`Bearer ${secret}`);
+      expect(run(cwd, ['secrets', 'set', '--app', app.id, '--provider', 'cohere'], { input: 'cohere-cli-0123456789abcdefghij\n', env }).status).to.equal(0);
+      const unsupported = await runAsync(cwd, ['secrets', 'test', '--app', app.id, '--provider', 'cohere'], env);
+      expect(unsupported.status).to.equal(1);
+      expect(unsupported.stderr).to.include('declares no key check');
+
+      const devices = run(cwd, ['devices', 'list', '--app', app.id, '--search', 'phone', '--platform', 'ios', '--limit', '10']);
+      expect(devices.status, devices.stderr).to.equal(0);
+      expect(devices.json()).to.deep.equal({ devices: [], total: 0, limit: 10, offset: 0, nextOffset: null });
+      expect(run(cwd, ['devices', 'list', '--app', app.id, '--platform', 'windows']).status).to.equal(2);
+      expect(run(cwd, ['devices', 'list', '--app', app.id, '--limit', '0']).status).to.equal(2);
+      expect(run(cwd, ['devices', 'get', '--app', app.id, '--device', 'nope']).status).to.equal(1);
+    } finally {
+      await upstream.close();
+    }
   });
 
   it('serve boots on an empty directory, answers /healthz, prints how to start, and exits 0 on SIGTERM', async () => {

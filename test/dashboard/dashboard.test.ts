@@ -8,6 +8,7 @@ import { expect } from 'chai';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { AuditRepository, DeviceRepository } from '../../core/storage/repositories';
 import { FakeUpstream, respondJson } from '../support/fake-upstream';
 import { TestGateway } from '../support/gateway';
 
@@ -23,6 +24,8 @@ describe('dashboard in Chromium', function () {
   let page: Page;
   const seen: string[] = [];
   let shot = 0;
+  /** The gateway's clock runs this far ahead of the real one (the grace-expiry test moves it). */
+  let skew = 0;
 
   before(async function () {
     if (!existsSync(CHROMIUM)) {
@@ -37,7 +40,8 @@ describe('dashboard in Chromium', function () {
     upstream.respond(
       respondJson(200, { id: 'chatcmpl-1', object: 'chat.completion', model: 'gpt-4o-mini-2024-07-18', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' } }], usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 } }),
     );
-    gateway = await TestGateway.start({ upstreams: { openai: upstream.url } });
+    // An injected clock, as the API-level rotation test has (test/core/errors.test.ts), so that a grace period can end.
+    gateway = await TestGateway.start({ upstreams: { openai: upstream.url }, clock: () => Date.now() + skew });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
@@ -571,6 +575,187 @@ describe('dashboard in Chromium', function () {
       const width = (await page.evaluate('document.documentElement.scrollWidth')) as number;
       expect(width, `${hash} is ${width} px wide`).to.be.at.most(390);
       await checkpoint(`phone-${hash.replace(/[^a-z]+/g, '-')}`);
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  // Issue 19: provider keys' last use and "test this key", device search and the per-device page, grace expiry.
+
+  /** The page is no wider than the screen, and no table on it scrolls sideways. */
+  async function fitsWidth(name: string, width: number): Promise<void> {
+    const pageWidth = (await page.evaluate('document.documentElement.scrollWidth')) as number;
+    expect(pageWidth, `${name} is ${pageWidth} px wide`).to.be.at.most(width);
+    const tables = await page.locator('main table').evaluateAll((elements) => elements.map((table) => ({ scroll: table.scrollWidth, client: table.clientWidth, id: table.getAttribute('data-testid') ?? '' })));
+    for (const table of tables) expect(table.scroll, `table ${table.id} on ${name} overflows (${table.scroll} > ${table.client})`).to.be.at.most(table.client + 1);
+  }
+
+  it('shows when each provider key was last used and tests it against the provider, never showing the key', async () => {
+    await page.goto(`${gateway.url}/dashboard/#/apps/${appId}/secrets`);
+    await page.getByRole('heading', { name: 'Browser app · Secrets' }).waitFor();
+    // The proxied requests above used the key: "last used" is the time the usage batches recorded.
+    const [secret] = await gateway.gateway.management.listSecrets(appId);
+    expect(secret!.lastUsedAt).to.be.a('string');
+    expect(await page.getByTestId('last-used-openai').getAttribute('datetime')).to.equal(secret!.lastUsedAt);
+    const before = upstream.requests.length;
+    await page.getByRole('button', { name: 'Test openai key' }).click();
+    await page.getByTestId('key-check-openai').filter({ hasText: /^Works \(HTTP 200\), \d+ ms$/ }).waitFor();
+    // One GET of the manifest's key check reached the provider, with the stored key.
+    expect(upstream.requests.length).to.equal(before + 1);
+    expect(upstream.last()).to.deep.include({ method: 'GET', url: '/v1/models' });
+    expect(upstream.last().headers.authorization).to.equal(`Bearer ${CANARY}`);
+    const audit = await new AuditRepository(gateway.gateway.database).list({ action: 'admin.secret.test' });
+    expect(audit.map((entry) => `${entry.actor} ${entry.target} ${JSON.stringify(entry.details)}`)).to.deep.equal([`user:admin ${appId}/openai {"outcome":"ok","status":200}`]);
+    await checkpoint('secrets-key-check');
+  });
+
+  it('finds devices by id prefix and platform, and opens a device page with its status, traffic and latest requests; revokes it after a confirmation', async () => {
+    const device = 'browser-device-2';
+    const appToken = deviceHeaders['Tollgate-App-Token']!;
+    // A fresh token for the device, to show that the revocation reaches the proxy.
+    const deviceToken = await gateway.deviceToken(appId, appToken, device);
+    await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Devices' }).click();
+    await page.getByRole('heading', { name: 'Browser app · Devices' }).waitFor();
+    expect(await page.getByTestId('device-total').textContent()).to.equal('Devices 1–2 of 2.');
+    await page.getByLabel('Device id starts with').fill('BROWSER-DEVICE-2');
+    await page.getByRole('button', { name: 'Find' }).click();
+    await page.getByTestId('device-total').filter({ hasText: 'Devices 1–1 of 1.' }).waitFor();
+    expect(await page.getByTestId('device-list').locator('tbody tr').count()).to.equal(1);
+    await page.getByLabel('Platform').selectOption('ios');
+    await page.getByRole('button', { name: 'Find' }).click();
+    await page.getByTestId('device-total').filter({ hasText: 'No device matches.' }).waitFor();
+    await page.getByLabel('Platform').selectOption('development');
+    await page.getByRole('button', { name: 'Find' }).click();
+    await page.getByTestId('device-total').filter({ hasText: 'Devices 1–1 of 1.' }).waitFor();
+    await checkpoint('devices-search');
+
+    await page.getByRole('link', { name: device }).click();
+    await page.getByRole('heading', { name: `Browser app · Device ${device}` }).waitFor();
+    const status = (await page.getByTestId('device-status').textContent()) ?? '';
+    expect(status).to.include('Development (simulators, emulators) (development)');
+    expect(await page.getByTestId('device-state').textContent()).to.equal('active');
+    expect(await page.getByTestId('device-last-seen').textContent()).to.not.equal('no request in the request log');
+    // Its traffic: the one request the request-log test sent from it, with the tokens the provider reported (11 + 7).
+    expect(await page.getByTestId('device-requests').textContent()).to.equal('1');
+    expect(await page.getByTestId('device-errors').textContent()).to.equal('0');
+    expect(await page.getByTestId('device-input-tokens').textContent()).to.equal('11');
+    expect(await page.getByTestId('device-output-tokens').textContent()).to.equal('7');
+    const rows = await page.getByTestId('device-requests-list').locator('tbody tr').allTextContents();
+    expect(rows).to.have.length(1);
+    expect(rows[0]).to.include('POST v1/chat/completions').and.include('11 / 7');
+    await checkpoint('device-page');
+
+    let asked = '';
+    page.once('dialog', (dialog) => {
+      asked = dialog.message();
+      void dialog.accept();
+    });
+    await page.getByRole('button', { name: `Revoke ${device}` }).click();
+    await page.getByText(`Device ${device} is revoked.`).waitFor();
+    expect(asked).to.include(device);
+    await page.getByTestId('device-state').filter({ hasText: /^revoked / }).waitFor();
+    expect(await page.getByRole('button', { name: `Revoke ${device}` }).count()).to.equal(0);
+    const refused = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers: { ...deviceHeaders, 'Tollgate-Device-Token': deviceToken }, body: '{}' });
+    expect(refused.status).to.equal(403);
+    expect(((await refused.json()) as { error: { reason: string } }).error.reason).to.equal('device_revoked');
+    await checkpoint('device-revoked');
+  });
+
+  it('fits a 390 px phone screen on the new pages: no table scrolls sideways', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const [hash, heading] of [[`#/apps/${appId}/secrets`, 'Browser app · Secrets'], [`#/apps/${appId}/devices`, 'Browser app · Devices'], [`#/apps/${appId}/devices/browser-device-2`, 'Browser app · Device browser-device-2']] as const) {
+      await page.goto(`${gateway.url}/dashboard/${hash}`);
+      await page.getByRole('heading', { name: heading, exact: true }).waitFor();
+      await fitsWidth(hash, 390);
+      await checkpoint(`phone-${hash.replace(/[^a-z0-9]+/g, '-')}`);
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  it('rotates with a grace period: both tokens work, and the old one stops after the period (clock injected), at 1280 and 390 px', async () => {
+    let current = deviceHeaders['Tollgate-App-Token']!;
+    const chat = async (appToken: string, deviceId: string) => {
+      // The device token comes from the current app token; the request is made with `appToken`.
+      const deviceToken = await gateway.deviceToken(appId, current, deviceId);
+      const response = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers: { 'Tollgate-App-Token': appToken, 'Tollgate-Device-Token': deviceToken, 'content-type': 'application/json' }, body: '{"model":"gpt-4o-mini","messages":[]}' });
+      const body = (await response.text()) || '{}';
+      return { status: response.status, reason: (JSON.parse(body) as { error?: { reason?: string } }).error?.reason };
+    };
+    for (const width of [1280, 390]) {
+      await page.setViewportSize({ width, height: width === 390 ? 844 : 900 });
+      await page.goto(`${gateway.url}/dashboard/#/apps/${appId}`);
+      await page.getByRole('heading', { name: 'Browser app', exact: true }).waitFor();
+      await page.getByLabel('Old token keeps working for').selectOption('1');
+      let asked = '';
+      page.once('dialog', (dialog) => {
+        asked = dialog.message();
+        void dialog.accept();
+      });
+      await page.getByRole('button', { name: 'Rotate app token' }).click();
+      const shown = page.getByTestId('shown-once').filter({ hasText: 'New app token' });
+      await shown.waitFor();
+      expect(asked).to.include('1 hours');
+      const fresh = (await shown.locator('code').textContent()) ?? '';
+      expect(fresh).to.match(/^at_[0-9A-Za-z]{32}$/).and.not.equal(current);
+      await shown.getByRole('button', { name: 'I have copied it' }).click();
+      const old = current;
+      current = fresh;
+      // Both shown as active, the old one with its expiry; both work.
+      await page.getByTestId('token-previous').waitFor();
+      expect(await page.getByTestId('token-current').textContent()).to.include(fresh.slice(-4));
+      expect(await page.getByTestId('token-previous').textContent()).to.include(old.slice(-4)).and.include('works until');
+      await fitsWidth(`overview at ${width}`, width);
+      await checkpoint(`grace-both-${width}`);
+      expect(await chat(old, `grace-${width}-a`)).to.deep.equal({ status: 200, reason: undefined });
+      expect(await chat(fresh, `grace-${width}-b`)).to.deep.equal({ status: 200, reason: undefined });
+      // A minute before the end of the hour the old token still works; a minute after, it is refused.
+      skew += 59 * 60_000;
+      expect(await chat(old, `grace-${width}-c`)).to.deep.equal({ status: 200, reason: undefined });
+      skew += 2 * 60_000;
+      expect(await chat(old, `grace-${width}-d`)).to.deep.equal({ status: 401, reason: 'app_token_rotated' });
+      expect(await chat(fresh, `grace-${width}-e`)).to.deep.equal({ status: 200, reason: undefined });
+      // The overview no longer lists the old token.
+      await page.reload();
+      await page.getByRole('heading', { name: 'Browser app', exact: true }).waitFor();
+      expect(await page.getByTestId('token-previous').count()).to.equal(0);
+      expect(await page.getByTestId('token-current').textContent()).to.include(fresh.slice(-4));
+      await checkpoint(`grace-ended-${width}`);
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
+    // Nothing on the new pages or in their answers held the key either.
+    for (const body of seen) expect(body).to.not.include(CANARY);
+    expect(gateway.logText()).to.not.include(CANARY);
+  });
+
+  it('pages through many devices with Next and Previous, with the total, searched by id and platform, at 1280 and 390 px', async () => {
+    // Thirty iOS devices, stored as the App Attest route stores them (newest attestation first in the list).
+    const devices = new DeviceRepository(gateway.gateway.database);
+    const start = Date.now() + skew;
+    for (let index = 0; index < 30; index += 1) {
+      await devices.recordAttestation({ appId, deviceId: `fleet-${String(index).padStart(2, '0')}`, method: 'apple-app-attest', publicKey: null, now: start + index });
+    }
+    for (const width of [1280, 390]) {
+      await page.setViewportSize({ width, height: width === 390 ? 844 : 900 });
+      await page.goto(`${gateway.url}/dashboard/#/apps/${appId}/devices`);
+      await page.getByRole('heading', { name: 'Browser app · Devices' }).waitFor();
+      await page.getByLabel('Device id starts with').fill('fleet-');
+      await page.getByLabel('Platform').selectOption('ios');
+      await page.getByRole('button', { name: 'Find' }).click();
+      await page.getByTestId('device-total').filter({ hasText: 'Devices 1–25 of 30.' }).waitFor();
+      const ids = async () => page.getByTestId('device-list').locator('tbody tr td:first-child').allTextContents();
+      expect(await ids()).to.have.length(25);
+      expect((await ids())[0]).to.equal('fleet-29');
+      expect(await page.getByTestId('device-list').textContent()).to.include('iOS');
+      await fitsWidth(`devices at ${width}`, width);
+      await checkpoint(`devices-page-1-${width}`);
+      await page.getByRole('button', { name: 'Next devices' }).click();
+      await page.getByTestId('device-total').filter({ hasText: 'Devices 26–30 of 30.' }).waitFor();
+      expect(await ids()).to.deep.equal(['fleet-04', 'fleet-03', 'fleet-02', 'fleet-01', 'fleet-00']);
+      expect(await page.getByRole('button', { name: 'Next devices' }).isVisible()).to.equal(false);
+      await page.getByRole('button', { name: 'Previous devices' }).click();
+      await page.getByTestId('device-total').filter({ hasText: 'Devices 1–25 of 30.' }).waitFor();
+      await page.getByLabel('Platform').selectOption('android');
+      await page.getByRole('button', { name: 'Find' }).click();
+      await page.getByTestId('device-total').filter({ hasText: 'No device matches.' }).waitFor();
     }
     await page.setViewportSize({ width: 1280, height: 900 });
   });

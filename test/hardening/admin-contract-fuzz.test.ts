@@ -8,6 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { FakeUpstream } from '../support/fake-upstream';
 import { TestGateway } from '../support/gateway';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -24,6 +25,7 @@ function schemathesis(): string | null {
 describe('management API contract fuzzing (schemathesis)', function () {
   this.timeout(10 * 60 * 1000);
   let gateway: TestGateway;
+  let upstream: FakeUpstream;
   let st: string | null;
 
   before(async function () {
@@ -32,10 +34,13 @@ describe('management API contract fuzzing (schemathesis)', function () {
       if (process.env.CI === 'true') throw new Error('schemathesis is missing: .ci/run installs .ci/requirements.txt into .ci/.venv');
       this.skip();
     }
-    gateway = await TestGateway.start({});
+    // "Test this key" (POST …/secrets/openai/test) reaches this loopback fake, never the real provider.
+    upstream = await FakeUpstream.start();
+    gateway = await TestGateway.start({ upstreams: { openai: upstream.url } });
   });
   after(async () => {
     await gateway?.close();
+    await upstream?.close();
   });
 
   it('finds no 5xx and no answer that breaks the OpenAPI document', async () => {

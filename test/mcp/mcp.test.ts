@@ -18,7 +18,7 @@ const CLI = path.resolve(__dirname, '..', '..', 'bin', 'tollgate.js');
 const SECRET = 'sk-mcp-secret-value-0123456789abcdef';
 const TOOLS = [
   'list_providers', 'list_apps', 'create_app', 'update_app', 'rotate_app_token', 'set_secret', 'delete_secret',
-  'create_development_token', 'revoke_device', 'get_usage', 'generate_integration_code',
+  'create_development_token', 'revoke_device', 'get_usage', 'generate_integration_code', 'test_secret', 'list_devices',
 ];
 const INITIALIZATION: Record<string, RegExp> = {
   ios: /try Tollgate\.configure\(appToken: "at_[^"]*"\)/,
@@ -81,6 +81,19 @@ async function scenario(client: Client, gateway: TestGateway, upstream: FakeUpst
     if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 50));
   }
   expect(status).to.equal(200);
+  expect(upstream.last().headers.authorization).to.equal(`Bearer ${SECRET}`);
+
+  // Devices, searched by id prefix and platform, with the total (issue 19).
+  const listed = await callTool(client, seen, 'list_devices', { appId, search: 'MCP-', platform: 'development', limit: 10 });
+  expect(listed.isError, listed.text).to.equal(false);
+  expect(listed.json).to.deep.include({ total: 1, offset: 0, nextOffset: null });
+  expect(listed.json.devices.map((device: { deviceId: string; platform: string }) => `${device.deviceId}|${device.platform}`)).to.deep.equal(['mcp-device|development']);
+  expect((await callTool(client, seen, 'list_devices', { appId, platform: 'ios' })).json.total).to.equal(0);
+  // Test this key: the manifest's key check (GET v1/models) reaches the provider with the stored key; only the outcome returns.
+  const tested = await callTool(client, seen, 'test_secret', { appId, provider: 'openai' });
+  expect(tested.isError, tested.text).to.equal(false);
+  expect(tested.json).to.deep.include({ appId, provider: 'openai', outcome: 'ok', status: 200, request: 'GET v1/models' });
+  expect(upstream.last()).to.deep.include({ method: 'GET', url: '/v1/models' });
   expect(upstream.last().headers.authorization).to.equal(`Bearer ${SECRET}`);
 
   for (const platform of Object.keys(INITIALIZATION)) {
@@ -173,7 +186,7 @@ describe('assistant server (MCP)', function () {
     }
     const audit = await new AuditRepository(gateway.gateway.database).list();
     const actions = audit.map((entry) => entry.action);
-    for (const action of ['mcp.create_app', 'mcp.set_secret', 'mcp.create_development_token']) expect(actions).to.include(action);
+    for (const action of ['mcp.create_app', 'mcp.set_secret', 'mcp.create_development_token', 'mcp.test_secret']) expect(actions).to.include(action);
     expect(audit.every((entry) => entry.actor === 'assistant-key')).to.equal(true);
     expect(JSON.stringify(audit)).not.to.include(SECRET);
   });

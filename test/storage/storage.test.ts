@@ -107,6 +107,43 @@ for (const engine of ENGINES) {
       expect((await core.management.listDevices(app.id))[0]!.revokedAt).to.be.a('string');
     });
 
+    it('searches devices by id prefix (any case, wildcards literal) and platform, paged with the total (issue 19)', async () => {
+      const app = await core.management.createApp({ name: 'Device search' });
+      const devices = new DeviceRepository(core.database);
+      const now = Date.now();
+      const seeded: Array<[string, string]> = [['ios-1', 'apple-app-attest'], ['ios-2', 'apple-app-attest'], ['droid-1', 'android-play-integrity'], ['droid_2', 'android-key-attestation'], ['sim-1', 'development']];
+      for (const [index, [deviceId, method]] of seeded.entries()) await devices.recordAttestation({ appId: app.id, deviceId, method, publicKey: null, now: now + index });
+      const search = (query: Partial<{ prefix: string; platform: 'ios' | 'android' | 'development' | 'other' }>, limit = 50, offset = 0) => core.management.searchDevices(app.id, { ...query, limit, offset });
+      const ids = async (...args: Parameters<typeof search>) => (await search(...args)).devices.map((device) => device.deviceId);
+      expect(await ids({})).to.deep.equal(['sim-1', 'droid_2', 'droid-1', 'ios-2', 'ios-1']);
+      expect(await search({}, 2, 2)).to.deep.include({ total: 5, limit: 2, offset: 2, nextOffset: 4 });
+      expect(await ids({}, 2, 4)).to.deep.equal(['ios-1']);
+      expect(await ids({ prefix: 'IOS' })).to.deep.equal(['ios-2', 'ios-1']);
+      expect(await ids({ prefix: 'droid_' })).to.deep.equal(['droid_2']);
+      expect(await ids({ prefix: 'd%' })).to.deep.equal([]);
+      expect(await ids({ platform: 'android' })).to.deep.equal(['droid_2', 'droid-1']);
+      expect((await search({ platform: 'ios' })).devices.every((device) => device.platform === 'ios')).to.equal(true);
+      expect(await ids({ platform: 'development', prefix: 'sim' })).to.deep.equal(['sim-1']);
+      expect((await search({ platform: 'other' })).total).to.equal(0);
+    });
+
+    it('moves a provider key\'s "last used" forward with each usage batch, never back, and only for forwarded requests (issue 19)', async () => {
+      const app = await core.management.createApp({ name: 'Last used' });
+      await core.management.setSecret({ appId: app.id, provider: 'openai', value: 'sk-last-used-storage-0123456789' });
+      const recorder = new UsageRecorder(core.database);
+      const now = Date.now();
+      const event = { appId: app.id, deviceId: 'd', provider: 'openai', status: 200, errorType: null, latencyMs: 5, bytesIn: 1, bytesOut: 1, truncated: false, createdAt: now };
+      recorder.record({ ...event, createdAt: now + 5 });
+      recorder.record({ ...event, createdAt: now + 9, status: 401 });
+      recorder.record({ ...event, createdAt: now + 20, status: 403, errorType: 'attestationFailed' });
+      await recorder.flush();
+      const lastUsed = async () => (await core.management.listSecrets(app.id))[0]!.lastUsedAt;
+      expect(await lastUsed()).to.equal(new Date(now + 9).toISOString());
+      recorder.record({ ...event, createdAt: now + 1 });
+      await recorder.flush();
+      expect(await lastUsed()).to.equal(new Date(now + 9).toISOString());
+    });
+
     it('persists device-token signing keys sealed under the master key', async () => {
       const service = new DeviceTokenService(core.database, core.cipher);
       await service.initialize();
