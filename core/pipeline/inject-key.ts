@@ -37,6 +37,33 @@ export function versionBase(provider: RegisteredProvider, secret: ResolvedSecret
   return { base: provider.overridden ? provider.baseUrl : url.origin, prefix };
 }
 
+/**
+ * Route classes (route-class.ts `decideRoute`, a pure function of the provider's declarations, the app's settings, the
+ * method and the path), remembered per settings object for the routes it admitted: an app's requests hit a handful of
+ * routes, and a settings change arrives as a new object. Refusals are never remembered (they are recomputed, and cheap
+ * enough for what they are).
+ */
+const admittedRoutes = new WeakMap<object, Map<string, true>>();
+const routeTables = new WeakMap<RegisteredProvider, Parameters<typeof decideRoute>[0]>();
+const MAX_ADMITTED_PER_APP = 1000;
+
+function admitRoute(provider: RegisteredProvider, settings: Parameters<typeof decideRoute>[1], method: string, providerPath: string): void {
+  let admitted = admittedRoutes.get(settings);
+  const key = `${provider.manifest.slug}\u0000${method}\u0000${providerPath}`;
+  if (admitted?.has(key)) return;
+  let table = routeTables.get(provider);
+  if (!table) {
+    table = { slug: provider.manifest.slug, policy: provider.manifest.routes, methods: provider.methods, accountRoutes: provider.accountRoutes };
+    routeTables.set(provider, table);
+  }
+  decideRoute(table, settings, method, providerPath);
+  if (!admitted) {
+    admitted = new Map();
+    admittedRoutes.set(settings, admitted);
+  }
+  if (admitted.size < MAX_ADMITTED_PER_APP) admitted.set(key, true);
+}
+
 /** The draft with a whole body: sent with its length, not chunked. */
 function withBody(draft: UpstreamRequestDraft, body: Buffer): UpstreamRequestDraft {
   const headers: Record<string, string | string[]> = { ...draft.headers, 'content-length': String(body.length) };
@@ -64,7 +91,7 @@ export class InjectKeyStage implements PipelineStage {
     const { version, providerPath } = context.route;
     const method = context.request.method ?? 'GET';
     // Route classes: deny, the app's extra routes, closed account routes, then the allow-list (route-class.ts).
-    decideRoute({ slug: manifest.slug, policy: manifest.routes, methods: provider.methods, accountRoutes: provider.accountRoutes }, context.get('app').settings, method, providerPath);
+    admitRoute(provider, context.get('app').settings, method, providerPath);
     const secret = context.get('secret');
     const auth = manifest.auth;
     // The client's own credential parameters never go upstream (the auth parameter, `key`, `api_key`, declared ones).

@@ -115,6 +115,10 @@ export function joinUpstreamUrl(baseUrl: string, versionPrefix: string, provider
     base = { origin: url.origin, pathname: url.pathname.replace(/\/$/, '') };
     if (parsedBases.size < 10_000) parsedBases.set(baseUrl, base);
   }
+  // A path once checked is remembered (per base, prefix and provider path; the query cannot move a URL's path).
+  const checkedKey = `${baseUrl}\u0000${versionPrefix}\u0000${providerPath}`;
+  const checked = checkedPaths.get(checkedKey);
+  if (checked !== undefined) return { origin: base.origin, path: query ? `${checked}?${query}` : checked };
   const prefix = `${base.pathname}${versionPrefix}`;
   // The version root itself (an empty provider path) is the prefix as the provider documents it, with no slash added
   // (Google Translate's `POST /language/translate/v2` differs from `/v2/`); at the host root it is `/`.
@@ -125,8 +129,11 @@ export function joinUpstreamUrl(baseUrl: string, versionPrefix: string, provider
   if (joined.origin !== base.origin || !((root && joined.pathname === (prefix || '/')) || joined.pathname === `${prefix}/` || joined.pathname.startsWith(`${prefix}/`))) {
     throw unsafe('escapes_base', 'it leaves the provider base URL');
   }
+  if (checkedPaths.size < 10_000) checkedPaths.set(checkedKey, query ? path.slice(0, path.length - query.length - 1) : path);
   return { origin: base.origin, path };
 }
+
+const checkedPaths = new Map<string, string>();
 
 /** Base URLs are few (one per provider or tenant): parse each once. */
 const parsedBases = new Map<string, { origin: string; pathname: string }>();
