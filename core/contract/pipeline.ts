@@ -20,6 +20,12 @@ export type StageName = (typeof STAGE_NAMES)[number];
 export interface PipelineStage {
   readonly name: StageName;
   run(context: ProxyContext): void | Promise<void>;
+  /**
+   * `forward` only: true when the stage puts the gateway's own headers (`Tollgate-Request-Id`, `RateLimit`,
+   * `RateLimit-Policy`) into the response head it writes, so the head goes out in one piece. Absent or false (a plugin's
+   * forward stage): the pipeline sets them on the response before the stage runs.
+   */
+  readonly writesGatewayHeaders?: boolean;
 }
 
 /** Hooks around the pipeline, for observers (usage, metrics). They must not throw and must not block. */

@@ -28,6 +28,7 @@ import type { Agent as UndiciAgent, Dispatcher } from 'undici';
 import { CONFIGURATION, GatewayError, type PipelineStage, type ProxyContext, type UpstreamRequest } from '../contract';
 import type { Configuration } from '../configuration/configuration';
 import { scrubResponseHeaders } from './header-hygiene';
+import { rateLimitHeaderValues } from './limit-rate';
 import { ERROR_BODY_INSPECT_BYTES, credentialForms, inspectsBody, redactErrorBody } from './response-scrub';
 import { rewriteResponseUrls } from './response-urls';
 import { UsageTap } from './usage-tap';
@@ -213,6 +214,14 @@ class Forwarding implements Dispatcher.DispatchHandler {
     this.status = statusCode;
     context.outcome.status = statusCode;
     headers['x-accel-buffering'] = 'no';
+    // The gateway's own headers (the provider's copies were scrubbed): request id and rate limits, in the same head.
+    (headers as Record<string, string>)['Tollgate-Request-Id'] = context.requestId;
+    const limit = context.peek('limit');
+    if (limit) {
+      const [policy, current] = rateLimitHeaderValues(limit.outcomes);
+      (headers as Record<string, string>)['RateLimit-Policy'] = policy;
+      (headers as Record<string, string>)['RateLimit'] = current;
+    }
     if (inspectsBody(statusCode, headers, upstream.method, this.credentials)) {
       this.inspected = { headers, chunks: [], size: 0 };
       return;
@@ -297,6 +306,8 @@ class Forwarding implements Dispatcher.DispatchHandler {
 @injectable()
 export class ForwardStage implements PipelineStage {
   readonly name = 'forward' as const;
+  /** The request id and rate-limit headers go into the head this stage writes (one write per head). */
+  readonly writesGatewayHeaders = true;
   /** undici's Agent: one keep-alive Pool per provider origin. */
   readonly dispatcher: UndiciAgent;
 

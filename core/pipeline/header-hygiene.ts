@@ -128,6 +128,8 @@ export function redactCredentials(text: string, credentials: readonly string[]):
 
 /** Whether a header value still carries a credential once percent-decoded (e.g. double-encoded in a `Location`). */
 function carriesEncodedCredential(value: string, credentials: readonly string[]): boolean {
+  // Nothing percent-encoded: decoding changes nothing a key could hide in ('+' only becomes a space, which no key holds).
+  if (!value.includes('%')) return false;
   let current = value;
   for (let round = 0; round < 3; round += 1) {
     let decoded: string;
@@ -170,7 +172,13 @@ export function scrubResponseHeaders(headers: IncomingHttpHeaders, options: Resp
     if (credentials.length === 0) continue;
     const value = headers[name];
     if (value === undefined) continue;
-    const values = Array.isArray(value) ? value : [value];
+    if (typeof value === 'string') {
+      const redacted = redactCredentials(value, credentials);
+      if (carriesEncodedCredential(redacted, credentials)) delete headers[name];
+      else if (redacted !== value) (headers as Record<string, string>)[name] = redacted;
+      continue;
+    }
+    const values = value;
     const redacted = values.map((item) => redactCredentials(item, credentials));
     if (redacted.some((item) => carriesEncodedCredential(item, credentials))) {
       delete headers[name];

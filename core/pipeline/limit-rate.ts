@@ -24,8 +24,21 @@ import { checkTokenBudgets } from './token-budget';
  *   RateLimit: "device";r=59;t=1, "app";r=599;t=1
  */
 export function writeRateLimitHeaders(response: ServerResponse, outcomes: readonly LimitOutcome[]): void {
-  response.setHeader('RateLimit-Policy', outcomes.map((o) => `"${o.policy}";q=${o.limit};w=${o.windowSeconds}`).join(', '));
-  response.setHeader('RateLimit', outcomes.map((o) => `"${o.policy}";r=${o.remaining};t=${o.resetSeconds}`).join(', '));
+  const [policy, current] = rateLimitHeaderValues(outcomes);
+  response.setHeader('RateLimit-Policy', policy);
+  response.setHeader('RateLimit', current);
+}
+
+/** The values of `RateLimit-Policy` and `RateLimit` for these outcomes. */
+export function rateLimitHeaderValues(outcomes: readonly LimitOutcome[]): [policy: string, current: string] {
+  let policy = '';
+  let current = '';
+  for (const o of outcomes) {
+    const separator = policy === '' ? '' : ', ';
+    policy += `${separator}"${o.policy}";q=${o.limit};w=${o.windowSeconds}`;
+    current += `${separator}"${o.policy}";r=${o.remaining};t=${o.resetSeconds}`;
+  }
+  return [policy, current];
 }
 
 /** A rate-limit store that cannot answer refuses the request (fail closed) rather than letting it through unlimited. */
@@ -86,9 +99,10 @@ export class LimitRateStage implements PipelineStage {
 
   private decide(context: ProxyContext, results: readonly RateLimitRuleResult[]): void | Promise<void> {
     const outcomes = results.map(toOutcome);
-    writeRateLimitHeaders(context.response, outcomes);
     const refused = results.filter((result) => !result.allowed);
+    // The headers go out with the response head: written here on a refusal, by `forward` (or the error path) otherwise.
     if (refused.length > 0) {
+      writeRateLimitHeaders(context.response, outcomes);
       const retryAfterSeconds = Math.max(...refused.map((result) => result.retryAfterSeconds));
       const policies = refused.map((result) => result.rule.policy).join(' and ');
       throw new GatewayError('rateLimited', `Rate limit exceeded (${policies}); retry after ${retryAfterSeconds} s.`, {

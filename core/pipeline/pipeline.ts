@@ -1,5 +1,17 @@
 import { inject, injectable } from 'tsyringe';
 import { STAGE_NAMES, STAGE_TOKENS, TollgateError, type PipelineStage, type ProxyContext } from '../contract';
+import { writeRateLimitHeaders } from './limit-rate';
+
+const FORWARD = STAGE_NAMES.indexOf('forward');
+
+/** For a forward stage that does not write them itself: the gateway's own headers, set before it runs. */
+function setGatewayHeaders(context: ProxyContext): void {
+  const response = context.response;
+  if (response.headersSent) return;
+  response.setHeader('Tollgate-Request-Id', context.requestId);
+  const limit = context.peek('limit');
+  if (limit) writeRateLimitHeaders(response, limit.outcomes);
+}
 
 /**
  * Runs the six stages in their fixed order. A stage that answers synchronously costs no microtask; the first stage that
@@ -28,6 +40,7 @@ export class Pipeline {
   /** Runs the stages from `from`; returns a promise only if some stage did. */
   run(context: ProxyContext, from = 0): void | Promise<void> {
     for (let index = from; index < this.stages.length; index += 1) {
+      if (index === FORWARD && this.stages[FORWARD]!.writesGatewayHeaders !== true) setGatewayHeaders(context);
       const pending = this.stages[index]!.run(context);
       if (pending && typeof (pending as Promise<void>).then === 'function') {
         return (pending as Promise<void>).then(() => this.run(context, index + 1));

@@ -65,6 +65,8 @@ export function sendGatewayError(response: ServerResponse, requestId: string, er
   }
   const body = JSON.stringify({ error: { type: error.type, reason: error.reason, message: error.message, requestId, ...(error.fields ? { fields: error.fields } : {}) } });
   response.statusCode = error.status;
+  // Proxied requests carry their id into the response head only when it is written (one write, no setHeader before).
+  if (!response.hasHeader('Tollgate-Request-Id')) response.setHeader('Tollgate-Request-Id', requestId);
   response.setHeader('Tollgate-Error', error.type);
   response.setHeader('Content-Type', 'application/json; charset=utf-8');
   response.setHeader('Content-Length', Buffer.byteLength(body));

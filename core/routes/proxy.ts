@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GatewayError, ProxyContext, type PipelineObserver } from '../contract';
 import type { Pipeline } from '../pipeline/pipeline';
+import { writeRateLimitHeaders } from '../pipeline/limit-rate';
 import { parseProxyRoute } from '../pipeline/proxy-path';
 import type { ProviderRegistry } from '../registry/provider-registry';
 import { sendGatewayError, toGatewayError } from './errors';
@@ -34,6 +35,9 @@ export function createProxyHandler(dependencies: ProxyRouteDependencies) {
       context.outcome.errorType = gatewayError.type;
       context.outcome.reason = gatewayError.reason;
       for (const observer of observers) observer.onError?.(context, error);
+      // Admitted by the rate limits, refused later (a token budget, the provider unreachable…): the limits still show.
+      const limit = context.peek('limit');
+      if (limit && !context.response.headersSent) writeRateLimitHeaders(context.response, limit.outcomes);
       sendGatewayError(context.response, context.requestId, gatewayError, context.request);
     }
     const report = () => {
@@ -44,8 +48,7 @@ export function createProxyHandler(dependencies: ProxyRouteDependencies) {
     else context.response.once('close', report);
   };
 
-  return (request: IncomingMessage, response: ServerResponse): void => {
-    const requestId = requestIdOf(response);
+  return (request: IncomingMessage, response: ServerResponse, requestId: string = requestIdOf(response)): void => {
     const rest = (request.url ?? '').slice(PROXY_PREFIX.length);
     let context: ProxyContext;
     try {

@@ -580,7 +580,9 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   const handleRequest = (request: IncomingMessage, response: ServerResponse) => {
     const requestId = randomUUID();
     const started = performance.now();
-    response.setHeader('Tollgate-Request-Id', requestId);
+    const proxied = request.url !== undefined && request.url.startsWith(`${PROXY_PREFIX}/`);
+    // A proxied response gets its id with the rest of its head (forward.ts, sendGatewayError): one write of the head.
+    if (!proxied) response.setHeader('Tollgate-Request-Id', requestId);
     // Read now: Express rewrites request.url inside mounted routers.
     const requestUrl = request.url ?? '';
     response.once('close', () => {
@@ -588,10 +590,9 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       // After the handlers that run on the same close (a body read cut short ends as client_aborted) had their turn.
       setImmediate(() => writeAccessLine(requestId, requestUrl, started, request, response));
     });
-    const proxied = request.url !== undefined && request.url.startsWith(`${PROXY_PREFIX}/`);
     // Proxy bodies may be long uploads: only the idle deadline applies; every other route has a whole-request deadline.
     bodies.watch(request, response, proxied ? proxyBodyDeadlines : bodyDeadlines);
-    if (proxied) proxyHandler(request, response);
+    if (proxied) proxyHandler(request, response, requestId);
     else app(request, response);
   };
 

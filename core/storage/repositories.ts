@@ -561,7 +561,12 @@ export class UsageRepository {
         }
         const insert = statement;
         connection.transaction(() => {
-          for (const row of rows) insert.run(row.map((value) => (typeof value === 'boolean' ? (value ? 1 : 0) : value)));
+          for (const row of rows) {
+            // SQLite has no booleans (better-sqlite3 binds numbers): truncated and verified as 1/0.
+            row[8] = row[8] ? 1 : 0;
+            if (row[14] !== null) row[14] = row[14] ? 1 : 0;
+            insert.run(row);
+          }
         })();
       } finally {
         await client.releaseConnection(connection);

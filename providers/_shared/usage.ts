@@ -13,8 +13,12 @@ const text = (value: unknown): string | undefined => (typeof value === 'string' 
 
 /** Drops undefined fields; undefined when nothing was found. */
 function found(usage: TokenUsage): TokenUsage | undefined {
-  const entries = Object.entries(usage).filter(([, value]) => value !== undefined);
-  return entries.length === 0 ? undefined : (Object.fromEntries(entries) as TokenUsage);
+  let any = false;
+  for (const key in usage) {
+    if (usage[key as keyof TokenUsage] === undefined) delete usage[key as keyof TokenUsage];
+    else any = true;
+  }
+  return any ? usage : undefined;
 }
 
 /**
