@@ -212,8 +212,8 @@ export interface UsageExtractor {
   modelFromPath?(providerPath: string): string | undefined;
   /**
    * Optional: strings at least one of which appears in every streamed document that reports usage (e.g. `"usage"`).
-   * Once the answer's model is known, a streamed event or line containing none of them is not parsed: most chunks of a
-   * stream carry only text. Absent: every document is parsed.
+   * After the first streamed document (which names the model when the provider does), an event or line containing none
+   * of them is not parsed: most chunks of a stream carry only text. Absent: every document is parsed.
    */
   readonly markers?: readonly string[];
 }

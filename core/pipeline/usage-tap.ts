@@ -74,6 +74,10 @@ export class UsageTap {
   private skippingLine = false;
   private gaveUp = false;
   private requestPrefix = '';
+  /** A document was parsed: later streamed ones without a marker are skipped (see `holdsNothing`). */
+  private readOne = false;
+  /** The SSE event being read had a `data:` line skipped as unmarked: the event is not parsed. */
+  private eventSkipped = false;
 
   constructor(
     private readonly extractor: UsageExtractor,
@@ -142,9 +146,25 @@ export class UsageTap {
   }
 
   /** A streamed document that cannot hold usage (the extractor's markers) once the model is known: not parsed. */
+  /** Markers as bytes, for lines looked at before decoding. */
+  private markerBytes: Buffer[] | undefined;
+
+  /**
+   * A whole line (SSE or NDJSON) that holds none of the extractor's markers, once a document was read: skipped without
+   * decoding. An SSE event with a skipped `data:` line is not parsed (its JSON would be cut).
+   */
+  private unmarkedLine(piece: Buffer): boolean {
+    const markers = this.extractor.markers;
+    if (!markers || (this.accumulator.found.model === undefined && !this.readOne)) return false;
+    this.markerBytes ??= markers.map((marker) => Buffer.from(marker, 'utf8'));
+    for (const marker of this.markerBytes) if (piece.includes(marker)) return false;
+    return true;
+  }
+
   private holdsNothing(text: string): boolean {
     const markers = this.extractor.markers;
-    if (!markers || this.accumulator.found.model === undefined) return false;
+    // The first document is always read (it names the model when the provider does); after it, only marked ones.
+    if (!markers || (this.accumulator.found.model === undefined && !this.readOne)) return false;
     for (const marker of markers) if (text.includes(marker)) return false;
     return true;
   }
@@ -153,6 +173,7 @@ export class UsageTap {
     const trimmed = text.trim();
     if (trimmed === '' || trimmed === '[DONE]') return;
     if (trimmed[0] !== '{' && trimmed[0] !== '[') return;
+    this.readOne = true;
     const document: unknown = JSON.parse(trimmed);
     if (allowArray && Array.isArray(document)) for (const element of document) this.read(element);
     else this.read(document);
@@ -169,7 +190,12 @@ export class UsageTap {
       if (newline === -1) break;
       const piece = chunk.subarray(start, newline);
       if (this.skippingLine) this.skippingLine = false;
-      else {
+      else if (this.pendingBytes === 0 && this.unmarkedLine(piece)) {
+        // A line that cannot hold usage (no marker) after the first document: its bytes are never turned into text.
+        if (piece.length === 0 || (piece.length === 1 && piece[0] === 0x0d)) this.dispatchEvent();
+        // Only a skipped `data:` line cuts the event; `event:`, `id:` and comment lines carry no JSON.
+        else if (this.framing === 'sse' && piece.length >= 5 && piece.toString('latin1', 0, 5) === 'data:') this.eventSkipped = true;
+      } else {
         const line = this.pendingBytes > 0 ? Buffer.concat([...this.pending, piece]).toString('utf8') : piece.toString('utf8');
         this.line(line.endsWith('\r') ? line.slice(0, -1) : line);
       }
@@ -210,6 +236,13 @@ export class UsageTap {
   }
 
   private dispatchEvent(): void {
+    if (this.eventSkipped) {
+      this.eventSkipped = false;
+      this.eventData = [];
+      this.eventBytes = 0;
+      return;
+    }
+    if (this.eventData.length === 0) return;
     const data = this.eventBytes > MAX_FRAME_BYTES ? '' : this.eventData.join('\n');
     this.eventData = [];
     this.eventBytes = 0;
