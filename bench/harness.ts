@@ -16,6 +16,9 @@ export interface BenchTargets {
   readonly barePort: number;
   /** Process ids, for CPU accounting (bench/cpu.ts). */
   readonly barePid: number;
+  /** A bare pipe on undici, the client Tollgate forwards with (bench/bare-undici-proxy.ts). */
+  readonly bareUndiciPort: number;
+  readonly bareUndiciPid: number;
   readonly tollgateUrl: string;
   readonly tollgatePid: number;
   /** The two Tollgate headers plus a client Authorization the gateway must strip. */
@@ -49,6 +52,7 @@ export async function startBenchTargets(options: { extraEnv?: Record<string, str
   try {
     const upstreamPort = await startChild(children, path.join(__dirname, 'upstream.js'), []);
     const barePort = await startChild(children, path.join(__dirname, 'bare-proxy.js'), [String(upstreamPort)]);
+    const bareUndiciPort = await startChild(children, path.join(__dirname, 'bare-undici-proxy.js'), [String(upstreamPort)]);
     const env: Record<string, string> = {
       TOLLGATE_DATA_DIR: dataDirectory,
       TOLLGATE_MASTER_KEY: randomBytes(32).toString('base64'),
@@ -82,6 +86,8 @@ export async function startBenchTargets(options: { extraEnv?: Record<string, str
       upstreamPort,
       barePort,
       barePid: children[1]!.pid!,
+      bareUndiciPort,
+      bareUndiciPid: children[2]!.pid!,
       tollgateUrl,
       tollgatePid: tollgate.pid!,
       tollgateHeaders: { 'tollgate-app-token': app.appToken!, 'tollgate-device-token': deviceToken, authorization: 'Bearer client-key-is-stripped' },

@@ -6,7 +6,8 @@
  * The figure that decides is the CPU each proxy process spends per request, read from the operating system's
  * accounting (bench/cpu.ts) over a fixed number of requests: on a machine whose cores are shared by the load generator,
  * the upstream and the proxy, throughput moves with the neighbours while CPU per request does not. Rounds are
- * interleaved (bare, Tollgate, bare, Tollgate …) and the ratio is the median of the rounds. Also printed: requests/s,
+ * interleaved (bare node:http, bare undici, Tollgate, …) and the ratio is the median of the rounds. The bare undici pipe
+ * is the same pipe on the client Tollgate forwards with, so the comparison stays honest. Also printed: requests/s,
  * p50/p99 latency, and the time to the first streamed byte added by Tollgate over the bare pipe.
  *
  * Environment: BENCH_REQUESTS (requests per measurement, default 40000), BENCH_CONNECTIONS (default 32),
@@ -107,10 +108,11 @@ async function firstByteMillis(target: Target, samples: number): Promise<number[
   return values;
 }
 
-function targetsOf(bench: BenchTargets): { bare: Target; tollgate: Target } {
+function targetsOf(bench: BenchTargets): { bare: Target; bareUndici: Target; tollgate: Target } {
   const suffix = (workload: Workload) => (workload === 'sse' ? '?stream=1' : '');
   return {
     bare: { name: 'bare Node pipe (node:http)', pid: bench.barePid, url: (w) => `http://127.0.0.1:${bench.barePort}/v1/chat/completions${suffix(w)}`, headers: {} },
+    bareUndici: { name: 'bare undici pipe', pid: bench.bareUndiciPid, url: (w) => `http://127.0.0.1:${bench.bareUndiciPort}/v1/chat/completions${suffix(w)}`, headers: {} },
     tollgate: { name: 'Tollgate (full pipeline)', pid: bench.tollgatePid, url: (w) => `${bench.tollgateUrl}/v1/proxy/openai/v1/chat/completions${suffix(w)}`, headers: bench.tollgateHeaders },
   };
 }
@@ -122,10 +124,11 @@ async function main(): Promise<void> {
   const lines: string[] = [];
   const results: Measurement[] = [];
   try {
-    const { bare, tollgate } = targetsOf(bench);
+    const { bare, bareUndici, tollgate } = targetsOf(bench);
     for (let round = 1; round <= ROUNDS; round += 1) {
       for (const workload of ['json', 'sse'] as const) {
         results.push(await measure(bare, workload, round));
+        results.push(await measure(bareUndici, workload, round));
         results.push(await measure(tollgate, workload, round));
       }
     }
@@ -158,16 +161,19 @@ async function main(): Promise<void> {
     );
     for (const workload of ['json', 'sse'] as const) {
       const ratios: number[] = [];
+      const undiciRatios: number[] = [];
       const throughput: number[] = [];
       for (let round = 1; round <= ROUNDS; round += 1) {
         const b = results.find((r) => r.workload === workload && r.round === round && r.target === bare.name)!;
+        const u = results.find((r) => r.workload === workload && r.round === round && r.target === bareUndici.name)!;
         const t = results.find((r) => r.workload === workload && r.round === round && r.target === tollgate.name)!;
         ratios.push(t.cpuMicrosPerRequest / b.cpuMicrosPerRequest);
+        undiciRatios.push(t.cpuMicrosPerRequest / u.cpuMicrosPerRequest);
         throughput.push(t.requestsPerSecond / b.requestsPerSecond);
       }
       lines.push(
-        `CPU per request, Tollgate / bare pipe (${workload}): ${median(ratios).toFixed(2)} (median of rounds ${ratios.map((r) => r.toFixed(2)).join(', ')})` +
-          `; throughput ratio ${median(throughput).toFixed(2)}`,
+        `CPU per request, Tollgate / bare node:http pipe (${workload}): ${median(ratios).toFixed(2)} (median of rounds ${ratios.map((r) => r.toFixed(2)).join(', ')})` +
+          `; throughput ratio ${median(throughput).toFixed(2)}; Tollgate / bare undici pipe (the client it forwards with): ${median(undiciRatios).toFixed(2)}`,
       );
     }
     lines.push(

@@ -1,0 +1,45 @@
+/**
+ * The second baseline: a bare pipe on the client Tollgate forwards with (undici's pool, dispatch API, writing to Node's
+ * `ServerResponse`), nothing else. Reported beside the `node:http` pipe so that the comparison stays honest: part of the
+ * gateway's gain over its old self is the client, not the pipeline. Usage: node bare-undici-proxy.js <upstream port>.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Agent as UndiciAgent, Dispatcher } from 'undici';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const Agent = require('undici/lib/dispatcher/agent') as typeof UndiciAgent;
+
+const upstreamPort = Number(process.argv[2]);
+const origin = `http://127.0.0.1:${upstreamPort}`;
+const agent = new Agent({ connections: null, pipelining: 1 });
+
+const server = http.createServer((request, response) => {
+  const headers: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(request.headers)) if (value !== undefined && name !== 'connection' && name !== 'host') headers[name] = value;
+  const hasBody = request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] !== undefined;
+  if (hasBody) delete headers['transfer-encoding'];
+  const handler: Dispatcher.DispatchHandler = {
+    onResponseStart(_controller, statusCode, responseHeaders) {
+      delete responseHeaders['transfer-encoding'];
+      delete responseHeaders.connection;
+      delete responseHeaders['keep-alive'];
+      response.writeHead(statusCode, responseHeaders as Record<string, string | string[]>);
+    },
+    onResponseData(controller, chunk) {
+      if (!response.write(chunk)) {
+        controller.pause();
+        response.once('drain', () => controller.resume());
+      }
+    },
+    onResponseEnd() {
+      response.end();
+    },
+    onResponseError() {
+      response.destroy();
+    },
+  };
+  agent.dispatch({ origin, path: request.url ?? '/', method: (request.method ?? 'GET') as Dispatcher.HttpMethod, headers, body: hasBody ? request : null }, handler);
+});
+server.keepAliveTimeout = 65_000;
+server.listen(0, '127.0.0.1', () => process.stdout.write(`${(server.address() as AddressInfo).port}\n`));
