@@ -75,7 +75,7 @@ import { DevelopmentAttestationVerifier } from '../attestation/development-verif
 import { MemoryChallengeStore } from '../stores/memory-challenge-store';
 import { MemoryRateLimitStore } from '../stores/memory-rate-limit-store';
 import { BUILT_IN_PLUGINS_DIRECTORY, BUILT_IN_PROVIDERS_DIRECTORY, discoverPluginFolders, discoverProviderFolders, loadPluginPackage } from './plugin-loader';
-import { createLogger } from './logger';
+import { createLogger, infoLineWriter } from './logger';
 import { BodyWatch, MCP_MAX_BODY_BYTES, answerClientError, continueWhenRead, readJsonBody } from '../routes/request-guards';
 
 export const TOLLGATE_VERSION: string = (require('../../../package.json') as { version: string }).version;
@@ -555,9 +555,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
    * straight to the pipeline: the hot path does not pass through Express's router (measured in docs/benchmarks.md);
    * everything else is an Express route.
    */
+  const accessLine = infoLineWriter(logger, 'request');
   const writeAccessLine = (requestId: string, requestUrl: string, started: number, request: IncomingMessage, response: ServerResponse) => {
     const details = accessDetails.get(response);
-    logger.info(
+    accessLine(
       {
         requestId,
         method: request.method,
@@ -570,7 +571,6 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         reason: errorReasonOf(response),
         ...details,
       },
-      'request',
     );
   };
 
