@@ -20,6 +20,8 @@ const server = http.createServer((request, response) => {
   const hasBody = request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] !== undefined;
   if (hasBody) delete headers['transfer-encoding'];
   const handler: Dispatcher.DispatchHandler = {
+    // Its presence selects undici's handler API (without it undici expects the deprecated one).
+    onRequestStart() {},
     onResponseStart(_controller, statusCode, responseHeaders) {
       delete responseHeaders['transfer-encoding'];
       delete responseHeaders.connection;
