@@ -46,6 +46,7 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
         },
       },
     },
-    destination ?? pino.destination({ dest: 1, sync: false, minLength: 4096 }),
+    // Buffered (4 KiB per write) but flushed at least every second, so that a quiet gateway's lines still show at once.
+    destination ?? pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 1000 }),
   );
 }
