@@ -45,6 +45,16 @@ export interface RateLimitStore {
   /** Gives `holder`'s slot back. */
   releaseSlot(key: string, holder: string): void | Promise<void>;
   /**
+   * Optional, for stores one network round trip away: `consume`, then, only when every rule allowed the request,
+   * `acquireSlot`, in one atomic step (one round trip instead of two). `acquired` is undefined when a rule refused (no
+   * slot was tried). The slot's key shares the rules' `{…}` hash tag.
+   */
+  consumeAndAcquire?(
+    rules: readonly RateLimitRule[],
+    nowMs: number,
+    slot: { readonly key: string; readonly limit: number; readonly leaseMs: number; readonly holder: string },
+  ): Promise<{ results: RateLimitRuleResult[]; acquired: boolean | undefined }>;
+  /**
    * Token budgets (issue 20): adds `amount` to the counter under `key` and keeps it for `ttlMs` from now; returns the new
    * total. Keys carry the day they count (core/pipeline/token-budget.ts), so a counter never needs resetting.
    */

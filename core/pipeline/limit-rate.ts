@@ -87,6 +87,14 @@ export class LimitRateStage implements PipelineStage {
     if (providerLimit) rules.push({ policy: 'provider', key: `{${app.id}}\u0000p\u0000${context.provider.slug}`, limit: providerLimit, windowSeconds: 60 });
     if (settings.deviceDailyQuota) rules.push({ policy: 'device-day', key: `{${app.id}}\u0000dd\u0000${device.deviceId}`, limit: settings.deviceDailyQuota, windowSeconds: 86_400 });
     if (settings.appDailyQuota) rules.push({ policy: 'app-day', key: `{${app.id}}\u0000ad`, limit: settings.appDailyQuota, windowSeconds: 86_400 });
+    // A store one round trip away takes the stream slot in the same call as the rate limits (one round trip, not two).
+    if (this.store.consumeAndAcquire) {
+      const slot = { key: slotKey(app.id, device.deviceId), limit: settings.maxConcurrentStreamsPerDevice, leaseMs: this.configuration.streamLeaseMs, holder: randomUUID() };
+      return this.store.consumeAndAcquire(rules, this.clock(), slot).then(
+        ({ results, acquired }) => this.decide(context, results, acquired === undefined ? undefined : { ...slot, acquired }),
+        (error: unknown) => Promise.reject(storeUnavailable(error)),
+      );
+    }
     let results: RateLimitRuleResult[] | Promise<RateLimitRuleResult[]>;
     try {
       results = this.store.consume(rules, this.clock());
@@ -97,7 +105,8 @@ export class LimitRateStage implements PipelineStage {
     this.decide(context, results);
   }
 
-  private decide(context: ProxyContext, results: readonly RateLimitRuleResult[]): void | Promise<void> {
+  /** `taken`: the slot the store already tried in the same call (consumeAndAcquire); absent: take one after the checks. */
+  private decide(context: ProxyContext, results: readonly RateLimitRuleResult[], taken?: TakenSlot): void | Promise<void> {
     const outcomes = results.map(toOutcome);
     const refused = results.filter((result) => !result.allowed);
     // The headers go out with the response head: written here on a refusal, by `forward` (or the error path) otherwise.
@@ -111,21 +120,21 @@ export class LimitRateStage implements PipelineStage {
       });
     }
     context.set('limit', { outcomes });
+    const next = () => (taken ? this.admitSlot(context, taken) : this.takeStreamSlot(context));
+    // A slot taken together with the limits is given back if the budgets refuse the request.
+    const refuse = (error: unknown): never => {
+      if (taken?.acquired) Promise.resolve(this.store.releaseSlot(taken.key, taken.holder)).catch(() => undefined);
+      throw error instanceof GatewayError ? error : storeUnavailable(error);
+    };
     // Token budgets (token-budget.ts): refused once a day's budget is used up.
     let budgets: void | Promise<void>;
     try {
       budgets = checkTokenBudgets(this.store, context, this.clock());
     } catch (error) {
-      if (error instanceof GatewayError) throw error;
-      throw storeUnavailable(error);
+      return refuse(error);
     }
-    if (budgets instanceof Promise) {
-      return budgets.then(
-        () => this.takeStreamSlot(context),
-        (error: unknown) => Promise.reject(error instanceof GatewayError ? error : storeUnavailable(error)),
-      );
-    }
-    return this.takeStreamSlot(context);
+    if (budgets instanceof Promise) return budgets.then(next, refuse);
+    return next();
   }
 
   /**
@@ -137,29 +146,33 @@ export class LimitRateStage implements PipelineStage {
    */
   private takeStreamSlot(context: ProxyContext): void | Promise<void> {
     const app = context.get('app');
-    const key = `{${app.id}}\u0000s\u0000${context.get('device').deviceId}`;
+    const key = slotKey(app.id, context.get('device').deviceId);
     const limit = app.settings.maxConcurrentStreamsPerDevice;
     const leaseMs = this.configuration.streamLeaseMs;
     const holder = randomUUID();
-    const admit = (acquired: boolean) => {
-      if (!acquired) {
-        throw new GatewayError('rateLimited', `Too many open requests from this device (at most ${limit} at once).`, { retryAfterSeconds: 1, reason: 'rate_limited_concurrent' });
-      }
-      const slot: HeldSlot = { key, holder, response: context.response, released: false };
-      this.held.add(slot);
-      this.startRenewals(leaseMs);
-      slot.response.once('close', () => this.release(slot));
-      // The client may have gone while the slot was being taken: its 'close' has fired already.
-      if (slot.response.destroyed) this.release(slot);
-    };
     let acquired: boolean | Promise<boolean>;
     try {
       acquired = this.store.acquireSlot(key, limit, leaseMs, holder);
     } catch (error) {
       throw storeUnavailable(error);
     }
-    if (acquired instanceof Promise) return acquired.then(admit, (error: unknown) => Promise.reject(storeUnavailable(error)));
-    admit(acquired);
+    if (acquired instanceof Promise) {
+      return acquired.then((taken) => this.admitSlot(context, { key, limit, leaseMs, holder, acquired: taken }), (error: unknown) => Promise.reject(storeUnavailable(error)));
+    }
+    this.admitSlot(context, { key, limit, leaseMs, holder, acquired });
+  }
+
+  /** Refuses the request when no slot was free; otherwise holds the slot until the response closes. */
+  private admitSlot(context: ProxyContext, taken: TakenSlot): void {
+    if (!taken.acquired) {
+      throw new GatewayError('rateLimited', `Too many open requests from this device (at most ${taken.limit} at once).`, { retryAfterSeconds: 1, reason: 'rate_limited_concurrent' });
+    }
+    const slot: HeldSlot = { key: taken.key, holder: taken.holder, response: context.response, released: false };
+    this.held.add(slot);
+    this.startRenewals(taken.leaseMs);
+    slot.response.once('close', () => this.release(slot));
+    // The client may have gone while the slot was being taken: its 'close' has fired already.
+    if (slot.response.destroyed) this.release(slot);
   }
 
   /** Slots this node holds for open responses. */
@@ -191,6 +204,20 @@ export class LimitRateStage implements PipelineStage {
     }, Math.max(100, Math.floor(leaseMs / 3)));
     this.renewals.unref();
   }
+}
+
+/** The open-requests key of a device (with the app's hash tag, like the rate-limit keys). */
+function slotKey(appId: string, deviceId: string): string {
+  return `{${appId}}\u0000s\u0000${deviceId}`;
+}
+
+/** A slot the store was asked for, and whether it gave it. */
+interface TakenSlot {
+  readonly key: string;
+  readonly limit: number;
+  readonly leaseMs: number;
+  readonly holder: string;
+  readonly acquired: boolean;
 }
 
 /** A concurrency slot held by one open response. */

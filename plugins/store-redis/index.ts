@@ -78,6 +78,61 @@ redis.call('PEXPIRE', KEYS[1], lease + 1000)
 return 1
 `;
 
+/**
+ * GCRA_SCRIPT over KEYS[1..n-1] (ARGV[1..2(n-1)] as there), then, only when every rule allowed the request,
+ * ACQUIRE_SCRIPT on KEYS[n] (ARGV: limit, lease, holder after the rules' pairs): one round trip for both. Returns the
+ * rules' flat results followed by the slot's outcome: 1 taken, 0 refused, -1 not tried.
+ */
+const GCRA_ACQUIRE_SCRIPT = `
+local now_parts = redis.call('TIME')
+local now = tonumber(now_parts[1]) * 1000 + math.floor(tonumber(now_parts[2]) / 1000)
+local rules = #KEYS - 1
+local results = {}
+local next_tats = {}
+local all_allowed = true
+for index = 1, rules do
+  local key = KEYS[index]
+  local interval = tonumber(ARGV[index * 2 - 1])
+  local window = tonumber(ARGV[index * 2])
+  local stored = tonumber(redis.call('GET', key))
+  local tat = now
+  if stored and stored > now then tat = stored end
+  local new_tat = tat + interval
+  local allow_at = new_tat - window
+  if allow_at <= now then
+    local remaining = math.floor((now - allow_at) / interval)
+    table.insert(results, {1, remaining, new_tat - now, 0})
+  else
+    all_allowed = false
+    table.insert(results, {0, 0, tat - now, allow_at - now})
+  end
+  next_tats[index] = new_tat
+end
+local slot = -1
+if all_allowed then
+  for index = 1, rules do
+    redis.call('SET', KEYS[index], next_tats[index], 'PX', math.ceil(next_tats[index] - now) + 1000)
+  end
+  local slots = KEYS[rules + 1]
+  local limit = tonumber(ARGV[rules * 2 + 1])
+  local lease = tonumber(ARGV[rules * 2 + 2])
+  redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
+  if redis.call('ZCARD', slots) >= limit then
+    slot = 0
+  else
+    redis.call('ZADD', slots, now + lease, ARGV[rules * 2 + 3])
+    redis.call('PEXPIRE', slots, lease + 1000)
+    slot = 1
+  end
+end
+local flat = {}
+for _, result in ipairs(results) do
+  for _, value in ipairs(result) do table.insert(flat, value) end
+end
+table.insert(flat, slot)
+return flat
+`;
+
 /** KEYS[1]: the slot set. ARGV: holder, lease (ms). Extends a lease that is still held; an expired one stays gone. */
 const RENEW_SCRIPT = `
 local now_parts = redis.call('TIME')
@@ -93,6 +148,7 @@ return 1
 type RedisClient = Redis | Cluster;
 type ScriptedClient = RedisClient & {
   tollgateGcra(count: number, ...args: string[]): Promise<number[]>;
+  tollgateGcraAcquire(count: number, ...args: string[]): Promise<number[]>;
   tollgateAcquire(key: string, limit: string, lease: string, holder: string): Promise<number>;
   tollgateRenew(key: string, holder: string, lease: string): Promise<number>;
 };
@@ -142,6 +198,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     private readonly onClose: () => void = () => undefined,
   ) {
     redis.defineCommand('tollgateGcra', { lua: GCRA_SCRIPT });
+    redis.defineCommand('tollgateGcraAcquire', { lua: GCRA_ACQUIRE_SCRIPT });
     redis.defineCommand('tollgateAcquire', { lua: ACQUIRE_SCRIPT, numberOfKeys: 1 });
     redis.defineCommand('tollgateRenew', { lua: RENEW_SCRIPT, numberOfKeys: 1 });
   }
@@ -154,6 +211,25 @@ export class RedisRateLimitStore implements RateLimitStore {
     const keys = rules.map((rule) => this.prefix + rule.key);
     const argv = rules.flatMap((rule) => [String((rule.windowSeconds * 1000) / rule.limit), String(rule.windowSeconds * 1000)]);
     const flat = (await this.scripted.tollgateGcra(keys.length, ...keys, ...argv)).map(Number);
+    return this.resultsOf(rules, flat);
+  }
+
+  /** The rate limits and the stream slot in one script, one round trip (see GCRA_ACQUIRE_SCRIPT). */
+  async consumeAndAcquire(
+    rules: readonly RateLimitRule[],
+    _nowMs: number,
+    slot: { readonly key: string; readonly limit: number; readonly leaseMs: number; readonly holder: string },
+  ): Promise<{ results: RateLimitRuleResult[]; acquired: boolean | undefined }> {
+    const keys = rules.map((rule) => this.prefix + rule.key);
+    keys.push(`${this.prefix}slot:${slot.key}`);
+    const argv = rules.flatMap((rule) => [String((rule.windowSeconds * 1000) / rule.limit), String(rule.windowSeconds * 1000)]);
+    argv.push(String(slot.limit), String(slot.leaseMs), slot.holder);
+    const flat = (await this.scripted.tollgateGcraAcquire(keys.length, ...keys, ...argv)).map(Number);
+    const outcome = flat[rules.length * 4];
+    return { results: this.resultsOf(rules, flat), acquired: outcome === -1 ? undefined : outcome === 1 };
+  }
+
+  private resultsOf(rules: readonly RateLimitRule[], flat: readonly number[]): RateLimitRuleResult[] {
     return rules.map((rule, index) => {
       const [allowed, remaining, resetMs, retryMs] = flat.slice(index * 4, index * 4 + 4) as [number, number, number, number];
       return {

@@ -135,6 +135,20 @@ describe('token budgets shared by two nodes through Redis', function () {
       expect(retryAfter).to.be.within(secondsToUtcMidnight(after), secondsToUtcMidnight(before));
     }
     expect(upstream.requests.length, 'refused requests never reach the provider').to.equal(forwardedBefore);
+    // The stream slot each node took in the same Redis call as the rate limits was given back when the budget refused:
+    // the device's open-request set is empty again (no slot leaks until its lease runs out).
+    const client = new Redis(redis.url, { lazyConnect: false });
+    try {
+      const slots = `tollgate:rl:slot:{${app.id}}\u0000s\u0000budget-device-1`;
+      let held = -1;
+      for (let attempt = 0; attempt < 100 && held !== 0; attempt += 1) {
+        held = await client.zcard(slots);
+        if (held !== 0) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(held, 'slots still held after the budget refusals').to.equal(0);
+    } finally {
+      client.disconnect();
+    }
 
     // Another device of the same app is still served, on both nodes.
     for (const url of urls) expect((await chat(url, other)).status).to.equal(200);
