@@ -193,8 +193,11 @@ class Forwarding implements Dispatcher.DispatchHandler {
       controller.abort(this.abandoned);
       return;
     }
-    if (this.controller) return; // a retried start (never with a streamed body): already set up
+    // undici starts a request again (a new controller) when a reused keep-alive connection failed before the answer:
+    // abort and pause then go to the latest start; the body listener is attached once (a streamed body is never retried).
+    const retried = this.controller !== undefined;
     this.controller = controller;
+    if (retried) return;
     // Attached in the same turn as undici's own listener (its body writer starts right after this call), so no chunk
     // flows before both listen. A buffered body was counted by whoever read it.
     if (!this.upstream.body && this.requestStreams()) this.request.on('data', this.onRequestData);
