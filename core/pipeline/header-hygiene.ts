@@ -74,6 +74,11 @@ function isStripped(name: string, credentialHeaders: ReadonlySet<string>, creden
 
 function connectionTokensOf(connection: string | string[] | undefined): ReadonlySet<string> {
   if (connection === undefined) return EMPTY;
+  // The usual values name no other header ('keep-alive' and 'close' are stripped anyway).
+  if (typeof connection === 'string') {
+    const lower = connection.length <= 10 ? connection.toLowerCase() : '';
+    if (lower === 'keep-alive' || lower === 'close') return EMPTY;
+  }
   const list = Array.isArray(connection) ? connection.join(',') : connection;
   return new Set(list.split(',').map((token) => token.trim().toLowerCase()).filter(Boolean));
 }

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { inject, injectable } from 'tsyringe';
 import {
@@ -89,7 +89,7 @@ export class LimitRateStage implements PipelineStage {
     if (settings.appDailyQuota) rules.push({ policy: 'app-day', key: `{${app.id}}\u0000ad`, limit: settings.appDailyQuota, windowSeconds: 86_400 });
     // A store one round trip away takes the stream slot in the same call as the rate limits (one round trip, not two).
     if (this.store.consumeAndAcquire) {
-      const slot = { key: slotKey(app.id, device.deviceId), limit: settings.maxConcurrentStreamsPerDevice, leaseMs: this.configuration.streamLeaseMs, holder: randomUUID() };
+      const slot = { key: slotKey(app.id, device.deviceId), limit: settings.maxConcurrentStreamsPerDevice, leaseMs: this.configuration.streamLeaseMs, holder: nextHolder() };
       return this.store.consumeAndAcquire(rules, this.clock(), slot).then(
         ({ results, acquired }) => this.decide(context, results, acquired === undefined ? undefined : { ...slot, acquired }),
         (error: unknown) => Promise.reject(storeUnavailable(error)),
@@ -149,7 +149,7 @@ export class LimitRateStage implements PipelineStage {
     const key = slotKey(app.id, context.get('device').deviceId);
     const limit = app.settings.maxConcurrentStreamsPerDevice;
     const leaseMs = this.configuration.streamLeaseMs;
-    const holder = randomUUID();
+    const holder = nextHolder();
     let acquired: boolean | Promise<boolean>;
     try {
       acquired = this.store.acquireSlot(key, limit, leaseMs, holder);
@@ -204,6 +204,17 @@ export class LimitRateStage implements PipelineStage {
     }, Math.max(100, Math.floor(leaseMs / 3)));
     this.renewals.unref();
   }
+}
+
+/**
+ * Slot holder ids: unique across nodes (a random prefix per process) and requests (a counter), without a UUID per
+ * request.
+ */
+const HOLDER_PREFIX = randomBytes(9).toString('base64url');
+let holderCount = 0;
+function nextHolder(): string {
+  holderCount += 1;
+  return `${HOLDER_PREFIX}.${holderCount.toString(36)}`;
 }
 
 /** The open-requests key of a device (with the app's hash tag, like the rate-limit keys). */

@@ -46,7 +46,8 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
         },
       },
     },
-    // Buffered (4 KiB per write) but flushed at least every second, so that a quiet gateway's lines still show at once.
-    destination ?? pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 1000 }),
+    // Buffered (12 KiB per write: each asynchronous write is a thread-pool round trip) but flushed at least every second,
+    // so that a quiet gateway's lines still show at once.
+    destination ?? pino.destination({ dest: 1, sync: false, minLength: 12 * 1024, periodicFlush: 1000 }),
   );
 }
