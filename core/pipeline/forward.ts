@@ -100,8 +100,8 @@ const REQUEST_TAP_BYTES = 16_384;
 
 /**
  * One forwarded request: undici's dispatch handler (https://undici.nodejs.org/#/docs/api/Dispatcher?id=parameter-dispatchhandler)
- * writing the provider's answer to the client as it arrives. A class rather than closures: nothing is allocated per
- * request beyond this object.
+ * writing the provider's answer to the client as it arrives. A class rather than closures: per request, this object and
+ * its two listeners (client close, request body) are all that is allocated here.
  */
 class Forwarding implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | undefined;
