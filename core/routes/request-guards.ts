@@ -56,11 +56,12 @@ interface WatchedBody {
  * is not idle. On expiry the client gets 408 `body_timeout` when no answer has started, and the connection is closed.
  *
  * One timer sweeps every watched body (as Node's own `connectionsCheckingInterval` does for request heads) instead of
- * one timer and three listeners per request: a body that has arrived leaves the set at the next sweep. The sweep period
- * is a quarter of the shortest deadline (25 ms to 1 s), so a deadline is enforced within a quarter of itself.
+ * one timer and three listeners per request: a request leaves the set when its response closes, or at the next sweep
+ * once its body has arrived. The sweep period is a quarter of the shortest deadline (25 ms to 1 s), so a deadline is
+ * enforced within a quarter of itself.
  */
 export class BodyWatch {
-  private readonly watched = new Set<WatchedBody>();
+  private readonly watched = new Map<IncomingMessage, WatchedBody>();
   private timer: NodeJS.Timeout | undefined;
   private readonly periodMs: number;
 
@@ -73,11 +74,19 @@ export class BodyWatch {
     if (!declaresBody(request)) return;
     const socket = request.socket as WatchedBody['socket'];
     const now = Date.now();
-    this.watched.add({ request, response, socket, deadlines, started: now, lastBytes: socket.bytesRead, lastProgress: now });
+    this.watched.set(request, { request, response, socket, deadlines, started: now, lastBytes: socket.bytesRead, lastProgress: now });
     if (!this.timer) {
       this.timer = setInterval(() => this.sweep(), this.periodMs);
       this.timer.unref();
     }
+  }
+
+  /**
+   * Stops watching `request` (its response closed): called from the close handler the server has anyway, so that a
+   * finished request's objects are not held until the next sweep.
+   */
+  forget(request: IncomingMessage): void {
+    this.watched.delete(request);
   }
 
   /** Bodies still being watched (for tests and metrics). */
@@ -93,10 +102,10 @@ export class BodyWatch {
 
   private sweep(): void {
     const now = Date.now();
-    for (const entry of this.watched) {
+    for (const entry of this.watched.values()) {
       const { request, socket, deadlines } = entry;
       if (request.complete || socket.destroyed || request.destroyed) {
-        this.watched.delete(entry);
+        this.watched.delete(request);
         continue;
       }
       const bytes = socket.bytesRead;
@@ -105,7 +114,7 @@ export class BodyWatch {
         entry.lastProgress = now;
       }
       if (now - entry.lastProgress >= deadlines.idleMs || (deadlines.totalMs > 0 && now - entry.started >= deadlines.totalMs)) {
-        this.watched.delete(entry);
+        this.watched.delete(request);
         expireBody(entry);
       }
     }

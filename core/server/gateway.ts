@@ -586,6 +586,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     // Read now: Express rewrites request.url inside mounted routers.
     const requestUrl = request.url ?? '';
     response.once('close', () => {
+      bodies.forget(request);
       if (!logger.isLevelEnabled('info')) return;
       // After the handlers that run on the same close (a body read cut short ends as client_aborted) had their turn.
       setImmediate(() => writeAccessLine(requestId, requestUrl, started, request, response));

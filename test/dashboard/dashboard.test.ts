@@ -392,7 +392,10 @@ describe('dashboard in Chromium', function () {
 
   it('lists admin keys and the audit log with details and filters, and no page or response ever held the canary', async () => {
     await page.getByRole('link', { name: 'Admin keys' }).click();
-    await page.getByLabel('Name').fill('from-dashboard');
+    // The form of the page just opened (the previous page's "User name" field would match a loose 'Name' while loading).
+    const form = page.getByRole('form', { name: 'Create an admin key' });
+    await form.waitFor();
+    await form.getByLabel('Name', { exact: true }).fill('from-dashboard');
     await page.getByRole('button', { name: 'Create admin key' }).click();
     await page.getByTestId('shown-once').filter({ hasText: 'Admin key from-dashboard' }).waitFor();
     await checkpoint('admin-keys');

@@ -75,17 +75,18 @@ describe('stream leaks', function () {
     await new Promise((resolve) => setTimeout(resolve, 300));
   }
 
-  it('keeps the heap within 16 MiB of its start after 10,000 streams, and leaves no upstream exchange open', async () => {
+  it('keeps the heap within 8 MiB of its start after 10,000 streams, and leaves no upstream exchange open', async () => {
     await run(1_000);
     const before = heapAfterGc();
     await run(10_000);
-    const after = heapAfterGc();
-    const growth = after - before;
-    expect(growth, `heap grew by ${(growth / 1048576).toFixed(1)} MiB`).to.be.below(16 * 1024 * 1024);
     const settled = await Promise.race([Promise.all(upstream.requests.map((request) => request.closed)).then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 5000))]);
     expect(settled, 'every upstream exchange ended').to.equal(true);
     expect(upstream.requests.length).to.equal(11_000);
-    // The fake upstream's records are the test's own memory; drop them.
+    // The fake upstream's records (11,000 requests with their heads and bodies) are the test's own memory, not the
+    // gateway's: dropped before the heap is measured.
     upstream.requests.length = 0;
+    const after = heapAfterGc();
+    const growth = after - before;
+    expect(growth, `heap grew by ${(growth / 1048576).toFixed(1)} MiB`).to.be.below(8 * 1024 * 1024);
   });
 });
