@@ -553,17 +553,19 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
     {
       method: 'get', path: '/audit', operationId: 'listAuditLog', tag: 'admin',
       query: [
-        MINUTES,
+        { name: 'minutes', description: 'only the window ending now (at most 10080 = 7 days); absent: the whole log, paged with limit and before', schema: { type: 'integer', minimum: 1, maximum: 10_080 } },
         { name: 'limit', description: 'at most this many entries, newest first (default 100, at most 1000)', schema: { type: 'integer', minimum: 1, maximum: 1000 } },
+        { name: 'before', description: 'the next page: only entries older than the one with this id (the last id of the previous page)', schema: { type: 'integer', minimum: 1 } },
         { name: 'action', description: 'only actions starting with this, e.g. secret.', schema: { type: 'string', maxLength: 100 } },
       ],
-      summary: 'The audit log: who changed what, newest first',
+      summary: 'The audit log: who changed what, newest first, paged by id',
       response: { schema: 'AuditEntry', description: 'entries', array: true },
       async handle({ query }) {
-        const { from, to } = window({ minutes: query.minutes ?? '10080' });
+        const range = query.minutes === undefined ? {} : (({ from, to }) => ({ fromMs: from, toMs: to }))(window({ minutes: query.minutes }));
         const limit = integerQuery(query, 'limit', 100, 1, 1000);
+        const before = query.before === undefined ? undefined : integerQuery(query, 'before', 1, 1, 999_999_999);
         const action = typeof query.action === 'string' ? query.action.slice(0, 100) : undefined;
-        const entries = await new AuditRepository(deps.database).list({ fromMs: from, toMs: to, limit, ...(action ? { action } : {}) });
+        const entries = await new AuditRepository(deps.database).list({ ...range, limit, ...(before !== undefined ? { beforeId: before } : {}), ...(action ? { action } : {}) });
         return entries.map((entry) => ({ ...entry, createdAt: new Date(entry.createdAt).toISOString() }));
       },
     },

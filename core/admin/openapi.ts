@@ -136,7 +136,7 @@ const RESPONSE_SCHEMAS: Record<string, Schema> = {
   AdminKey: object({ id: string, name: string, keyHint: string, createdAt: dateTime, revokedAt: nullable(dateTime) }),
   CreatedAdminKey: object({ id: string, name: string, adminKey: { type: 'string', pattern: '^ak_[0-9A-Za-z]{32}$', description: 'shown once' } }),
   AdminKeyRevoked: object({ id: string, revoked: { const: true } }),
-  AuditEntry: object({ actor: string, action: string, target: nullable(string), details: nullable({ type: 'object' }), createdAt: dateTime }),
+  AuditEntry: object({ id: { type: 'integer', description: 'increasing with time; pass the last one as before for the next page' }, actor: string, action: string, target: nullable(string), details: nullable({ type: 'object' }), createdAt: dateTime }),
   Provider: object({
     slug: string,
     name: string,

@@ -874,6 +874,11 @@ export interface AuditEntry {
   readonly createdAt: number;
 }
 
+/** An entry as stored, with its id (increasing with time: the paging cursor `before`). */
+export interface StoredAuditEntry extends AuditEntry {
+  readonly id: number;
+}
+
 export class AuditRepository {
   constructor(private readonly database: Knex | Knex.Transaction) {}
 
@@ -887,14 +892,16 @@ export class AuditRepository {
     });
   }
 
-  async list(options: { fromMs?: number; toMs?: number; limit?: number; actor?: string; action?: string } = {}): Promise<AuditEntry[]> {
+  async list(options: { fromMs?: number; toMs?: number; limit?: number; actor?: string; action?: string; beforeId?: number } = {}): Promise<StoredAuditEntry[]> {
     let query = this.database('audit_log').orderBy('id', 'desc').limit(options.limit ?? 200);
+    if (options.beforeId !== undefined) query = query.where('id', '<', options.beforeId);
     if (options.actor !== undefined) query = query.where('actor', options.actor);
     if (options.action !== undefined) query = query.where('action', 'like', `${options.action.replace(/[%_\\]/g, '')}%`);
     if (options.fromMs !== undefined) query = query.where('created_at', '>=', options.fromMs);
     if (options.toMs !== undefined) query = query.where('created_at', '<', options.toMs);
     const rows = (await query) as Row[];
     return rows.map((row) => ({
+      id: Number(row.id),
       actor: row.actor as string,
       action: row.action as string,
       target: (row.target as string | null) ?? null,

@@ -796,11 +796,15 @@ async function adminKeysPage(): Promise<void> {
   );
 }
 
+type AuditRow = { id: number; actor: string; action: string; target: string | null; details: Record<string, unknown> | null; createdAt: string };
+/** Audit entries fetched per request; older ones are fetched when the pages shown run out. */
+const AUDIT_BATCH = 500;
+
 async function auditPage(): Promise<void> {
-  const [entries, apps] = await Promise.all([
-    api<Array<{ actor: string; action: string; target: string | null; details: Record<string, unknown> | null; createdAt: string }>>('GET', '/audit?limit=500'),
-    api<App[]>('GET', '/apps'),
-  ]);
+  const [first, apps] = await Promise.all([api<AuditRow[]>('GET', `/audit?limit=${AUDIT_BATCH}`), api<App[]>('GET', '/apps')]);
+  const entries = [...first];
+  // Whether the server may hold entries older than those fetched (the last batch was full).
+  let more = first.length === AUDIT_BATCH;
   const names = new Map(apps.map((app) => [app.id, app.name]));
   // Targets start with an app id (`app_…` or `app_…/openai`): show the app's name, keep the id in a tooltip.
   const target = (value: string | null) => {
@@ -821,7 +825,22 @@ async function auditPage(): Promise<void> {
     page = Math.min(page, pages - 1);
     listing.replaceChildren(
       table(['When', 'Who', 'What', 'Target', 'Details'], matching.slice(page * PAGE, (page + 1) * PAGE).map((entry) => [new Date(entry.createdAt).toLocaleString(), entry.actor, entry.action, target(entry.target), details(entry.details)]), matching.length ? undefined : 'Nothing matches.'),
-      h('p', { class: 'pager' }, button('Newer', async () => { page -= 1; render(); }, page === 0 ? 'hidden' : ''), ` Page ${page + 1} of ${pages} `, button('Older', async () => { page += 1; render(); }, page >= pages - 1 ? 'hidden' : '')),
+      h(
+        'p',
+        { class: 'pager' },
+        button('Newer', async () => { page -= 1; render(); }, page === 0 ? 'hidden' : ''),
+        ` Page ${page + 1} of ${pages}${more ? '+' : ''} `,
+        button('Older', async () => {
+          // Past the entries fetched so far: the next batch from the server, older than the oldest one here.
+          if (page >= pages - 1 && more) {
+            const older = await api<AuditRow[]>('GET', `/audit?limit=${AUDIT_BATCH}&before=${entries[entries.length - 1]!.id}`);
+            entries.push(...older);
+            more = older.length === AUDIT_BATCH;
+          }
+          page += 1;
+          render();
+        }, page >= pages - 1 && !more ? 'hidden' : ''),
+      ),
     );
   };
   filter.addEventListener('input', () => {

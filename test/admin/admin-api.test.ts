@@ -5,6 +5,7 @@
  * a canary secret appears in no response of any route.
  */
 import { expect } from 'chai';
+import { AuditRepository } from '../../core/storage/repositories';
 import net from 'node:net';
 import { FakeUpstream, respondJson, type RecordedRequest } from '../support/fake-upstream';
 import { TestGateway, type Provisioned } from '../support/gateway';
@@ -397,6 +398,24 @@ describe('management API /v1/admin', () => {
     expect(actions).to.include.members(['key:tests admin.app.create', 'key:tests admin.secret.set', 'key:tests admin.device.revoke', 'key:tests admin.admin_key.revoke']);
     const secretsOnly = await call('GET', '/audit?action=admin.secret.');
     expect(secretsOnly.json.every((entry: { action: string }) => entry.action.startsWith('admin.secret.'))).to.equal(true);
+  });
+
+  it('pages the whole audit log by id (before), newest first, with no time window unless one is asked for', async () => {
+    const all = (await call('GET', '/audit?limit=1000')).json as Array<{ id: number; createdAt: string }>;
+    expect(all.length).to.be.at.least(4);
+    const ids = all.map((entry) => entry.id);
+    expect(ids).to.deep.equal([...ids].sort((a, b) => b - a));
+    const first = (await call('GET', '/audit?limit=2')).json as Array<{ id: number }>;
+    expect(first.map((entry) => entry.id)).to.deep.equal(ids.slice(0, 2));
+    const second = (await call('GET', `/audit?limit=2&before=${first[1]!.id}`)).json as Array<{ id: number }>;
+    expect(second.map((entry) => entry.id)).to.deep.equal(ids.slice(2, 4));
+    // An entry older than any window: only the unbounded log (the default) shows it.
+    await new AuditRepository(gateway.gateway.database).append({ actor: 'key:tests', action: 'test.ancient', target: null, details: null, createdAt: Date.now() - 30 * 86_400_000 });
+    expect(((await call('GET', '/audit?action=test.ancient')).json as unknown[]).length).to.equal(1);
+    expect(((await call('GET', '/audit?action=test.ancient&minutes=10080')).json as unknown[]).length).to.equal(0);
+    const bad = await call('GET', '/audit?before=abc');
+    expect(bad.status).to.equal(400);
+    expect(bad.json.error.reason).to.equal('validation');
   });
 
   describe('dashboard sessions', () => {

@@ -416,6 +416,23 @@ describe('dashboard in Chromium', function () {
     expect(gateway.logText()).to.not.include(CANARY);
   });
 
+  it('pages the audit log past the entries fetched first: an entry older than the newest 500 is found with Older', async () => {
+    const audit = new AuditRepository(gateway.gateway.database);
+    // The oldest of 520 new entries is beyond the first batch the page fetches (500).
+    await audit.append({ actor: 'user:admin', action: 'test.oldest-entry', target: null, details: null, createdAt: Date.now() });
+    for (let index = 0; index < 519; index += 1) await audit.append({ actor: 'user:admin', action: 'test.bulk', target: null, details: { index }, createdAt: Date.now() });
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Audit log' }).click();
+    await page.getByRole('heading', { name: 'Audit log' }).waitFor();
+    await page.getByLabel('Filter').fill('oldest-entry');
+    await page.getByText('Nothing matches.').waitFor();
+    // More may be older on the server: the pager says so and offers Older.
+    expect(await page.locator('p.pager').textContent()).to.include('Page 1 of 1+');
+    await page.getByRole('button', { name: 'Older' }).click();
+    await page.getByRole('cell', { name: 'test.oldest-entry' }).waitFor();
+    expect(await page.locator('tbody tr').count()).to.equal(1);
+    await checkpoint('audit-older');
+  });
+
   // Token budgets and prices (issue 20).
 
   /** The app's input and output tokens as its usage page states them. */
