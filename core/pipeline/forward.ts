@@ -30,6 +30,7 @@ import type { Configuration } from '../configuration/configuration';
 import { scrubResponseHeaders } from './header-hygiene';
 import { rateLimitHeaderValues } from './limit-rate';
 import { ERROR_BODY_INSPECT_BYTES, credentialForms, inspectsBody, redactErrorBody } from './response-scrub';
+import { declaresBody } from './request-body';
 import { rewriteResponseUrls } from './response-urls';
 import { UsageTap } from './usage-tap';
 
@@ -119,6 +120,8 @@ class Forwarding implements Dispatcher.DispatchHandler {
   private readonly request: IncomingMessage;
   private readonly response: ServerResponse;
   private readonly limit: number;
+  /** The client's body goes upstream as a stream (counted and cut here), not as a buffer someone read before. */
+  private streamsBody = false;
 
   constructor(
     private readonly stage: ForwardStage,
@@ -141,6 +144,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
     }
     // The client went away before the answer was complete: abort upstream.
     response.once('close', this.onClientClose);
+    this.streamsBody = streamsBody;
     let body: Buffer | IncomingMessage | null = null;
     if (upstream.body) {
       body = upstream.body;
@@ -200,11 +204,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
     if (retried) return;
     // Attached in the same turn as undici's own listener (its body writer starts right after this call), so no chunk
     // flows before both listen. A buffered body was counted by whoever read it.
-    if (!this.upstream.body && this.requestStreams()) this.request.on('data', this.onRequestData);
-  }
-
-  private requestStreams(): boolean {
-    return this.request.readable && !this.request.readableEnded;
+    if (this.streamsBody) this.request.on('data', this.onRequestData);
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, parsed: IncomingHttpHeaders): void {
@@ -359,7 +359,7 @@ export class ForwardStage implements PipelineStage {
     const declared = request.headers['content-length'];
     if (declared !== undefined && Number(declared) > limit) throw classifyUpstreamError(new UpstreamFailure('body-too-large'), limit);
     // A body is streamed when the client declared one and nobody read it yet (a payload signature reads it whole).
-    const streamsBody = !upstream.body && (request.headers['transfer-encoding'] !== undefined || (declared !== undefined && declared !== '0')) && !request.readableEnded;
+    const streamsBody = !upstream.body && declaresBody(request) && !request.readableEnded;
     return new Promise<void>((resolve, reject) => new Forwarding(this, context, upstream, resolve, reject).start(streamsBody));
   }
 

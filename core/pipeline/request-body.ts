@@ -2,6 +2,12 @@
 import type { IncomingMessage } from 'node:http';
 import { GatewayError, type ProxyContext } from '../contract';
 
+/** True when the request announces a body (`Content-Length` > 0 or any `Transfer-Encoding`). */
+export function declaresBody(request: IncomingMessage): boolean {
+  const length = request.headers['content-length'];
+  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
 function tooLarge(limit: number): GatewayError {
   return new GatewayError('invalidRequest', `The request body is larger than ${limit} bytes.`, { status: 413, reason: 'body_too_large' });
 }

@@ -154,19 +154,28 @@ export class UsageTap {
    * decoding. An SSE event with a skipped `data:` line is not parsed (its JSON would be cut).
    */
   private unmarkedLine(piece: Buffer): boolean {
-    const markers = this.extractor.markers;
-    if (!markers || (this.accumulator.found.model === undefined && !this.readOne)) return false;
+    const markers = this.skippedMarkers();
+    if (!markers) return false;
     this.markerBytes ??= markers.map((marker) => Buffer.from(marker, 'utf8'));
     for (const marker of this.markerBytes) if (piece.includes(marker)) return false;
     return true;
   }
 
+  /** A decoded streamed document (e.g. a line that spanned chunks) that holds none of the markers, once skipping. */
   private holdsNothing(text: string): boolean {
-    const markers = this.extractor.markers;
-    // The first document is always read (it names the model when the provider does); after it, only marked ones.
-    if (!markers || (this.accumulator.found.model === undefined && !this.readOne)) return false;
+    const markers = this.skippedMarkers();
+    if (!markers) return false;
     for (const marker of markers) if (text.includes(marker)) return false;
     return true;
+  }
+
+  /**
+   * The extractor's markers once unmarked documents may be skipped, else undefined: the first document is always read
+   * (it names the model when the provider does); after it, or once the model is known, only marked ones.
+   */
+  private skippedMarkers(): readonly string[] | undefined {
+    const markers = this.extractor.markers;
+    return markers && (this.readOne || this.accumulator.found.model !== undefined) ? markers : undefined;
   }
 
   private readDocument(text: string, allowArray: boolean): void {

@@ -4,6 +4,7 @@
  * whose details go to the log only.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { declaresBody } from '../pipeline/request-body';
 import { GatewayError, TollgateError } from '../contract';
 import { databaseUnavailable, isDatabaseUnavailable } from '../storage/database-errors';
 
@@ -43,9 +44,7 @@ export function isClientAbort(error: unknown): boolean {
 
 /** True when the client declared a request body that has not been read to its end. */
 export function hasUnreadBody(request: IncomingMessage): boolean {
-  if (request.complete) return false;
-  const length = request.headers['content-length'];
-  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+  return !request.complete && declaresBody(request);
 }
 
 /** The reason of the gateway error each response carried, for its access-log line. */

@@ -13,7 +13,9 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { GatewayError } from '../contract';
+import { declaresBody } from '../pipeline/request-body';
 import { sendGatewayError } from './errors';
+export { declaresBody };
 export { clientAddress } from '../security/client-address';
 
 /** Largest body of `POST /v1/attest/{method}` (an App Attest object or an Android chain is under 10 KiB). */
@@ -32,11 +34,6 @@ export interface BodyDeadlines {
   readonly answer: boolean;
 }
 
-/** True when the request announces a body (`Content-Length` > 0 or any `Transfer-Encoding`). */
-export function declaresBody(request: IncomingMessage): boolean {
-  const length = request.headers['content-length'];
-  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
-}
 
 /** One body being watched. */
 interface WatchedBody {

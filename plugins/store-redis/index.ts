@@ -23,70 +23,19 @@ import Redis, { Cluster } from 'ioredis';
 import type { ChallengeStore, RateLimitRule, RateLimitRuleResult, RateLimitStore, TollgatePlugin } from '../../core/contract';
 
 /**
- * KEYS: one per rule. ARGV: per rule, interval (ms) and window (ms).
- * Returns, per rule: allowed (1/0), remaining, reset (ms), retry-after (ms).
+ * GCRA over every rule of a request, all-or-nothing, with Redis's own clock. KEYS: one per rule, then optionally the
+ * open-request slot set. ARGV: per rule, interval (ms) and window (ms); with a slot set, then its limit, lease (ms) and
+ * holder: expired leases are pruned and a slot is taken when one is free (a refused attempt writes nothing), only when
+ * every rule allowed the request; with no rule, that is the whole script (acquireSlot).
+ * Returns, per rule: allowed (1/0), remaining, reset (ms), retry-after (ms); with a slot set, then 1 taken, 0 refused,
+ * -1 not tried.
  */
 const GCRA_SCRIPT = `
 local now_parts = redis.call('TIME')
 local now = tonumber(now_parts[1]) * 1000 + math.floor(tonumber(now_parts[2]) / 1000)
-local results = {}
-local next_tats = {}
-local all_allowed = true
-for index, key in ipairs(KEYS) do
-  local interval = tonumber(ARGV[index * 2 - 1])
-  local window = tonumber(ARGV[index * 2])
-  local stored = tonumber(redis.call('GET', key))
-  local tat = now
-  if stored and stored > now then tat = stored end
-  local new_tat = tat + interval
-  local allow_at = new_tat - window
-  if allow_at <= now then
-    local remaining = math.floor((now - allow_at) / interval)
-    table.insert(results, {1, remaining, new_tat - now, 0})
-  else
-    all_allowed = false
-    table.insert(results, {0, 0, tat - now, allow_at - now})
-  end
-  next_tats[index] = new_tat
-end
-if all_allowed then
-  for index, key in ipairs(KEYS) do
-    redis.call('SET', key, next_tats[index], 'PX', math.ceil(next_tats[index] - now) + 1000)
-  end
-end
-local flat = {}
-for _, result in ipairs(results) do
-  for _, value in ipairs(result) do table.insert(flat, value) end
-end
-return flat
-`;
-
-/**
- * KEYS[1]: the slot set. ARGV: limit, lease (ms), holder. Prunes expired leases, then takes a slot when one is free.
- * A refused attempt writes nothing. The key lives as long as its longest lease (all leases have the same length, so the
- * newest one is the longest).
- */
-const ACQUIRE_SCRIPT = `
-local now_parts = redis.call('TIME')
-local now = tonumber(now_parts[1]) * 1000 + math.floor(tonumber(now_parts[2]) / 1000)
-local limit = tonumber(ARGV[1])
-local lease = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) >= limit then return 0 end
-redis.call('ZADD', KEYS[1], now + lease, ARGV[3])
-redis.call('PEXPIRE', KEYS[1], lease + 1000)
-return 1
-`;
-
-/**
- * GCRA_SCRIPT over KEYS[1..n-1] (ARGV[1..2(n-1)] as there), then, only when every rule allowed the request,
- * ACQUIRE_SCRIPT on KEYS[n] (ARGV: limit, lease, holder after the rules' pairs): one round trip for both. Returns the
- * rules' flat results followed by the slot's outcome: 1 taken, 0 refused, -1 not tried.
- */
-const GCRA_ACQUIRE_SCRIPT = `
-local now_parts = redis.call('TIME')
-local now = tonumber(now_parts[1]) * 1000 + math.floor(tonumber(now_parts[2]) / 1000)
-local rules = #KEYS - 1
+local with_slot = #ARGV > #KEYS * 2
+local rules = #KEYS
+if with_slot then rules = #KEYS - 1 end
 local results = {}
 local next_tats = {}
 local all_allowed = true
@@ -113,23 +62,25 @@ if all_allowed then
   for index = 1, rules do
     redis.call('SET', KEYS[index], next_tats[index], 'PX', math.ceil(next_tats[index] - now) + 1000)
   end
-  local slots = KEYS[rules + 1]
-  local limit = tonumber(ARGV[rules * 2 + 1])
-  local lease = tonumber(ARGV[rules * 2 + 2])
-  redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
-  if redis.call('ZCARD', slots) >= limit then
-    slot = 0
-  else
-    redis.call('ZADD', slots, now + lease, ARGV[rules * 2 + 3])
-    redis.call('PEXPIRE', slots, lease + 1000)
-    slot = 1
+  if with_slot then
+    local slots = KEYS[rules + 1]
+    local limit = tonumber(ARGV[rules * 2 + 1])
+    local lease = tonumber(ARGV[rules * 2 + 2])
+    redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
+    if redis.call('ZCARD', slots) >= limit then
+      slot = 0
+    else
+      redis.call('ZADD', slots, now + lease, ARGV[rules * 2 + 3])
+      redis.call('PEXPIRE', slots, lease + 1000)
+      slot = 1
+    end
   end
 end
 local flat = {}
 for _, result in ipairs(results) do
   for _, value in ipairs(result) do table.insert(flat, value) end
 end
-table.insert(flat, slot)
+if with_slot then table.insert(flat, slot) end
 return flat
 `;
 
@@ -148,8 +99,6 @@ return 1
 type RedisClient = Redis | Cluster;
 type ScriptedClient = RedisClient & {
   tollgateGcra(count: number, ...args: string[]): Promise<number[]>;
-  tollgateGcraAcquire(count: number, ...args: string[]): Promise<number[]>;
-  tollgateAcquire(key: string, limit: string, lease: string, holder: string): Promise<number>;
   tollgateRenew(key: string, holder: string, lease: string): Promise<number>;
 };
 
@@ -198,8 +147,6 @@ export class RedisRateLimitStore implements RateLimitStore {
     private readonly onClose: () => void = () => undefined,
   ) {
     redis.defineCommand('tollgateGcra', { lua: GCRA_SCRIPT });
-    redis.defineCommand('tollgateGcraAcquire', { lua: GCRA_ACQUIRE_SCRIPT });
-    redis.defineCommand('tollgateAcquire', { lua: ACQUIRE_SCRIPT, numberOfKeys: 1 });
     redis.defineCommand('tollgateRenew', { lua: RENEW_SCRIPT, numberOfKeys: 1 });
   }
 
@@ -214,7 +161,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     return this.resultsOf(rules, flat);
   }
 
-  /** The rate limits and the stream slot in one script, one round trip (see GCRA_ACQUIRE_SCRIPT). */
+  /** The rate limits and the stream slot in one script, one round trip (see GCRA_SCRIPT). */
   async consumeAndAcquire(
     rules: readonly RateLimitRule[],
     _nowMs: number,
@@ -224,7 +171,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     keys.push(`${this.prefix}slot:${slot.key}`);
     const argv = rules.flatMap((rule) => [String((rule.windowSeconds * 1000) / rule.limit), String(rule.windowSeconds * 1000)]);
     argv.push(String(slot.limit), String(slot.leaseMs), slot.holder);
-    const flat = (await this.scripted.tollgateGcraAcquire(keys.length, ...keys, ...argv)).map(Number);
+    const flat = (await this.scripted.tollgateGcra(keys.length, ...keys, ...argv)).map(Number);
     const outcome = flat[rules.length * 4];
     return { results: this.resultsOf(rules, flat), acquired: outcome === -1 ? undefined : outcome === 1 };
   }
@@ -242,9 +189,13 @@ export class RedisRateLimitStore implements RateLimitStore {
     });
   }
 
-  /** Prunes expired leases and takes a slot, in one script (see ACQUIRE_SCRIPT). */
+  /**
+   * Prunes expired leases and takes a slot, in one script: GCRA_SCRIPT with no rule. A refused attempt writes nothing (it
+   * never extends another holder's lease, nor the key's lifetime); the key lives as long as its newest lease.
+   */
   async acquireSlot(key: string, limit: number, leaseMs: number, holder: string): Promise<boolean> {
-    return (await this.scripted.tollgateAcquire(`${this.prefix}slot:${key}`, String(limit), String(leaseMs), holder)) === 1;
+    const [taken] = (await this.scripted.tollgateGcra(1, `${this.prefix}slot:${key}`, String(limit), String(leaseMs), holder)).map(Number);
+    return taken === 1;
   }
 
   async renewSlot(key: string, holder: string, leaseMs: number): Promise<void> {
