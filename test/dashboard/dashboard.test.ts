@@ -5,6 +5,7 @@
  * screenshot of each page goes to test-artifacts/dashboard/.
  */
 import { expect } from 'chai';
+import { requireTool } from '../support/services';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -28,11 +29,7 @@ describe('dashboard in Chromium', function () {
   let skew = 0;
 
   before(async function () {
-    if (!existsSync(CHROMIUM)) {
-      // .ci/run installs Debian's chromium; under CI a missing browser is a failure, not a skip.
-      if (process.env.CI === 'true') throw new Error(`Chromium is missing at ${CHROMIUM}: .ci/run installs the Debian package "chromium"`);
-      this.skip();
-    }
+    requireTool(this, existsSync(CHROMIUM), `Chromium is missing at ${CHROMIUM}: .ci/run installs the Debian package "chromium"`);
     rmSync(ARTIFACTS, { recursive: true, force: true });
     mkdirSync(ARTIFACTS, { recursive: true });
     upstream = await FakeUpstream.start();

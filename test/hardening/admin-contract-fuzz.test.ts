@@ -4,6 +4,7 @@
  * and checks that no answer is a 5xx, and that every status, content type and body matches the document.
  */
 import { expect } from 'chai';
+import { requireTool } from '../support/services';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -30,10 +31,7 @@ describe('management API contract fuzzing (schemathesis)', function () {
 
   before(async function () {
     st = schemathesis();
-    if (!st) {
-      if (process.env.CI === 'true') throw new Error('schemathesis is missing: .ci/run installs .ci/requirements.txt into .ci/.venv');
-      this.skip();
-    }
+    requireTool(this, st !== null, 'schemathesis is missing: .ci/run installs .ci/requirements.txt into .ci/.venv');
     // "Test this key" (POST …/secrets/openai/test) reaches this loopback fake, never the real provider.
     upstream = await FakeUpstream.start();
     gateway = await TestGateway.start({ upstreams: { openai: upstream.url } });

@@ -23,7 +23,7 @@ import path from 'node:path';
 import { createGatewayCore } from '../../core/server/gateway';
 import { TestGateway } from '../support/gateway';
 import { rawRequest } from '../support/http';
-import { serveNode } from '../support/nodes';
+import { attestOnNode, serveNode } from '../support/nodes';
 
 const COMPLETION = {
   id: 'chatcmpl-tls',
@@ -94,24 +94,17 @@ describe('forwarding over TLS', function () {
     const core = await createGatewayCore({ env, workingDirectory: dataDirectory });
     const app = await core.management.createApp({ name: 'tls', allowDevelopmentAttestation: true });
     await core.management.setSecret({ appId: app.id, provider: 'openai', value: KEY });
-    const { developmentToken } = await core.management.createDevelopmentToken(app.id);
     await core.close();
     let child: ChildProcess | undefined;
     try {
       const node = await serveNode({ ...env, NODE_EXTRA_CA_CERTS: certificate });
       child = node.child;
-      const attested = await fetch(`${node.url}/v1/attest/development`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'tollgate-app-token': app.appToken },
-        body: JSON.stringify({ developmentToken, deviceId: 'tls-device' }),
-      });
-      expect(attested.status).to.equal(200);
-      const { deviceToken } = (await attested.json()) as { deviceToken: string };
+      const device = await attestOnNode(node.url, { env, dataDirectory }, app, 'tls-device');
       const before = received.length;
       const response = await rawRequest(node.url, {
         method: 'POST',
         path: CHAT,
-        headers: { 'tollgate-app-token': app.appToken, 'tollgate-device-token': deviceToken, authorization: 'Bearer sk-client-own-key', 'content-type': 'application/json' },
+        headers: { ...device, authorization: 'Bearer sk-client-own-key', 'content-type': 'application/json' },
         body: '{"model":"gpt-4o-mini","messages":[]}',
       });
       expect(response.status, response.text()).to.equal(200);

@@ -16,7 +16,7 @@ import path from 'node:path';
 import { createGatewayCore } from '../../core/server/gateway';
 import { FakeUpstream, respondChunks } from '../support/fake-upstream';
 import { rawRequest } from '../support/http';
-import { openStream, serveNode } from '../support/nodes';
+import { openStream, serveNode, attestOnNode } from '../support/nodes';
 import { RedisRateLimitStore } from '../../plugins/store-redis';
 import { requireService, startPostgres, startRedis, startRedisCluster, type RunningPostgres } from '../support/services';
 
@@ -61,18 +61,7 @@ async function startFleet(databaseUrl: string, redisUrl: string, upstream: FakeU
     directories,
     appId: app.id,
     appToken: app.appToken,
-    async attest(nodeUrl, deviceId) {
-      const cli = await createGatewayCore({ env: { ...env, TOLLGATE_DATA_DIR: directories[0]! }, workingDirectory: directories[0]! });
-      const { developmentToken } = await cli.management.createDevelopmentToken(app.id);
-      await cli.close();
-      const response = await fetch(`${nodeUrl}/v1/attest/development`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'tollgate-app-token': app.appToken },
-        body: JSON.stringify({ developmentToken, deviceId }),
-      });
-      expect(response.status).to.equal(200);
-      return { 'tollgate-app-token': app.appToken, 'tollgate-device-token': ((await response.json()) as { deviceToken: string }).deviceToken };
-    },
+    attest: (nodeUrl, deviceId) => attestOnNode(nodeUrl, { env, dataDirectory: directories[0]! }, app, deviceId),
     stop() {
       for (const node of nodes) node.kill('SIGKILL');
       for (const directory of directories) rmSync(directory, { recursive: true, force: true });

@@ -19,7 +19,7 @@ import type { AppSettings } from '../../core/contract';
 import { RedisRateLimitStore } from '../../plugins/store-redis';
 import { FakeUpstream, respondJson } from '../support/fake-upstream';
 import { rawRequest } from '../support/http';
-import { serveNode } from '../support/nodes';
+import { serveNode, attestOnNode } from '../support/nodes';
 import { requireService, startPostgres, startRedis, startRedisCluster, type RunningPostgres, type RunningRedis } from '../support/services';
 
 /** An OpenAI chat completion reporting 400 + 200 tokens (https://platform.openai.com/docs/api-reference/chat/object). */
@@ -48,18 +48,7 @@ describe('token budgets shared by two nodes through Redis', function () {
   /** An app with a 1,000-token budget per device per UTC minute only. */
   let minuteOnlyApp: { id: string; appToken: string };
 
-  async function attest(nodeUrl: string, deviceId: string, target = app): Promise<Record<string, string>> {
-    const core = await createGatewayCore({ env: { ...env, TOLLGATE_DATA_DIR: directories[0]! }, workingDirectory: directories[0]! });
-    const { developmentToken } = await core.management.createDevelopmentToken(target.id);
-    await core.close();
-    const response = await fetch(`${nodeUrl}/v1/attest/development`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'tollgate-app-token': target.appToken },
-      body: JSON.stringify({ developmentToken, deviceId }),
-    });
-    expect(response.status).to.equal(200);
-    return { 'tollgate-app-token': target.appToken, 'tollgate-device-token': ((await response.json()) as { deviceToken: string }).deviceToken };
-  }
+  const attest = (nodeUrl: string, deviceId: string, target = app) => attestOnNode(nodeUrl, { env, dataDirectory: directories[0]! }, target, deviceId);
 
   /** Waits until the shared counter holds `expected` tokens (the charge lands when the answer ends, asynchronously). */
   async function counterReaches(deviceId: string, expected: number, target = app, settings: Partial<AppSettings> = { deviceDailyTokens: 1000 }): Promise<number> {

@@ -4,6 +4,7 @@
  * and when Redis goes away the nodes fail closed.
  */
 import { expect } from 'chai';
+import { attestOnNode } from '../support/nodes';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -44,18 +45,7 @@ describe('two nodes on shared PostgreSQL and Redis', function () {
   let app: { id: string; appToken: string };
   let adminKey: string;
 
-  async function attest(nodeUrl: string, deviceId: string): Promise<Record<string, string>> {
-    const core = await createGatewayCore({ env: { ...env, TOLLGATE_DATA_DIR: directories[0]! }, workingDirectory: directories[0]! });
-    const { developmentToken } = await core.management.createDevelopmentToken(app.id);
-    await core.close();
-    const response = await fetch(`${nodeUrl}/v1/attest/development`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'tollgate-app-token': app.appToken },
-      body: JSON.stringify({ developmentToken, deviceId }),
-    });
-    expect(response.status).to.equal(200);
-    return { 'tollgate-app-token': app.appToken, 'tollgate-device-token': ((await response.json()) as { deviceToken: string }).deviceToken };
-  }
+  const attest = (nodeUrl: string, deviceId: string) => attestOnNode(nodeUrl, { env, dataDirectory: directories[0]! }, app, deviceId);
 
   before(async function () {
     postgres = await requireService(this, startPostgres);

@@ -6,6 +6,7 @@
  * Tasks, the Flutter embedding); this test fails if an android.* stub comes back. Under CI=true a missing Maven fails.
  */
 import { expect } from 'chai';
+import { requireTool } from '../support/services';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -85,10 +86,7 @@ describe('Android compile against android-all (sdk/android/typecheck)', function
   });
 
   it('mvn package compiles the library, the example, the Flutter plugin and the React Native module', function () {
-    if (!available('mvn')) {
-      if (process.env.CI === 'true') throw new Error('Maven (mvn) is missing: .ci/run installs the Debian package "maven"');
-      this.skip();
-    }
+    requireTool(this, available('mvn'), 'Maven (mvn) is missing: .ci/run installs the Debian package "maven"');
     const result = spawnSync('mvn', ['-q', '-B', '-Dmaven.test.skip=true', 'package'], { cwd: TYPECHECK, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
     expect(result.status, `${result.stdout.slice(-6000)}${result.stderr.slice(-4000)}`).to.equal(0);
     // Each module's classes came out of the Kotlin compiler (-Werror: no warnings either).

@@ -3,6 +3,7 @@
  * their generator. Part of `npm test` so that CI runs the Kotlin side too; under CI=true a missing JDK or Maven fails.
  */
 import { expect } from 'chai';
+import { requireTool } from '../support/services';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -17,19 +18,13 @@ describe('SDK conformance vectors: generator and Kotlin core', function () {
   this.timeout(15 * 60 * 1000);
 
   it('the JSON vectors match their generator (python3 sdk/conformance/generate.py --check)', function () {
-    if (!available('python3')) {
-      if (process.env.CI === 'true') throw new Error('python3 is missing');
-      this.skip();
-    }
+    requireTool(this, available('python3'), 'python3 is missing');
     const result = spawnSync('python3', [path.join(ROOT, 'sdk', 'conformance', 'generate.py'), '--check'], { encoding: 'utf8' });
     expect(result.status, `${result.stdout}${result.stderr}`).to.equal(0);
   });
 
   it('mvn test in sdk/android/core passes every vector', function () {
-    if (!available('mvn')) {
-      if (process.env.CI === 'true') throw new Error('Maven (mvn) is missing: .ci/run installs the Debian package "maven"');
-      this.skip();
-    }
+    requireTool(this, available('mvn'), 'Maven (mvn) is missing: .ci/run installs the Debian package "maven"');
     const module = path.join(ROOT, 'sdk', 'android', 'core');
     expect(existsSync(path.join(module, 'pom.xml'))).to.equal(true);
     const result = spawnSync('mvn', ['-q', '-B', 'test'], { cwd: module, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });

@@ -4,6 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import http, { type IncomingMessage } from 'node:http';
 import path from 'node:path';
+import { createGatewayCore } from '../../core/server/gateway';
 
 export const CLI = path.resolve(__dirname, '..', '..', 'bin', 'tollgate.js');
 
@@ -46,4 +47,30 @@ export function openStream(
     request.on('error', reject);
     request.end(body);
   });
+}
+
+/**
+ * Attests a development device on a separate node: a development token made through the shared store (a short-lived
+ * core on `dataDirectory` with `env`), exchanged at `nodeUrl`. Returns the two Tollgate headers a client sends.
+ */
+export async function attestOnNode(
+  nodeUrl: string,
+  store: { readonly env: Record<string, string>; readonly dataDirectory: string },
+  app: { readonly id: string; readonly appToken: string },
+  deviceId: string,
+): Promise<Record<string, string>> {
+  const core = await createGatewayCore({ env: { ...store.env, TOLLGATE_DATA_DIR: store.dataDirectory }, workingDirectory: store.dataDirectory });
+  let developmentToken: string;
+  try {
+    ({ developmentToken } = await core.management.createDevelopmentToken(app.id));
+  } finally {
+    await core.close();
+  }
+  const response = await fetch(`${nodeUrl}/v1/attest/development`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'tollgate-app-token': app.appToken },
+    body: JSON.stringify({ developmentToken, deviceId }),
+  });
+  if (response.status !== 200) throw new Error(`development attestation at ${nodeUrl} failed: ${response.status} ${await response.text()}`);
+  return { 'tollgate-app-token': app.appToken, 'tollgate-device-token': ((await response.json()) as { deviceToken: string }).deviceToken };
 }

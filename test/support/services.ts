@@ -229,6 +229,17 @@ export async function startRedisCluster(masters = 3): Promise<RunningRedisCluste
 }
 
 /**
+ * For a tool or file the tests need (schemathesis, Chromium, python3, Maven): with CI=true its absence fails the test
+ * (`.ci/run` installs it); elsewhere the test is skipped, naming why.
+ */
+export function requireTool(context: Mocha.Context, present: boolean, missing: string): void {
+  if (present) return;
+  if (process.env.CI === 'true') throw new Error(missing);
+  process.stderr.write(`skipping: ${missing} (with CI=true this fails)\n`);
+  context.skip();
+}
+
+/**
  * Runs `start` for a mocha suite: with CI=true a missing service fails the suite; elsewhere it is skipped, naming why.
  */
 export async function requireService<T>(context: Mocha.Context, start: () => Promise<T>): Promise<T> {
