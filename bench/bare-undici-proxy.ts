@@ -19,25 +19,31 @@ const server = http.createServer((request, response) => {
   for (const [name, value] of Object.entries(request.headers)) if (value !== undefined && name !== 'connection' && name !== 'host') headers[name] = value;
   const hasBody = request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] !== undefined;
   if (hasBody) delete headers['transfer-encoding'];
+  // undici's core handler interface, the one Tollgate's forward stage implements (core/pipeline/forward.ts).
+  let resume: () => void = () => {};
   const handler: Dispatcher.DispatchHandler = {
-    // Its presence selects undici's handler API (without it undici expects the deprecated one).
-    onRequestStart() {},
-    onResponseStart(_controller, statusCode, responseHeaders) {
-      delete responseHeaders['transfer-encoding'];
-      delete responseHeaders.connection;
-      delete responseHeaders['keep-alive'];
-      response.writeHead(statusCode, responseHeaders as Record<string, string | string[]>);
-    },
-    onResponseData(controller, chunk) {
-      if (!response.write(chunk)) {
-        controller.pause();
-        response.once('drain', () => controller.resume());
+    onConnect() {},
+    onHeaders(statusCode, rawHeaders, resumeUpstream) {
+      resume = resumeUpstream;
+      const responseHeaders: string[] = [];
+      for (let index = 0; index + 1 < rawHeaders.length; index += 2) {
+        const name = rawHeaders[index]!.toString('latin1');
+        const lower = name.toLowerCase();
+        if (lower === 'transfer-encoding' || lower === 'connection' || lower === 'keep-alive') continue;
+        responseHeaders.push(name, rawHeaders[index + 1]!.toString('latin1'));
       }
+      response.writeHead(statusCode, responseHeaders);
+      return true;
     },
-    onResponseEnd() {
+    onData(chunk) {
+      if (response.write(chunk)) return true;
+      response.once('drain', resume);
+      return false;
+    },
+    onComplete() {
       response.end();
     },
-    onResponseError() {
+    onError() {
       response.destroy();
     },
   };

@@ -82,8 +82,7 @@ export function classifyUpstreamError(error: unknown, limitBytes: number): Gatew
 }
 
 /** A response head's raw fields as a header object: lower-case names, values as sent (latin1, byte for byte), repeats as arrays. */
-function headersOf(raw: readonly Buffer[] | null | undefined, fallback: IncomingHttpHeaders): IncomingHttpHeaders {
-  if (!raw) return fallback;
+function headersOf(raw: readonly Buffer[]): IncomingHttpHeaders {
   const headers: Record<string, string | string[]> = {};
   for (let index = 0; index + 1 < raw.length; index += 2) {
     const name = raw[index]!.toString('latin1').toLowerCase();
@@ -100,14 +99,23 @@ function headersOf(raw: readonly Buffer[] | null | undefined, fallback: Incoming
 const REQUEST_TAP_BYTES = 16_384;
 
 /**
- * One forwarded request: undici's dispatch handler (https://undici.nodejs.org/#/docs/api/Dispatcher?id=parameter-dispatchhandler)
- * writing the provider's answer to the client as it arrives. A class rather than closures: per request, this object and
- * its two listeners (client close, request body) are all that is allocated here.
+ * One forwarded request: a handler of undici's core interface (`onConnect`, `onHeaders`, `onData`, `onComplete`,
+ * `onError`: the one undici's own `request()` and `stream()` implement, lib/api/api-request.js), writing the provider's
+ * answer to the client as it arrives. undici's types mark these names deprecated in favour of a controller-based API, but
+ * that API is an adapter over this one (lib/handler/unwrap-handler.js): per request it allocates a wrapper and a
+ * controller and parses the head into an object this class would not use (it reads the raw head, byte for byte). The
+ * saving is measured in docs/benchmarks.md; decision 2026-11-24-forward-on-undici.
+ *
+ * A class rather than closures: per request, this object and its two listeners (client close, request body) are all
+ * that is allocated here.
  */
 class Forwarding implements Dispatcher.DispatchHandler {
-  private controller: Dispatcher.DispatchController | undefined;
+  /** undici's abort for the current attempt (a new one when undici starts the request again on a fresh connection). */
+  private abortUpstream: ((reason: Error) => void) | undefined;
+  /** undici's resume, for a paused answer (the client's socket was full). */
+  private resumeUpstream: (() => void) | undefined;
   private settled = false;
-  /** Abandoned before undici handed over its controller (client gone or queue timeout): abort on arrival. */
+  /** Abandoned before undici connected it (client gone or queue timeout): abort on arrival. */
   private abandoned: Error | undefined;
   private queueTimer: NodeJS.Timeout | undefined;
   private tap: UsageTap | undefined;
@@ -142,8 +150,8 @@ class Forwarding implements Dispatcher.DispatchHandler {
       // A request queued behind the socket cap waits a bounded time, then gets a typed error.
       this.queueTimer = setTimeout(() => this.abandon(new UpstreamFailure('queue-timeout')), this.stage.configuration.upstreamQueueTimeoutMs);
     }
-    // The client went away before the answer was complete: abort upstream.
-    response.once('close', this.onClientClose);
+    // The client went away before the answer was complete: abort upstream. (`close` comes once; `settle` removes it.)
+    response.on('close', this.onClientClose);
     this.streamsBody = streamsBody;
     let body: Buffer | IncomingMessage | null = null;
     if (upstream.body) {
@@ -163,7 +171,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
 
   /** Stops this request whatever its state (queued, connecting, streaming). */
   private abandon(reason: Error): void {
-    if (this.controller) this.controller.abort(reason);
+    if (this.abortUpstream) this.abortUpstream(reason);
     else {
       this.abandoned ??= reason;
       // Queued (no controller yet): answer now; undici drops the request when it would start it.
@@ -173,8 +181,10 @@ class Forwarding implements Dispatcher.DispatchHandler {
 
   private keepRequest(chunk: Buffer): void {
     if (!this.requestTap || this.requestTapBytes >= REQUEST_TAP_BYTES) return;
-    // A copy: a view would keep the whole (possibly large) chunk alive until the answer ends.
-    const kept = Buffer.from(chunk.subarray(0, REQUEST_TAP_BYTES - this.requestTapBytes));
+    const room = REQUEST_TAP_BYTES - this.requestTapBytes;
+    // The chunk itself when all the memory it holds fits (Node's HTTP parser copies each body chunk into its own);
+    // else a copy of its start, as a view would keep the whole underlying buffer alive.
+    const kept = chunk.buffer.byteLength <= room ? chunk : Buffer.from(chunk.subarray(0, room));
     this.requestTap.push(kept);
     this.requestTapBytes += kept.length;
   }
@@ -191,26 +201,28 @@ class Forwarding implements Dispatcher.DispatchHandler {
     this.keepRequest(chunk);
   };
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
+  onConnect(abort: (reason?: Error) => void): void {
     clearTimeout(this.queueTimer);
     if (this.abandoned) {
-      controller.abort(this.abandoned);
+      abort(this.abandoned);
       return;
     }
-    // undici starts a request again (a new controller) when a reused keep-alive connection failed before the answer:
-    // abort and pause then go to the latest start; the body listener is attached once (a streamed body is never retried).
-    const retried = this.controller !== undefined;
-    this.controller = controller;
+    // undici starts a request again (a new abort) when a reused keep-alive connection failed before the answer: abort
+    // then goes to the latest start; the body listener is attached once (a streamed body is never retried).
+    const retried = this.abortUpstream !== undefined;
+    this.abortUpstream = abort;
     if (retried) return;
     // Attached in the same turn as undici's own listener (its body writer starts right after this call), so no chunk
     // flows before both listen. A buffered body was counted by whoever read it.
     if (this.streamsBody) this.request.on('data', this.onRequestData);
   }
 
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, parsed: IncomingHttpHeaders): void {
+  /** The answer's head (raw fields); `true`: keep reading. */
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
     const { context, response, upstream } = this;
+    this.resumeUpstream = resume;
     // No redirect is ever followed: a 3xx goes back to the app like any answer, scrubbed of the credential.
-    const headers = headersOf((controller as { rawHeaders?: Buffer[] | null }).rawHeaders, parsed);
+    const headers = headersOf(rawHeaders);
     this.credentials = credentialForms(context);
     scrubResponseHeaders(headers, { credentials: this.credentials, gatewayRetryAfter: response.hasHeader('retry-after') });
     if (upstream.responseUrls) rewriteResponseUrls(headers, upstream.responseUrls);
@@ -227,9 +239,10 @@ class Forwarding implements Dispatcher.DispatchHandler {
     }
     if (inspectsBody(statusCode, headers, upstream.method, this.credentials)) {
       this.inspected = { headers, chunks: [], size: 0 };
-      return;
+      return true;
     }
     this.relayHead(headers);
+    return true;
   }
 
   private relayHead(headers: IncomingHttpHeaders): void {
@@ -238,14 +251,17 @@ class Forwarding implements Dispatcher.DispatchHandler {
       this.tap = new UsageTap(this.context.provider.usage, headers, this.context.route.providerPath);
       if (this.requestTap) for (const chunk of this.requestTap) this.tap.observeRequest(chunk);
     }
+    // What the tap needed from the request was read: a long stream does not hold it.
+    this.requestTap = undefined;
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  /** A chunk of the answer; `false` pauses undici until `resumeUpstream` (the client's socket drained). */
+  onData(chunk: Buffer): boolean {
     const inspected = this.inspected;
     if (inspected) {
       inspected.chunks.push(chunk);
       inspected.size += chunk.length;
-      if (inspected.size <= ERROR_BODY_INSPECT_BYTES) return;
+      if (inspected.size <= ERROR_BODY_INSPECT_BYTES) return true;
       // Larger than an error body worth redacting: relay what was read and stream the rest.
       this.inspected = undefined;
       this.relayHead(inspected.headers);
@@ -255,13 +271,12 @@ class Forwarding implements Dispatcher.DispatchHandler {
     const flowing = this.response.write(chunk);
     // After the write: the tap only observes what the client already has.
     this.tap?.observe(chunk);
-    if (!flowing) {
-      controller.pause();
-      this.response.once('drain', () => controller.resume());
-    }
+    if (flowing) return true;
+    this.response.once('drain', this.resumeUpstream!);
+    return false;
   }
 
-  onResponseEnd(): void {
+  onComplete(): void {
     const inspected = this.inspected;
     if (inspected) {
       this.inspected = undefined;
@@ -278,7 +293,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
     this.settle();
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+  onError(error: Error): void {
     this.request.off('data', this.onRequestData);
     if (this.settled) return;
     if (this.response.headersSent) {

@@ -37,12 +37,33 @@ export class GatewayMetrics implements PipelineObserver {
   }
 
   onResponse(context: ProxyContext): void {
-    const status = context.outcome.status;
-    const key = `provider="${context.provider.slug}",code="${status >= 100 ? `${Math.floor(status / 100)}xx` : 'none'}",error="${context.outcome.errorType ?? ''}"`;
+    const { status, errorType, bytesOut, truncated } = context.outcome;
+    const slug = context.provider.slug;
+    // The common case (a 2xx, no gateway error) without building its label text again.
+    const key = status >= 200 && status < 300 && errorType === undefined ? this.successLabels(slug) : `provider="${slug}",code="${status >= 100 ? `${Math.floor(status / 100)}xx` : 'none'}",error="${errorType ?? ''}"`;
     this.requests.set(key, (this.requests.get(key) ?? 0) + 1);
-    const providerKey = `provider="${context.provider.slug}"`;
-    this.bytesOut.set(providerKey, (this.bytesOut.get(providerKey) ?? 0) + context.outcome.bytesOut);
-    if (context.outcome.truncated) this.truncated += 1;
+    const providerKey = this.providerLabels(slug);
+    this.bytesOut.set(providerKey, (this.bytesOut.get(providerKey) ?? 0) + bytesOut);
+    if (truncated) this.truncated += 1;
+  }
+
+  private readonly labels = new Map<string, { readonly provider: string; readonly success: string }>();
+
+  private labelsOf(slug: string): { readonly provider: string; readonly success: string } {
+    let labels = this.labels.get(slug);
+    if (!labels) {
+      labels = { provider: `provider="${slug}"`, success: `provider="${slug}",code="2xx",error=""` };
+      this.labels.set(slug, labels);
+    }
+    return labels;
+  }
+
+  private successLabels(slug: string): string {
+    return this.labelsOf(slug).success;
+  }
+
+  private providerLabels(slug: string): string {
+    return this.labelsOf(slug).provider;
   }
 
   /** Counts a request refused with `serviceUnavailable` under its reason (`database_unavailable`, …). */

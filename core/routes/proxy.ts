@@ -18,6 +18,11 @@ export interface ProxyRouteDependencies {
   readonly pipeline: Pipeline;
   readonly observers: readonly PipelineObserver[];
   readonly clock: () => number;
+  /**
+   * Called once per proxied request, after its response closed and every observer heard the outcome (the access line;
+   * `context` is absent when the route itself was refused).
+   */
+  readonly onClosed?: (exchange: ProxyExchange) => void;
 }
 
 /** The request id of a response (set by the request-id middleware). */
@@ -25,30 +30,71 @@ export function requestIdOf(response: ServerResponse): string {
   return (response.getHeader('Tollgate-Request-Id') as string | undefined) ?? randomUUID();
 }
 
-export function createProxyHandler(dependencies: ProxyRouteDependencies) {
-  const { registry, pipeline, observers, clock } = dependencies;
+/**
+ * One proxied request from its arrival to its response's `close`, with the one `close` listener it needs. Observers and
+ * the access line hear about it once, when the pipeline settled and the response is finished, cut or closed.
+ */
+export class ProxyExchange {
+  context: ProxyContext | undefined;
+  private settled = false;
+  private closed = false;
+  private reported = false;
 
-  const finish = (context: ProxyContext, error?: unknown) => {
+  constructor(
+    readonly request: IncomingMessage,
+    readonly response: ServerResponse,
+    readonly requestId: string,
+    /** `performance.now()` when the request arrived. */
+    readonly started: number,
+    private readonly observers: readonly PipelineObserver[],
+    private readonly onClosed: ((exchange: ProxyExchange) => void) | undefined,
+  ) {
+    response.on('close', this.onClose);
+  }
+
+  private readonly onClose = (): void => {
+    this.closed = true;
+    // A refused route has no pipeline to wait for; otherwise the pipeline reports when it settles.
+    if (this.settled || this.context === undefined) this.report();
+  };
+
+  /** The pipeline settled (answered, or failed with `error`). */
+  finish(error?: unknown): void {
+    const context = this.context!;
     if (error !== undefined) {
       const gatewayError = toGatewayError(error);
       context.outcome.status = gatewayError.status;
       context.outcome.errorType = gatewayError.type;
       context.outcome.reason = gatewayError.reason;
-      for (const observer of observers) observer.onError?.(context, error);
+      for (const observer of this.observers) observer.onError?.(context, error);
       // Admitted by the rate limits, refused later (a token budget, the provider unreachable…): the limits still show.
       const limit = context.peek('limit');
       if (limit && !context.response.headersSent) writeRateLimitHeaders(context.response, limit.outcomes);
       sendGatewayError(context.response, context.requestId, gatewayError, context.request);
     }
-    const report = () => {
-      if (context.outcome.status === 0) context.outcome.status = context.response.statusCode;
-      for (const observer of observers) observer.onResponse?.(context);
-    };
-    if (context.response.writableFinished || context.response.destroyed) report();
-    else context.response.once('close', report);
-  };
+    this.settled = true;
+    // A response already finished or cut is reported now, without waiting for its `close`.
+    const response = this.response;
+    if (this.closed || response.writableFinished || response.destroyed) this.report();
+  }
 
-  return (request: IncomingMessage, response: ServerResponse, requestId: string = requestIdOf(response)): void => {
+  private report(): void {
+    if (this.reported) return;
+    this.reported = true;
+    const context = this.context;
+    if (context) {
+      if (context.outcome.status === 0) context.outcome.status = context.response.statusCode;
+      for (const observer of this.observers) observer.onResponse?.(context);
+    }
+    this.onClosed?.(this);
+  }
+}
+
+export function createProxyHandler(dependencies: ProxyRouteDependencies) {
+  const { registry, pipeline, observers, clock, onClosed } = dependencies;
+
+  return (request: IncomingMessage, response: ServerResponse, requestId: string = requestIdOf(response), started: number = performance.now()): void => {
+    const exchange = new ProxyExchange(request, response, requestId, started, observers, onClosed);
     const rest = (request.url ?? '').slice(PROXY_PREFIX.length);
     let context: ProxyContext;
     try {
@@ -67,12 +113,13 @@ export function createProxyHandler(dependencies: ProxyRouteDependencies) {
       sendGatewayError(response, requestId, toGatewayError(error), request);
       return;
     }
+    exchange.context = context;
     try {
       const pending = pipeline.run(context);
-      if (pending) pending.then(() => finish(context), (error: unknown) => finish(context, error));
-      else finish(context);
+      if (pending) pending.then(() => exchange.finish(), (error: unknown) => exchange.finish(error));
+      else exchange.finish();
     } catch (error) {
-      finish(context, error);
+      exchange.finish(error);
     }
   };
 }

@@ -36,6 +36,7 @@ import {
   type PipelineStage,
   type PluginHost,
   type ProviderManifest,
+  type ProxyContext,
   type RateLimitStore,
   type StageName,
 } from '../contract';
@@ -393,21 +394,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     metrics.countRefusal(error.reason);
     if (error.reason === 'database_unavailable') plugins.reportDependencyState('database', false, causeOf(error.cause ?? error));
   };
-  /** Facts for the access-log line of a response, set by the proxy route; never a credential. */
-  const accessDetails = new WeakMap<ServerResponse, Record<string, unknown>>();
   const logObserver: PipelineObserver = {
-    onResponse(context) {
-      const details = accessDetails.get(context.response) ?? {};
-      Object.assign(details, {
-        app: context.peek('app')?.id,
-        device: context.peek('device')?.deviceId,
-        provider: context.provider.slug,
-        bytesIn: context.outcome.bytesIn,
-        bytesOut: context.outcome.bytesOut,
-        truncated: context.outcome.truncated || undefined,
-      });
-      accessDetails.set(context.response, details);
-    },
     onError(context, error) {
       const gatewayError = toGatewayError(error);
       if (gatewayError.type === 'internalError') logger.error({ requestId: context.requestId, err: error }, 'proxy request failed');
@@ -443,7 +430,6 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       .finally(() => (probing = false));
   }, 5000);
   databaseProbe.unref();
-  const proxyHandler = createProxyHandler({ registry, pipeline, observers, clock });
   app.use(
     createHealthRouter({
       registry,
@@ -556,33 +542,58 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
    * everything else is an Express route.
    */
   const accessLine = infoLineWriter(logger, 'request');
-  const writeAccessLine = (requestId: string, requestUrl: string, started: number, request: IncomingMessage, response: ServerResponse) => {
-    const details = accessDetails.get(response);
-    accessLine(
-      {
-        requestId,
-        method: request.method,
-        path: redactUrl(requestUrl),
-        status: response.statusCode,
-        errorType: response.getHeader('Tollgate-Error'),
-        ms: Math.round((performance.now() - started) * 10) / 10,
-        aborted: response.writableFinished ? undefined : true,
-        // A client that went away mid-body shows here as reason client_aborted, at info, without a stack.
-        reason: errorReasonOf(response),
-        ...details,
-      },
-    );
+  /** One access line: the request's facts (`context`: those of a proxied request's pipeline); never a credential. */
+  const writeAccessLine = (requestId: string, requestUrl: string, started: number, request: IncomingMessage, response: ServerResponse, context?: ProxyContext) => {
+    accessLine({
+      requestId,
+      method: request.method,
+      path: redactUrl(requestUrl),
+      status: response.statusCode,
+      errorType: response.getHeader('Tollgate-Error'),
+      ms: Math.round((performance.now() - started) * 10) / 10,
+      aborted: response.writableFinished ? undefined : true,
+      // A client that went away mid-body shows here as reason client_aborted, at info, without a stack.
+      reason: errorReasonOf(response),
+      app: context?.peek('app')?.id,
+      device: context?.peek('device')?.deviceId,
+      provider: context?.provider.slug,
+      bytesIn: context?.outcome.bytesIn,
+      bytesOut: context?.outcome.bytesOut,
+      truncated: context?.outcome.truncated || undefined,
+    });
   };
 
   const bodies = new BodyWatch(Math.min(configuration.bodyIdleTimeoutMs, configuration.requestTimeoutMs));
   const bodyDeadlines = { totalMs: configuration.requestTimeoutMs, idleMs: configuration.bodyIdleTimeoutMs, answer: true };
   const proxyBodyDeadlines = { totalMs: 0, idleMs: configuration.bodyIdleTimeoutMs, answer: false };
+  // A proxied request's close is heard once, by its exchange (routes/proxy.ts): after the observers, its access line.
+  const proxyHandler = createProxyHandler({
+    registry,
+    pipeline,
+    observers,
+    clock,
+    onClosed: (exchange) => {
+      bodies.forget(exchange.request);
+      if (logger.isLevelEnabled('info')) writeAccessLine(exchange.requestId, exchange.request.url ?? '', exchange.started, exchange.request, exchange.response, exchange.context);
+    },
+  });
+  const proxyUrlPrefix = `${PROXY_PREFIX}/`;
+  /**
+   * Every request gets a `Tollgate-Request-Id` and one access-log line (URL redacted, no headers). Proxy routes go
+   * straight to the pipeline: the hot path does not pass through Express's router (measured in docs/benchmarks.md);
+   * everything else is an Express route.
+   */
   const handleRequest = (request: IncomingMessage, response: ServerResponse) => {
     const requestId = randomUUID();
     const started = performance.now();
-    const proxied = request.url !== undefined && request.url.startsWith(`${PROXY_PREFIX}/`);
-    // A proxied response gets its id with the rest of its head (forward.ts, sendGatewayError): one write of the head.
-    if (!proxied) response.setHeader('Tollgate-Request-Id', requestId);
+    if (request.url !== undefined && request.url.startsWith(proxyUrlPrefix)) {
+      // Proxy bodies may be long uploads: only the idle deadline applies. The response gets its id with the rest of
+      // its head (forward.ts, sendGatewayError): one write of the head.
+      bodies.watch(request, response, proxyBodyDeadlines);
+      proxyHandler(request, response, requestId, started);
+      return;
+    }
+    response.setHeader('Tollgate-Request-Id', requestId);
     // Read now: Express rewrites request.url inside mounted routers.
     const requestUrl = request.url ?? '';
     response.once('close', () => {
@@ -591,10 +602,9 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       // After the handlers that run on the same close (a body read cut short ends as client_aborted) had their turn.
       setImmediate(() => writeAccessLine(requestId, requestUrl, started, request, response));
     });
-    // Proxy bodies may be long uploads: only the idle deadline applies; every other route has a whole-request deadline.
-    bodies.watch(request, response, proxied ? proxyBodyDeadlines : bodyDeadlines);
-    if (proxied) proxyHandler(request, response, requestId);
-    else app(request, response);
+    // Every other route has a whole-request deadline.
+    bodies.watch(request, response, bodyDeadlines);
+    app(request, response);
   };
 
   const server = http.createServer(

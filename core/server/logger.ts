@@ -22,10 +22,17 @@ export function infoLineWriter(logger: Logger, message: string): (fields: object
   const destination = (logger as unknown as Record<symbol, { write(line: string): unknown }>)[pino.symbols.streamSym]!;
   const tail = `,"msg":${JSON.stringify(message)}}\n`;
   const service = JSON.stringify(SERVICE);
+  // The timestamp's text, made once per millisecond.
+  let stampedAt = 0;
+  let head = '';
   return (fields) => {
     if (!logger.isLevelEnabled('info')) return;
     const body = JSON.stringify(fields);
-    const head = `{"level":30,"time":"${new Date().toISOString()}","service":${service}`;
+    const now = Date.now();
+    if (now !== stampedAt) {
+      stampedAt = now;
+      head = `{"level":30,"time":"${new Date(now).toISOString()}","service":${service}`;
+    }
     destination.write(body.length > 2 ? `${head},${body.slice(1, -1)}${tail}` : `${head}${tail}`);
   };
 }
