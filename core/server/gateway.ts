@@ -542,25 +542,29 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
    * everything else is an Express route.
    */
   const accessLine = infoLineWriter(logger, 'request');
-  /** One access line: the request's facts (`context`: those of a proxied request's pipeline); never a credential. */
+  /**
+   * One access line: the request's facts (`context`: those of a proxied request's pipeline); never a credential. Built
+   * as JSON text, member by member (undefined ones left out); values the gateway did not produce itself are escaped.
+   */
   const writeAccessLine = (requestId: string, requestUrl: string, started: number, request: IncomingMessage, response: ServerResponse, context?: ProxyContext) => {
-    accessLine({
-      requestId,
-      method: request.method,
-      path: redactUrl(requestUrl),
-      status: response.statusCode,
-      errorType: response.getHeader('Tollgate-Error'),
-      ms: Math.round((performance.now() - started) * 10) / 10,
-      aborted: response.writableFinished ? undefined : true,
-      // A client that went away mid-body shows here as reason client_aborted, at info, without a stack.
-      reason: errorReasonOf(response),
-      app: context?.peek('app')?.id,
-      device: context?.peek('device')?.deviceId,
-      provider: context?.provider.slug,
-      bytesIn: context?.outcome.bytesIn,
-      bytesOut: context?.outcome.bytesOut,
-      truncated: context?.outcome.truncated || undefined,
-    });
+    let members = `"requestId":"${requestId}","method":${JSON.stringify(request.method ?? '')},"path":${JSON.stringify(redactUrl(requestUrl))},"status":${response.statusCode}`;
+    const errorType = response.getHeader('Tollgate-Error');
+    if (errorType !== undefined) members += `,"errorType":${JSON.stringify(String(errorType))}`;
+    members += `,"ms":${Math.round((performance.now() - started) * 10) / 10}`;
+    if (!response.writableFinished) members += ',"aborted":true';
+    // A client that went away mid-body shows here as reason client_aborted, at info, without a stack.
+    const reason = errorReasonOf(response);
+    if (reason !== undefined) members += `,"reason":${JSON.stringify(reason)}`;
+    if (context) {
+      const app = context.peek('app');
+      if (app) members += `,"app":${JSON.stringify(app.id)}`;
+      const device = context.peek('device');
+      if (device) members += `,"device":${JSON.stringify(device.deviceId)}`;
+      const outcome = context.outcome;
+      members += `,"provider":${JSON.stringify(context.provider.slug)},"bytesIn":${outcome.bytesIn},"bytesOut":${outcome.bytesOut}`;
+      if (outcome.truncated) members += ',"truncated":true';
+    }
+    accessLine(members);
   };
 
   const bodies = new BodyWatch(Math.min(configuration.bodyIdleTimeoutMs, configuration.requestTimeoutMs));

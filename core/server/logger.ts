@@ -14,26 +14,27 @@ const SERVICE = 'tollgate';
 
 /**
  * A writer of one `info` line straight to the logger's destination, in pino's own format
- * (`{"level":30,"time":"…","service":"tollgate",…fields,"msg":"…"}`, undefined fields left out): the access log writes
- * one line per request, and pino's per-call machinery cost more than the line itself (docs/benchmarks.md). pino's
- * redaction is not applied: only for fields that never hold a credential (the access line's redacted path, ids, counts).
+ * (`{"level":30,"time":"…","service":"tollgate",…members,"msg":"…"}`): the access log writes one line per request, and
+ * pino's per-call machinery cost more than the line itself (docs/benchmarks.md). It takes the line's members as JSON
+ * text (`"name":value,…`, without braces), which the caller builds, escaping every value it does not produce itself.
+ * pino's redaction is not applied: only for fields that never hold a credential (the access line's redacted path, ids,
+ * counts).
  */
-export function infoLineWriter(logger: Logger, message: string): (fields: object) => void {
+export function infoLineWriter(logger: Logger, message: string): (members: string) => void {
   const destination = (logger as unknown as Record<symbol, { write(line: string): unknown }>)[pino.symbols.streamSym]!;
   const tail = `,"msg":${JSON.stringify(message)}}\n`;
   const service = JSON.stringify(SERVICE);
   // The timestamp's text, made once per millisecond.
   let stampedAt = 0;
   let head = '';
-  return (fields) => {
+  return (members) => {
     if (!logger.isLevelEnabled('info')) return;
-    const body = JSON.stringify(fields);
     const now = Date.now();
     if (now !== stampedAt) {
       stampedAt = now;
       head = `{"level":30,"time":"${new Date(now).toISOString()}","service":${service}`;
     }
-    destination.write(body.length > 2 ? `${head},${body.slice(1, -1)}${tail}` : `${head}${tail}`);
+    destination.write(members ? `${head},${members}${tail}` : `${head}${tail}`);
   };
 }
 

@@ -93,7 +93,7 @@ describe('default log destination (batched writes)', () => {
   it('a real logger: every line, access lines included, is written when the process exits at once', async () => {
     const { stdout } = await runChild(
       `const log = logger.createLogger('info'); const access = logger.infoLineWriter(log, 'request');
-       for (let i = 0; i < 500; i += 1) { log.info({ i }, 'line'); access({ requestId: 'r' + i }); }
+       for (let i = 0; i < 500; i += 1) { log.info({ i }, 'line'); access('"requestId":"r' + i + '"'); }
        log.warn('last words'); process.exit(0);`,
     );
     const lines = stdout.trim().split('\n').map((text) => JSON.parse(text) as { msg: string; i?: number; requestId?: string });

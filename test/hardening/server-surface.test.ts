@@ -151,6 +151,63 @@ describe('server surface', () => {
     });
   });
 
+  describe('the access line of a proxied request', () => {
+    it('names the request, its app, device and provider, its outcome and sizes; the credential query value is redacted', async () => {
+      upstream.respond((_request, response) => {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end('{"id":"chatcmpl-1","object":"chat.completion","choices":[]}');
+      });
+      const firstLog = gateway.logs.length;
+      const body = '{"model":"gpt-4o-mini","messages":[]}';
+      const response = await rawRequest(gateway.url, {
+        method: 'POST',
+        path: '/v1/proxy/openai/v1/chat/completions?key=sk-client-supplied-secret&x=1',
+        headers: { ...device.headers, 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) },
+        body,
+      });
+      expect(response.status).to.equal(200);
+      const requestId = response.headers['tollgate-request-id'] as string;
+      let line: Record<string, unknown> | undefined;
+      for (let attempt = 0; attempt < 100 && !line; attempt += 1) {
+        line = gateway.logs.slice(firstLog).map((text) => JSON.parse(text) as Record<string, unknown>).find((entry) => entry.msg === 'request' && entry.requestId === requestId);
+        if (!line) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(line, 'one access line for the request').to.not.equal(undefined);
+      expect(line).to.include({
+        level: 30,
+        service: 'tollgate',
+        method: 'POST',
+        path: '/v1/proxy/openai/v1/chat/completions?key=[redacted]&x=1',
+        status: 200,
+        app: device.appId,
+        device: device.deviceId,
+        provider: 'openai',
+        bytesIn: Buffer.byteLength(body),
+        bytesOut: response.body.length,
+      });
+      expect(line!.ms).to.be.a('number');
+      expect(line).to.not.have.any.keys('aborted', 'reason', 'errorType', 'truncated');
+      expect(JSON.stringify(line)).to.not.include('sk-client-supplied-secret');
+      expect(JSON.stringify(line)).to.not.include(device.deviceToken);
+    });
+
+    it('a refused proxied request: its error type and reason, and the app it was refused for', async () => {
+      const firstLog = gateway.logs.length;
+      const response = await rawRequest(gateway.url, { method: 'GET', path: '/v1/proxy/openai/v1/chat/completions', headers: { 'Tollgate-App-Token': device.appToken } });
+      // No device token: refused after the app token was checked.
+      expect(response.status).to.equal(403);
+      const requestId = response.headers['tollgate-request-id'] as string;
+      let line: Record<string, unknown> | undefined;
+      for (let attempt = 0; attempt < 100 && !line; attempt += 1) {
+        line = gateway.logs.slice(firstLog).map((text) => JSON.parse(text) as Record<string, unknown>).find((entry) => entry.msg === 'request' && entry.requestId === requestId);
+        if (!line) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(line).to.include({ status: 403, errorType: response.headers['tollgate-error'], reason: response.json<ErrorBody>().error.reason, app: device.appId, provider: 'openai', bytesOut: 0 });
+      expect(line).to.not.have.any.keys('device');
+      expect(upstream.requests).to.have.length(0);
+    });
+  });
+
   describe('a client that goes away mid-body', () => {
     it('is logged at info with reason client_aborted, never at error level and never with a stack', async () => {
       const { adminKey } = await gateway.gateway.management.createAdminKey({ name: 'abort' });
