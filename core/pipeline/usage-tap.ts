@@ -161,6 +161,22 @@ export class UsageTap {
     return true;
   }
 
+  /**
+   * A chunk of whole lines (SSE: of whole events, it ends with a blank line) that holds none of the markers, once a
+   * document was read, with no line or event of an earlier chunk still open: nothing in it can hold usage and it leaves
+   * no state behind (each of its events is dropped as unmarked), so it is not even split into lines.
+   */
+  private unmarkedChunk(chunk: Buffer): boolean {
+    if (this.pendingBytes > 0 || this.skippingLine || this.eventData.length > 0) return false;
+    const length = chunk.length;
+    if (length === 0 || chunk[length - 1] !== 0x0a) return false;
+    if (this.framing === 'sse' && !(chunk[length - 2] === 0x0a || (chunk[length - 2] === 0x0d && chunk[length - 3] === 0x0a))) return false;
+    if (!this.unmarkedLine(chunk)) return false;
+    this.eventSkipped = false;
+    this.eventBytes = 0;
+    return true;
+  }
+
   /** A decoded streamed document (e.g. a line that spanned chunks) that holds none of the markers, once skipping. */
   private holdsNothing(text: string): boolean {
     const markers = this.skippedMarkers();
@@ -193,6 +209,7 @@ export class UsageTap {
   }
 
   private readLines(chunk: Buffer): void {
+    if (this.unmarkedChunk(chunk)) return;
     let start = 0;
     for (;;) {
       const newline = chunk.indexOf(0x0a, start);
@@ -251,7 +268,11 @@ export class UsageTap {
       this.eventBytes = 0;
       return;
     }
-    if (this.eventData.length === 0) return;
+    if (this.eventData.length === 0) {
+      // An oversized event (its data dropped) ends here too: the next one is measured from zero.
+      this.eventBytes = 0;
+      return;
+    }
     const data = this.eventBytes > MAX_FRAME_BYTES ? '' : this.eventData.join('\n');
     this.eventData = [];
     this.eventBytes = 0;

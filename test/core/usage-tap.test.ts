@@ -72,6 +72,60 @@ describe('usage tap', () => {
     expect(tap.finish()).to.deep.equal({ inputTokens: 2, outputTokens: 3, model: 'm' });
   });
 
+  it('an event whose data lines together pass the bound is dropped, and the events after it are still read', () => {
+    const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'text/event-stream' }, 'chat/completions');
+    // First (so that every line is read): one event of many data lines, each under the bound, together over it.
+    const line = Buffer.from(`data: ${'a'.repeat(64 * 1024)}\n`);
+    for (let count = 0; count <= MAX_FRAME_BYTES / (64 * 1024); count += 1) tap.observe(line);
+    tap.observe(Buffer.from('\ndata: {"model":"m","choices":[],"usage":{"prompt_tokens":6,"completion_tokens":7}}\n\ndata: [DONE]\n\n'));
+    expect(tap.finish()).to.deep.equal({ inputTokens: 6, outputTokens: 7, model: 'm' });
+  });
+
+  describe('a stream read one provider write at a time (whole events without the usage marker are not split into lines)', () => {
+    const frames = [
+      'data: {"id":"c","model":"gpt-x","choices":[{"index":0,"delta":{"content":"a"}}]}\n\n',
+      ...Array.from({ length: 20 }, (_, index) => `data: {"id":"c","choices":[{"index":0,"delta":{"content":"token ${index} \\"usage\\" in text"}}]}\n\n`),
+      ': keep-alive comment\n\n',
+      // The usage event, cut by the provider's writes in the middle of its marker.
+      'event: message\r\ndata: {"id":"c","choices":[],"usa',
+      'ge":{"prompt_tokens":8,"completion_tokens":9}}\r\n\r\n',
+      'data: [DONE]\n\n',
+    ];
+    const expected = { inputTokens: 8, outputTokens: 9, model: 'gpt-x' };
+
+    it('each write a chunk', () => {
+      const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'text/event-stream' }, 'chat/completions');
+      for (const frame of frames) tap.observe(Buffer.from(frame));
+      expect(tap.finish()).to.deep.equal(expected);
+    });
+
+    it('writes coalesced in pairs, and cut in the middle of events', () => {
+      for (const cut of [1, 2, 3, 5, 11]) {
+        const whole = Buffer.from(frames.join(''));
+        const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'text/event-stream' }, 'chat/completions');
+        // Chunks that end on an event boundary every other time, and mid-event otherwise.
+        let offset = 0;
+        for (let index = 0; index < frames.length; index += 2) {
+          const pair = Buffer.byteLength(frames.slice(index, index + 2).join(''));
+          tap.observe(whole.subarray(offset, offset + pair - (index % 4 === 0 ? cut : 0)));
+          offset += pair - (index % 4 === 0 ? cut : 0);
+        }
+        tap.observe(whole.subarray(offset));
+        expect(tap.finish(), `cut ${cut}`).to.deep.equal(expected);
+      }
+    });
+
+    it('an event with an unmarked data line is dropped even when its marked line comes in a later chunk', () => {
+      const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'text/event-stream' }, 'chat/completions');
+      tap.observe(Buffer.from(frames[0]!));
+      // A JSON document split over two data lines: the first holds no marker, so the event cannot be parsed whole.
+      tap.observe(Buffer.from('data: {"choices":[],\n'));
+      tap.observe(Buffer.from('data: "usage":{"prompt_tokens":1,"completion_tokens":1}}\n\n'));
+      tap.observe(Buffer.from('data: {"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":3}}\n\n'));
+      expect(tap.finish()).to.deep.equal({ inputTokens: 2, outputTokens: 3, model: 'gpt-x' });
+    });
+  });
+
   it('records usage unknown for compressed, non-JSON and unknown content types', () => {
     for (const headers of [{ 'content-type': 'application/json', 'content-encoding': 'gzip' }, { 'content-type': 'audio/mpeg' }, {}]) {
       const tap = new UsageTap(OPENAI_USAGE, headers, 'x');
