@@ -27,7 +27,7 @@ import { inject, injectable } from 'tsyringe';
 import type { Agent as UndiciAgent, Dispatcher } from 'undici';
 import { CONFIGURATION, GatewayError, type PipelineStage, type ProxyContext, type UpstreamRequest } from '../contract';
 import type { Configuration } from '../configuration/configuration';
-import { scrubResponseHeaders } from './header-hygiene';
+import { isDroppedResponseHeader, scrubResponseHeaders } from './header-hygiene';
 import { rateLimitHeaderValues } from './limit-rate';
 import { ERROR_BODY_INSPECT_BYTES, credentialForms, inspectsBody, redactErrorBody } from './response-scrub';
 import { declaresBody } from './request-body';
@@ -81,18 +81,27 @@ export function classifyUpstreamError(error: unknown, limitBytes: number): Gatew
   return new GatewayError('upstreamUnavailable', 'The provider could not be reached.', { reason: `upstream_${system.toLowerCase().replace(/^und_err_/, '')}` });
 }
 
-/** A response head's raw fields as a header object: lower-case names, values as sent (latin1, byte for byte), repeats as arrays. */
-function headersOf(raw: readonly Buffer[]): IncomingHttpHeaders {
+/**
+ * A response head's raw fields as a header object: lower-case names, values as sent (latin1, byte for byte), repeats as
+ * arrays. Fields that never reach the app (isDroppedResponseHeader) are left out here rather than deleted later, which
+ * keeps the object in V8's fast mode for the head write; `Connection`'s value is returned apart, for the fields it names.
+ */
+function headersOf(raw: readonly Buffer[]): { headers: IncomingHttpHeaders; connection: string | string[] | undefined } {
   const headers: Record<string, string | string[]> = {};
+  let connection: string | string[] | undefined;
   for (let index = 0; index + 1 < raw.length; index += 2) {
     const name = raw[index]!.toString('latin1').toLowerCase();
     const value = raw[index + 1]!.toString('latin1');
+    if (isDroppedResponseHeader(name)) {
+      if (name === 'connection') connection = connection === undefined ? value : [...(Array.isArray(connection) ? connection : [connection]), value];
+      continue;
+    }
     const existing = headers[name];
     if (existing === undefined) headers[name] = value;
     else if (Array.isArray(existing)) existing.push(value);
     else headers[name] = [existing, value];
   }
-  return headers;
+  return { headers, connection };
 }
 
 /** Upper bound on the request-body bytes kept for the model name (usage-tap.ts). */
@@ -222,9 +231,9 @@ class Forwarding implements Dispatcher.DispatchHandler {
     const { context, response, upstream } = this;
     this.resumeUpstream = resume;
     // No redirect is ever followed: a 3xx goes back to the app like any answer, scrubbed of the credential.
-    const headers = headersOf(rawHeaders);
+    const { headers, connection } = headersOf(rawHeaders);
     this.credentials = credentialForms(context);
-    scrubResponseHeaders(headers, { credentials: this.credentials, gatewayRetryAfter: response.hasHeader('retry-after') });
+    scrubResponseHeaders(headers, { credentials: this.credentials, gatewayRetryAfter: response.hasHeader('retry-after'), connection });
     if (upstream.responseUrls) rewriteResponseUrls(headers, upstream.responseUrls);
     this.status = statusCode;
     context.outcome.status = statusCode;

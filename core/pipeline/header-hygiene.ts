@@ -109,6 +109,15 @@ const RESPONSE_STRIPPED = new Set(['connection', 'keep-alive', 'proxy-connection
 /** Headers only the gateway speaks on a proxied response: an upstream's own are dropped so the gateway's win. */
 const GATEWAY_OWNED = new Set(['ratelimit', 'ratelimit-policy']);
 
+/**
+ * A response header (lower-case name) that never reaches the app whatever its value: hop-by-hop, cookies, `Alt-Svc`,
+ * `Proxy-*`, the upstream's `Tollgate-*` and the gateway-owned rate-limit headers. Fields named in `Connection` go too
+ * ({@link scrubResponseHeaders}).
+ */
+export function isDroppedResponseHeader(name: string): boolean {
+  return RESPONSE_STRIPPED.has(name) || name.startsWith('proxy-') || name.startsWith('tollgate-') || GATEWAY_OWNED.has(name);
+}
+
 /** The longest `Retry-After` (seconds) an upstream may pass to the app; a longer or malformed one is dropped. */
 export const MAX_UPSTREAM_RETRY_AFTER_SECONDS = 3600;
 
@@ -122,6 +131,8 @@ export interface ResponseScrubOptions {
   readonly credentials?: readonly string[];
   /** The gateway already set its own `Retry-After` on this response: the upstream's is dropped. */
   readonly gatewayRetryAfter?: boolean;
+  /** The upstream's `Connection` value, when the headers were read without it (the fields it names are dropped). */
+  readonly connection?: string | string[] | undefined;
 }
 
 /** Replaces every occurrence of a credential form in `text` with {@link REDACTED}; returns the text unchanged when none. */
@@ -162,10 +173,10 @@ function carriesEncodedCredential(value: string, credentials: readonly string[])
  *   cannot be replaced in place.
  */
 export function scrubResponseHeaders(headers: IncomingHttpHeaders, options: ResponseScrubOptions = {}): void {
-  const connectionTokens = connectionTokensOf(headers.connection);
+  const connectionTokens = connectionTokensOf(options.connection ?? headers.connection);
   const credentials = options.credentials ?? [];
   for (const name of Object.keys(headers)) {
-    if (RESPONSE_STRIPPED.has(name) || connectionTokens.has(name) || name.startsWith('proxy-') || name.startsWith('tollgate-') || GATEWAY_OWNED.has(name)) {
+    if (isDroppedResponseHeader(name) || connectionTokens.has(name)) {
       delete headers[name];
       continue;
     }
