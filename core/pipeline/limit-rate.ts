@@ -108,9 +108,9 @@ export class LimitRateStage implements PipelineStage {
   /** `taken`: the slot the store already tried in the same call (consumeAndAcquire); absent: take one after the checks. */
   private decide(context: ProxyContext, results: readonly RateLimitRuleResult[], taken?: TakenSlot): void | Promise<void> {
     const outcomes = results.map(toOutcome);
-    const refused = results.filter((result) => !result.allowed);
     // The headers go out with the response head: written here on a refusal, by `forward` (or the error path) otherwise.
-    if (refused.length > 0) {
+    if (results.some((result) => !result.allowed)) {
+      const refused = results.filter((result) => !result.allowed);
       writeRateLimitHeaders(context.response, outcomes);
       const retryAfterSeconds = Math.max(...refused.map((result) => result.retryAfterSeconds));
       const policies = refused.map((result) => result.rule.policy).join(' and ');
@@ -120,21 +120,41 @@ export class LimitRateStage implements PipelineStage {
       });
     }
     context.set('limit', { outcomes });
-    const next = () => (taken ? this.admitSlot(context, taken) : this.takeStreamSlot(context));
-    // A slot taken together with the limits is given back if the budgets refuse the request.
-    const refuse = (error: unknown): never => {
-      if (taken?.acquired) Promise.resolve(this.store.releaseSlot(taken.key, taken.holder)).catch(() => undefined);
-      throw error instanceof GatewayError ? error : storeUnavailable(error);
-    };
     // Token budgets (token-budget.ts): refused once a day's budget is used up.
     let budgets: void | Promise<void>;
     try {
       budgets = checkTokenBudgets(this.store, context, this.clock());
     } catch (error) {
-      return refuse(error);
+      return this.refuseAfterLimits(error, taken);
     }
-    if (budgets instanceof Promise) return budgets.then(next, refuse);
-    return next();
+    if (budgets instanceof Promise) {
+      return budgets.then(
+        () => this.afterBudgets(context, taken),
+        (error: unknown) => this.refuseAfterLimits(error, taken),
+      );
+    }
+    return this.afterBudgets(context, taken);
+  }
+
+  /** The stream slot: already tried together with the limits (`taken`), or taken now. */
+  private afterBudgets(context: ProxyContext, taken: TakenSlot | undefined): void | Promise<void> {
+    return taken ? this.admitSlot(context, taken) : this.takeStreamSlot(context);
+  }
+
+  /** A refusal after the limits admitted the request: a slot taken together with the limits is given back. */
+  private refuseAfterLimits(error: unknown, taken: TakenSlot | undefined): never {
+    if (taken?.acquired) this.giveBack(taken.key, taken.holder);
+    throw error instanceof GatewayError ? error : storeUnavailable(error);
+  }
+
+  /** Gives a slot back; a store that cannot answer lets the lease run out instead. */
+  private giveBack(key: string, holder: string): void {
+    try {
+      const released = this.store.releaseSlot(key, holder);
+      if (released instanceof Promise) released.catch(() => undefined);
+    } catch {
+      // the lease runs out
+    }
   }
 
   /**
@@ -170,7 +190,8 @@ export class LimitRateStage implements PipelineStage {
     const slot: HeldSlot = { key: taken.key, holder: taken.holder, response: context.response, released: false };
     this.held.add(slot);
     this.startRenewals(taken.leaseMs);
-    slot.response.once('close', () => this.release(slot));
+    // `close` comes once: a plain listener, without `once`'s wrapper.
+    slot.response.on('close', () => this.release(slot));
     // The client may have gone while the slot was being taken: its 'close' has fired already.
     if (slot.response.destroyed) this.release(slot);
   }
@@ -183,7 +204,7 @@ export class LimitRateStage implements PipelineStage {
     if (slot.released) return;
     slot.released = true;
     this.held.delete(slot);
-    Promise.resolve(this.store.releaseSlot(slot.key, slot.holder)).catch(() => undefined);
+    this.giveBack(slot.key, slot.holder);
   }
 
   /**

@@ -43,6 +43,8 @@ export class Pipeline {
       if (index === FORWARD && this.stages[FORWARD]!.writesGatewayHeaders !== true) setGatewayHeaders(context);
       const pending = this.stages[index]!.run(context);
       if (pending && typeof (pending as Promise<void>).then === 'function') {
+        // The last stage's promise is the pipeline's (no further link in the chain).
+        if (index === this.stages.length - 1) return pending as Promise<void>;
         return (pending as Promise<void>).then(() => this.run(context, index + 1));
       }
     }
