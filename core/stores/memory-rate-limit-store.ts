@@ -53,14 +53,22 @@ export class MemoryRateLimitStore implements RateLimitStore {
   private readonly slots = new Map<string, Map<string, number>>();
 
   acquireSlot(key: string, limit: number, leaseMs: number, holder: string, nowMs = Date.now()): boolean {
-    const holders = this.slots.get(key) ?? new Map<string, number>();
-    for (const [id, expiresAt] of holders) if (expiresAt <= nowMs) holders.delete(id);
-    if (holders.size >= limit) {
-      if (holders.size === 0) this.slots.delete(key);
-      return false;
+    let holders = this.slots.get(key);
+    if (!holders) {
+      if (limit < 1) return false;
+      holders = new Map<string, number>();
+      this.slots.set(key, holders);
+    } else if (holders.size >= limit) {
+      // Expired leases are dropped when they could make the difference (below the limit, live ones are fewer still).
+      holders.forEach((expiresAt, id) => {
+        if (expiresAt <= nowMs) holders!.delete(id);
+      });
+      if (holders.size >= limit) {
+        if (holders.size === 0) this.slots.delete(key);
+        return false;
+      }
     }
     holders.set(holder, nowMs + leaseMs);
-    this.slots.set(key, holders);
     return true;
   }
 
