@@ -536,11 +536,6 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     sendGatewayError(response, requestIdOf(response), gatewayError, request);
   });
 
-  /**
-   * Every request gets a `Tollgate-Request-Id` and one access-log line (URL redacted, no headers). Proxy routes go
-   * straight to the pipeline: the hot path does not pass through Express's router (measured in docs/benchmarks.md);
-   * everything else is an Express route.
-   */
   const accessLine = infoLineWriter(logger, 'request');
   /**
    * One access line: the request's facts (`context`: those of a proxied request's pipeline); never a credential. Built
