@@ -67,9 +67,14 @@ function isStripped(name: string, credentialHeaders: ReadonlySet<string>, creden
     name.startsWith('x-forwarded-') ||
     name.startsWith('x-original-') ||
     credentialHeaders.has(name) ||
-    credentialPrefixes.some((prefix) => name.startsWith(prefix)) ||
+    startsWithAny(name, credentialPrefixes) ||
     connectionTokens.has(name)
   );
+}
+
+function startsWithAny(name: string, prefixes: readonly string[]): boolean {
+  for (const prefix of prefixes) if (name.startsWith(prefix)) return true;
+  return false;
 }
 
 function connectionTokensOf(connection: string | string[] | undefined): ReadonlySet<string> {

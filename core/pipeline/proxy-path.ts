@@ -81,8 +81,17 @@ export function parseProxyRoute(rest: string): ProxyRoute {
   if (!SLUG_PATTERN.test(slug)) throw new GatewayError('providerNotFound', 'No provider has that name.', { reason: 'bad_slug' });
   if (!VERSION_PATTERN.test(version)) throw new GatewayError('providerNotFound', `Provider "${slug}" has no version with that name.`, { reason: 'bad_version' });
   if (query.includes('#')) throw unsafe('fragment', 'fragment');
-  return { slug, version, providerPath: checkProviderPath(providerPath), query };
+  // The check is a function of the path alone: one that passed is remembered (bounded), refusals are not.
+  if (!safePaths.has(providerPath)) {
+    checkProviderPath(providerPath);
+    if (safePaths.size < MAX_REMEMBERED_PATHS) safePaths.add(providerPath);
+  }
+  return { slug, version, providerPath, query };
 }
+
+/** Provider paths that passed {@link checkProviderPath}. */
+const safePaths = new Set<string>();
+const MAX_REMEMBERED_PATHS = 10_000;
 
 /** Whole-segment prefix match: `audio/` matches `audio/speech`; `models` matches `models` and `models/x` (and `models:x`). */
 export function matchesPrefix(path: string, prefix: string): boolean {
