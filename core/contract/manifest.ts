@@ -216,6 +216,12 @@ export interface UsageExtractor {
    * of them is not parsed: most chunks of a stream carry only text. Absent: every document is parsed.
    */
   readonly markers?: readonly string[];
+  /**
+   * Optional: every top-level member of a document that `read` looks at (e.g. `usage`, `model`). A whole JSON answer
+   * is then parsed for those members only, the others skipped unparsed (a long completion or an embedding is never
+   * turned into objects just to read its token counts). Absent: the whole document is parsed.
+   */
+  readonly members?: readonly string[];
 }
 
 /**

@@ -15,6 +15,8 @@ import type { TokenUsage, UsageExtractor } from '../contract';
 export const MAX_JSON_BODY_BYTES = 2 * 1024 * 1024;
 /** Largest SSE event, NDJSON line or event-stream message kept while looking for usage. */
 export const MAX_FRAME_BYTES = 1024 * 1024;
+/** Smallest JSON answer read for the extractor's declared members rather than parsed whole. */
+export const MEMBER_SCAN_MIN_BYTES = 16 * 1024;
 /** Request-body bytes looked at for a top-level `"model"` (when the answer does not name it). */
 export const REQUEST_MODEL_SCAN_BYTES = 16 * 1024;
 
@@ -110,7 +112,7 @@ export class UsageTap {
   finish(): TokenUsage | undefined {
     if (!this.gaveUp) {
       try {
-        if (this.framing === 'json') this.readDocument((this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending)).toString('utf8'), true);
+        if (this.framing === 'json') this.readJsonBody(this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending));
         else if (this.framing === 'sse' || this.framing === 'lines') {
           if (this.pendingBytes > 0 && !this.skippingLine) this.line(Buffer.concat(this.pending).toString('utf8'));
           this.dispatchEvent();
@@ -192,6 +194,21 @@ export class UsageTap {
   private skippedMarkers(): readonly string[] | undefined {
     const markers = this.extractor.markers;
     return markers && (this.readOne || this.accumulator.found.model !== undefined) ? markers : undefined;
+  }
+
+  /**
+   * A whole JSON answer. A large one is read for the extractor's declared members only, when it declares them and the
+   * body is one object: parsing a 237 KB embeddings answer whole took 1.24 ms here, its members 0.45 ms. Below
+   * {@link MEMBER_SCAN_MIN_BYTES} `JSON.parse` of the whole body is as cheap or cheaper (0.8 KB chat answer: 2.4 µs
+   * against 3.3 µs).
+   */
+  private readJsonBody(body: Buffer): void {
+    const members = body.length >= MEMBER_SCAN_MIN_BYTES ? this.extractor.members : undefined;
+    const partial = members ? topLevelMembers(body, members) : undefined;
+    if (partial) {
+      this.readOne = true;
+      this.read(partial);
+    } else this.readDocument(body.toString('utf8'), true);
   }
 
   private readDocument(text: string, allowArray: boolean): void {
@@ -354,6 +371,100 @@ function safely<T>(read: () => T): T | undefined {
   try {
     return read();
   } catch {
+    return undefined;
+  }
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+function isJsonSpace(byte: number | undefined): boolean {
+  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
+}
+
+function skipSpace(body: Buffer, index: number): number {
+  while (isJsonSpace(body[index])) index += 1;
+  return index;
+}
+
+/** From an opening quote: the index after the closing one (a quote after an even run of backslashes), or -1. */
+function skipString(body: Buffer, index: number): number {
+  let from = index + 1;
+  for (;;) {
+    const quote = body.indexOf(QUOTE, from);
+    if (quote < 0) return -1;
+    let backslashes = 0;
+    while (body[quote - 1 - backslashes] === BACKSLASH && quote - 1 - backslashes > index) backslashes += 1;
+    if (backslashes % 2 === 0) return quote + 1;
+    from = quote + 1;
+  }
+}
+
+/** From the first byte of a value: the index after it, or -1 (truncated, or not a value). */
+function skipValue(body: Buffer, index: number): number {
+  const first = body[index];
+  if (first === QUOTE) return skipString(body, index);
+  if (first === 0x7b || first === 0x5b) {
+    let depth = 0;
+    for (let at = index; at < body.length; at += 1) {
+      const byte = body[at];
+      if (byte === QUOTE) {
+        const end = skipString(body, at);
+        if (end < 0) return -1;
+        at = end - 1;
+      } else if (byte === 0x7b || byte === 0x5b) depth += 1;
+      else if (byte === 0x7d || byte === 0x5d) {
+        depth -= 1;
+        if (depth === 0) return at + 1;
+      }
+    }
+    return -1;
+  }
+  // A number, true, false or null: up to the next delimiter.
+  let at = index;
+  while (at < body.length && body[at] !== 0x2c && body[at] !== 0x7d && body[at] !== 0x5d && !isJsonSpace(body[at])) at += 1;
+  return at > index ? at : -1;
+}
+
+/**
+ * The named top-level members of a JSON object, each parsed on its own; the other members are skipped, their bytes
+ * only scanned for string and bracket boundaries. Undefined (the caller parses the whole document instead) when the
+ * body is not one object, when a member name holds an escape, or when a member cannot be delimited or parsed. A
+ * repeated member keeps its last value, as `JSON.parse` does.
+ */
+export function topLevelMembers(body: Buffer, names: readonly string[]): Record<string, unknown> | undefined {
+  let at = skipSpace(body, 0);
+  if (body[at] !== 0x7b) return undefined;
+  at = skipSpace(body, at + 1);
+  const members: Record<string, unknown> = {};
+  if (body[at] === 0x7d) return skipSpace(body, at + 1) === body.length ? members : undefined;
+  for (;;) {
+    if (body[at] !== QUOTE) return undefined;
+    let nameEnd = at + 1;
+    while (nameEnd < body.length && body[nameEnd] !== QUOTE) {
+      if (body[nameEnd] === BACKSLASH) return undefined;
+      nameEnd += 1;
+    }
+    if (nameEnd >= body.length) return undefined;
+    const name = body.toString('latin1', at + 1, nameEnd);
+    at = skipSpace(body, nameEnd + 1);
+    if (body[at] !== 0x3a) return undefined;
+    at = skipSpace(body, at + 1);
+    const valueEnd = skipValue(body, at);
+    if (valueEnd < 0) return undefined;
+    if (names.includes(name)) {
+      try {
+        members[name] = JSON.parse(body.toString('utf8', at, valueEnd));
+      } catch {
+        return undefined;
+      }
+    }
+    at = skipSpace(body, valueEnd);
+    if (body[at] === 0x2c) {
+      at = skipSpace(body, at + 1);
+      continue;
+    }
+    if (body[at] === 0x7d) return skipSpace(body, at + 1) === body.length ? members : undefined;
     return undefined;
   }
 }

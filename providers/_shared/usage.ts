@@ -53,7 +53,7 @@ export function readOpenAiUsage(document: unknown): TokenUsage | undefined {
 }
 
 /** For OpenAI and every OpenAI-compatible provider. */
-export const OPENAI_USAGE: UsageExtractor = Object.freeze({ read: readOpenAiUsage, markers: ['"usage"'] });
+export const OPENAI_USAGE: UsageExtractor = Object.freeze({ read: readOpenAiUsage, markers: ['"usage"'], members: ['usage', 'model', 'response'] });
 
 /**
  * Embeddings and rerank APIs that report only `usage.total_tokens` (all input): Voyage AI
@@ -67,7 +67,7 @@ export function readEmbeddingsUsage(document: unknown): TokenUsage | undefined {
   return total === undefined ? reading : { ...reading, inputTokens: total, outputTokens: 0 };
 }
 
-export const EMBEDDINGS_USAGE: UsageExtractor = Object.freeze({ read: readEmbeddingsUsage, markers: ['"usage"'] });
+export const EMBEDDINGS_USAGE: UsageExtractor = Object.freeze({ read: readEmbeddingsUsage, markers: ['"usage"'], members: ['usage', 'model', 'response'] });
 
 /**
  * Anthropic Messages: the JSON body's `usage` {input_tokens, output_tokens, cache_read_input_tokens}
@@ -89,7 +89,7 @@ export function readAnthropicUsage(document: unknown): TokenUsage | undefined {
   });
 }
 
-export const ANTHROPIC_USAGE: UsageExtractor = Object.freeze({ read: readAnthropicUsage, markers: ['"usage"'] });
+export const ANTHROPIC_USAGE: UsageExtractor = Object.freeze({ read: readAnthropicUsage, markers: ['"usage"'], members: ['usage', 'model', 'message'] });
 
 /** `models/{model}:generateContent`, `…/models/{model}:streamGenerateContent`: the model named in the path. */
 export function modelFromGooglePath(path: string): string | undefined {
@@ -118,7 +118,7 @@ export function readGeminiUsage(document: unknown): TokenUsage | undefined {
   });
 }
 
-export const GEMINI_USAGE: UsageExtractor = Object.freeze({ read: readGeminiUsage, modelFromPath: modelFromGooglePath, markers: ['"usageMetadata"'] });
+export const GEMINI_USAGE: UsageExtractor = Object.freeze({ read: readGeminiUsage, modelFromPath: modelFromGooglePath, markers: ['"usageMetadata"'], members: ['usageMetadata', 'modelVersion'] });
 
 /**
  * Cohere: v2 chat `usage` {billed_units, tokens} in the JSON body and in the `message-end` stream event's `delta.usage`
@@ -141,7 +141,7 @@ export function readCohereUsage(document: unknown): TokenUsage | undefined {
   });
 }
 
-export const COHERE_USAGE: UsageExtractor = Object.freeze({ read: readCohereUsage, markers: ['"usage"', '"meta"', '"billed_units"'] });
+export const COHERE_USAGE: UsageExtractor = Object.freeze({ read: readCohereUsage, markers: ['"usage"', '"meta"', '"billed_units"'], members: ['delta', 'usage', 'meta', 'response', 'model'] });
 
 /** `model/{modelId}/converse[-stream]`, `model/{modelId}/invoke…`: the Bedrock model id in the path. */
 export function modelFromBedrockPath(path: string): string | undefined {

@@ -5,8 +5,8 @@
  */
 import { expect } from 'chai';
 import { crc32 } from 'node:zlib';
-import { MAX_FRAME_BYTES, MAX_JSON_BODY_BYTES, UsageTap } from '../../core/pipeline/usage-tap';
-import { ANTHROPIC_USAGE, BEDROCK_USAGE, OPENAI_USAGE } from '../../providers/_shared';
+import { MAX_FRAME_BYTES, MAX_JSON_BODY_BYTES, MEMBER_SCAN_MIN_BYTES, UsageTap, topLevelMembers } from '../../core/pipeline/usage-tap';
+import { ANTHROPIC_USAGE, BEDROCK_USAGE, EMBEDDINGS_USAGE, GEMINI_USAGE, OPENAI_USAGE } from '../../providers/_shared';
 import type { UsageExtractor } from '../../core/contract';
 
 function feed(tap: UsageTap, bytes: Buffer, size: number): void {
@@ -123,6 +123,50 @@ describe('usage tap', () => {
       tap.observe(Buffer.from('data: "usage":{"prompt_tokens":1,"completion_tokens":1}}\n\n'));
       tap.observe(Buffer.from('data: {"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":3}}\n\n'));
       expect(tap.finish()).to.deep.equal({ inputTokens: 2, outputTokens: 3, model: 'gpt-x' });
+    });
+  });
+
+  describe('a whole JSON answer read for the extractor\'s declared members only', () => {
+    const names = ['usage', 'model'];
+    const pick = (text: string) => {
+      const parsed = JSON.parse(text) as Record<string, unknown>;
+      return Object.fromEntries(Object.entries(parsed).filter(([name]) => names.includes(name)));
+    };
+
+    it('gives what JSON.parse gives for those members, whatever surrounds them', () => {
+      const documents = [
+        '{"id":"c","object":"chat.completion","model":"gpt-x","choices":[{"index":0,"message":{"role":"assistant","content":"a } ] { [ \\" \\\\ \\u00e9 \\"usage\\": 1"}}],"usage":{"prompt_tokens":10,"completion_tokens":150}}',
+        ' \r\n\t{ "model" : "m1" , "usage" : { "prompt_tokens" : 1 } , "x" : [ 1 , 2 , { "y" : "}" } ] } \n',
+        '{"usage":{"prompt_tokens":1},"usage":{"prompt_tokens":2}}',
+        '{"n":-1.5e+3,"t":true,"f":false,"z":null,"model":"é-model 模型","usage":null}',
+        '{}',
+        '{"data":[[0.1,0.2],[0.3]],"usage":{"prompt_tokens":8,"total_tokens":8}}',
+      ];
+      for (const text of documents) expect(topLevelMembers(Buffer.from(text), names), text).to.deep.equal(pick(text));
+    });
+
+    it('declines (the whole document is parsed instead) what it cannot read the same way', () => {
+      for (const text of ['[{"usage":{}}]', '{"usage":{"a":1}', '{"us\\u0061ge":{"a":1}}', '{"usage":{"a":1}} trailing', '{"usage" {"a":1}}', '{"usage":{"a":01}}', '', '\ufeff{"usage":{}}']) {
+        expect(topLevelMembers(Buffer.from(text), names), text).to.equal(undefined);
+      }
+    });
+
+    it('the tap reads the same usage from a small answer (parsed whole) and a large one (members only), a JSON array included', () => {
+      for (const filler of ['', 'x'.repeat(MEMBER_SCAN_MIN_BYTES)]) {
+        const answer = `{"id":"c","model":"gpt-x","choices":[{"message":{"content":"${filler}{\\"usage\\":{\\"prompt_tokens\\":999}}"}}],"usage":{"prompt_tokens":3,"completion_tokens":4}}`;
+        const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'application/json' }, 'chat/completions');
+        feed(tap, Buffer.from(answer), 4096);
+        expect(tap.finish(), `${answer.length} bytes`).to.deep.equal({ inputTokens: 3, outputTokens: 4, model: 'gpt-x' });
+      }
+      const embeddings = JSON.stringify({ object: 'list', data: [{ object: 'embedding', index: 0, embedding: Array.from({ length: 3000 }, (_, index) => index / 3000) }], model: 'emb-x', usage: { prompt_tokens: 9, total_tokens: 9 } });
+      expect(embeddings.length).to.be.above(MEMBER_SCAN_MIN_BYTES);
+      const embeddingTap = new UsageTap(EMBEDDINGS_USAGE, { 'content-type': 'application/json' }, 'embeddings');
+      feed(embeddingTap, Buffer.from(embeddings), 1000);
+      expect(embeddingTap.finish()).to.deep.equal({ inputTokens: 9, outputTokens: 0, model: 'emb-x' });
+      const gemini = '[{"candidates":[],"modelVersion":"gemini-x"},{"candidates":[],"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":6}}]';
+      const arrayTap = new UsageTap(GEMINI_USAGE, { 'content-type': 'application/json' }, 'models/gemini-x:streamGenerateContent');
+      arrayTap.observe(Buffer.from(gemini));
+      expect(arrayTap.finish()).to.deep.equal({ inputTokens: 5, outputTokens: 6, model: 'gemini-x' });
     });
   });
 
