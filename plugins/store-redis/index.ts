@@ -8,7 +8,7 @@
  * - Challenges: `SET key app PX ttl NX` to issue, `GETDEL` to consume, so a challenge is used once across the fleet.
  * - Open-request slots are leases: one sorted set per app and device, each member a request scored by its lease expiry;
  *   the acquiring script prunes expired members first, so a crashed node's slots free themselves within one lease
- *   (docs/decisions/2026-11-24-stream-slot-leases.md).
+ *   (docs/decisions/2026-11-24-stream-slot-leases.md). Releases of one event-loop turn share one pipeline per shard.
  * - Redis Cluster: `TOLLGATE_REDIS_URL=redis-cluster://host1:port1,host2:port2,…` (seed nodes). Every key of one script
  *   shares a `{app}` hash tag, so the script runs on one shard.
  * - Fail closed: commands are not queued while Redis is unreachable (`enableOfflineQueue: false`); a rate-limit or
