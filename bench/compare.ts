@@ -17,12 +17,12 @@ import autocannon from 'autocannon';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { median, processCpuMicros } from './cpu';
-import { startBenchTargets, type BenchTargets } from './harness';
+import { benchBody, startBenchTargets, workloadQuery, type BenchTargets, type Workload } from './harness';
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 15_000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
-const WORKLOADS = (process.env.BENCH_WORKLOADS ?? 'json,sse').split(',') as Array<'json' | 'sse'>;
+const WORKLOADS = (process.env.BENCH_WORKLOADS ?? 'json,sse').split(',') as Workload[];
 
 type Starter = (options?: { extraEnv?: Record<string, string> }) => Promise<BenchTargets>;
 
@@ -42,10 +42,10 @@ async function main(): Promise<void> {
     for (let round = 1; round <= ROUNDS; round += 1) {
       for (const workload of WORKLOADS) {
         const options = (bench: BenchTargets) => ({
-          url: `${bench.tollgateUrl}/v1/proxy/openai/v1/chat/completions${workload === 'sse' ? '?stream=1' : ''}`,
+          url: `${bench.tollgateUrl}/v1/proxy/openai/v1/chat/completions${workloadQuery(workload)}`,
           method: 'POST' as const,
           headers: { 'content-type': 'application/json', ...bench.tollgateHeaders },
-          body: JSON.stringify({ model: 'bench-model', messages: [{ role: 'user', content: 'Hello' }], stream: workload === 'sse' }),
+          body: benchBody(workload),
           connections: CONNECTIONS,
           pipelining: 1,
         });

@@ -11,6 +11,19 @@ import path from 'node:path';
 const ROOT = path.resolve(__dirname, '..');
 const CLI = path.join(ROOT, 'bin', 'tollgate.js');
 
+/** The benchmark's two workloads: a JSON chat completion, and the same call streamed as SSE. */
+export type Workload = 'json' | 'sse';
+
+/** The chat request every proxy gets. */
+export function benchBody(workload: Workload): string {
+  return JSON.stringify({ model: 'bench-model', messages: [{ role: 'user', content: 'Hello' }], stream: workload === 'sse' });
+}
+
+/** The query that makes the fake upstream stream (bench/upstream.ts), appended to every proxy's chat path. */
+export function workloadQuery(workload: Workload): string {
+  return workload === 'sse' ? '?stream=1' : '';
+}
+
 export interface BenchTargets {
   readonly upstreamPort: number;
   readonly barePort: number;

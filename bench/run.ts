@@ -16,7 +16,7 @@
 import autocannon from 'autocannon';
 import http from 'node:http';
 import os from 'node:os';
-import { startBenchTargets, type BenchTargets } from './harness';
+import { benchBody, startBenchTargets, workloadQuery, type BenchTargets, type Workload } from './harness';
 import { median, processCpuMicros } from './cpu';
 import { ServiceUnavailable, startRedis } from '../test/support/services';
 
@@ -25,7 +25,6 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const TTFB_SAMPLES = Number(process.env.BENCH_TTFB_SAMPLES ?? 400);
 
-type Workload = 'json' | 'sse';
 
 interface Measurement {
   readonly target: string;
@@ -46,16 +45,12 @@ interface Target {
   readonly headers: Readonly<Record<string, string>>;
 }
 
-function body(workload: Workload): string {
-  return JSON.stringify({ model: 'bench-model', messages: [{ role: 'user', content: 'Hello' }], stream: workload === 'sse' });
-}
-
 async function measure(target: Target, workload: Workload, round: number): Promise<Measurement> {
   const options = {
     url: target.url(workload),
     method: 'POST' as const,
     headers: { 'content-type': 'application/json', ...target.headers },
-    body: body(workload),
+    body: benchBody(workload),
     connections: CONNECTIONS,
     pipelining: 1,
   };
@@ -80,7 +75,7 @@ async function measure(target: Target, workload: Workload, round: number): Promi
 /** Milliseconds from sending a streamed request to its first body byte, one request at a time. */
 async function firstByteMillis(target: Target, samples: number): Promise<number[]> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const payload = body('sse');
+  const payload = benchBody('sse');
   const once = () =>
     new Promise<number>((resolve, reject) => {
       const url = new URL(target.url('sse'));
@@ -109,11 +104,10 @@ async function firstByteMillis(target: Target, samples: number): Promise<number[
 }
 
 function targetsOf(bench: BenchTargets): { bare: Target; bareUndici: Target; tollgate: Target } {
-  const suffix = (workload: Workload) => (workload === 'sse' ? '?stream=1' : '');
   return {
-    bare: { name: 'bare Node pipe (node:http)', pid: bench.barePid, url: (w) => `http://127.0.0.1:${bench.barePort}/v1/chat/completions${suffix(w)}`, headers: {} },
-    bareUndici: { name: 'bare undici pipe', pid: bench.bareUndiciPid, url: (w) => `http://127.0.0.1:${bench.bareUndiciPort}/v1/chat/completions${suffix(w)}`, headers: {} },
-    tollgate: { name: 'Tollgate (full pipeline)', pid: bench.tollgatePid, url: (w) => `${bench.tollgateUrl}/v1/proxy/openai/v1/chat/completions${suffix(w)}`, headers: bench.tollgateHeaders },
+    bare: { name: 'bare Node pipe (node:http)', pid: bench.barePid, url: (w) => `http://127.0.0.1:${bench.barePort}/v1/chat/completions${workloadQuery(w)}`, headers: {} },
+    bareUndici: { name: 'bare undici pipe', pid: bench.bareUndiciPid, url: (w) => `http://127.0.0.1:${bench.bareUndiciPort}/v1/chat/completions${workloadQuery(w)}`, headers: {} },
+    tollgate: { name: 'Tollgate (full pipeline)', pid: bench.tollgatePid, url: (w) => `${bench.tollgateUrl}/v1/proxy/openai/v1/chat/completions${workloadQuery(w)}`, headers: bench.tollgateHeaders },
   };
 }
 

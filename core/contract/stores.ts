@@ -17,6 +17,14 @@ export interface RateLimitRule {
 }
 
 /** The store's answer for one rule. */
+/** An open-request slot asked for: the device's slot set, its limit, the lease and the request holding it. */
+export interface SlotRequest {
+  readonly key: string;
+  readonly limit: number;
+  readonly leaseMs: number;
+  readonly holder: string;
+}
+
 export interface RateLimitRuleResult {
   readonly rule: RateLimitRule;
   readonly allowed: boolean;
@@ -52,7 +60,7 @@ export interface RateLimitStore {
   consumeAndAcquire?(
     rules: readonly RateLimitRule[],
     nowMs: number,
-    slot: { readonly key: string; readonly limit: number; readonly leaseMs: number; readonly holder: string },
+    slot: SlotRequest,
   ): Promise<{ results: RateLimitRuleResult[]; acquired: boolean | undefined }>;
   /**
    * Token budgets (issue 20): adds `amount` to the counter under `key` and keeps it for `ttlMs` from now; returns the new

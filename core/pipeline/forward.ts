@@ -86,14 +86,15 @@ export function classifyUpstreamError(error: unknown, limitBytes: number): Gatew
  * arrays. Fields that never reach the app (isDroppedResponseHeader) are left out here rather than deleted later, which
  * keeps the object in V8's fast mode for the head write; `Connection`'s value is returned apart, for the fields it names.
  */
-function headersOf(raw: readonly Buffer[]): { headers: IncomingHttpHeaders; connection: string | string[] | undefined } {
+function headersOf(raw: readonly Buffer[]): { headers: IncomingHttpHeaders; connection: string | undefined } {
   const headers: Record<string, string | string[]> = {};
-  let connection: string | string[] | undefined;
+  let connection: string | undefined;
   for (let index = 0; index + 1 < raw.length; index += 2) {
     const name = raw[index]!.toString('latin1').toLowerCase();
     const value = raw[index + 1]!.toString('latin1');
     if (isDroppedResponseHeader(name)) {
-      if (name === 'connection') connection = connection === undefined ? value : [...(Array.isArray(connection) ? connection : [connection]), value];
+      // Repeated Connection fields are one comma-separated list (RFC 9110 §5.3).
+      if (name === 'connection') connection = connection === undefined ? value : `${connection}, ${value}`;
       continue;
     }
     const existing = headers[name];

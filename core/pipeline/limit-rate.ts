@@ -12,6 +12,7 @@ import {
   type RateLimitRule,
   type RateLimitRuleResult,
   type RateLimitStore,
+  type SlotRequest,
 } from '../contract';
 import type { Configuration } from '../configuration/configuration';
 import { checkTokenBudgets } from './token-budget';
@@ -89,7 +90,7 @@ export class LimitRateStage implements PipelineStage {
     if (settings.appDailyQuota) rules.push({ policy: 'app-day', key: `{${app.id}}\u0000ad`, limit: settings.appDailyQuota, windowSeconds: 86_400 });
     // A store one round trip away takes the stream slot in the same call as the rate limits (one round trip, not two).
     if (this.store.consumeAndAcquire) {
-      const slot = { key: slotKey(app.id, device.deviceId), limit: settings.maxConcurrentStreamsPerDevice, leaseMs: this.configuration.streamLeaseMs, holder: nextHolder() };
+      const slot = this.slotRequest(context);
       return this.store.consumeAndAcquire(rules, this.clock(), slot).then(
         ({ results, acquired }) => this.decide(context, results, acquired === undefined ? undefined : { ...slot, acquired }),
         (error: unknown) => Promise.reject(storeUnavailable(error)),
@@ -165,21 +166,23 @@ export class LimitRateStage implements PipelineStage {
    * renews every slot this node holds (not one timer per request).
    */
   private takeStreamSlot(context: ProxyContext): void | Promise<void> {
-    const app = context.get('app');
-    const key = slotKey(app.id, context.get('device').deviceId);
-    const limit = app.settings.maxConcurrentStreamsPerDevice;
-    const leaseMs = this.configuration.streamLeaseMs;
-    const holder = nextHolder();
+    const slot = this.slotRequest(context);
     let acquired: boolean | Promise<boolean>;
     try {
-      acquired = this.store.acquireSlot(key, limit, leaseMs, holder);
+      acquired = this.store.acquireSlot(slot.key, slot.limit, slot.leaseMs, slot.holder);
     } catch (error) {
       throw storeUnavailable(error);
     }
     if (acquired instanceof Promise) {
-      return acquired.then((taken) => this.admitSlot(context, { key, limit, leaseMs, holder, acquired: taken }), (error: unknown) => Promise.reject(storeUnavailable(error)));
+      return acquired.then((taken) => this.admitSlot(context, { ...slot, acquired: taken }), (error: unknown) => Promise.reject(storeUnavailable(error)));
     }
-    this.admitSlot(context, { key, limit, leaseMs, holder, acquired });
+    this.admitSlot(context, { ...slot, acquired });
+  }
+
+  /** The open-requests slot this request asks for: its device's set (with the app's hash tag), a fresh holder id. */
+  private slotRequest(context: ProxyContext): SlotRequest {
+    const app = context.get('app');
+    return { key: `{${app.id}}\u0000s\u0000${context.get('device').deviceId}`, limit: app.settings.maxConcurrentStreamsPerDevice, leaseMs: this.configuration.streamLeaseMs, holder: nextHolder() };
   }
 
   /** Refuses the request when no slot was free; otherwise holds the slot until the response closes. */
@@ -238,17 +241,8 @@ function nextHolder(): string {
   return `${HOLDER_PREFIX}.${holderCount.toString(36)}`;
 }
 
-/** The open-requests key of a device (with the app's hash tag, like the rate-limit keys). */
-function slotKey(appId: string, deviceId: string): string {
-  return `{${appId}}\u0000s\u0000${deviceId}`;
-}
-
 /** A slot the store was asked for, and whether it gave it. */
-interface TakenSlot {
-  readonly key: string;
-  readonly limit: number;
-  readonly leaseMs: number;
-  readonly holder: string;
+interface TakenSlot extends SlotRequest {
   readonly acquired: boolean;
 }
 

@@ -4,8 +4,11 @@ import { writeRateLimitHeaders } from './limit-rate';
 
 const FORWARD = STAGE_NAMES.indexOf('forward');
 
-/** For a forward stage that does not write them itself: the gateway's own headers, set before it runs. */
-function setGatewayHeaders(context: ProxyContext): void {
+/**
+ * The gateway's own headers (`Tollgate-Request-Id`, `RateLimit`, `RateLimit-Policy`) on a response whose head is not
+ * written yet: before a forward stage that does not put them into its head itself, and on a refusal after the limits.
+ */
+export function setGatewayHeaders(context: ProxyContext): void {
   const response = context.response;
   if (response.headersSent) return;
   response.setHeader('Tollgate-Request-Id', context.requestId);
@@ -20,6 +23,8 @@ function setGatewayHeaders(context: ProxyContext): void {
 @injectable()
 export class Pipeline {
   readonly stages: readonly PipelineStage[];
+  /** The forward stage writes the gateway's headers into its own head (else they are set before it runs). */
+  private readonly forwardWritesHeaders: boolean;
 
   constructor(
     @inject(STAGE_TOKENS.verifyToken) verifyToken: PipelineStage,
@@ -30,6 +35,7 @@ export class Pipeline {
     @inject(STAGE_TOKENS.forward) forward: PipelineStage,
   ) {
     this.stages = [verifyToken, verifyDevice, limitRate, resolveSecret, injectKey, forward];
+    this.forwardWritesHeaders = forward.writesGatewayHeaders === true;
     this.stages.forEach((stage, index) => {
       if (stage.name !== STAGE_NAMES[index]) {
         throw new TollgateError('TG_ERR_PLUGIN_INVALID', `the stage registered for "${STAGE_NAMES[index]}" names itself "${stage.name}"`);
@@ -40,7 +46,7 @@ export class Pipeline {
   /** Runs the stages from `from`; returns a promise only if some stage did. */
   run(context: ProxyContext, from = 0): void | Promise<void> {
     for (let index = from; index < this.stages.length; index += 1) {
-      if (index === FORWARD && this.stages[FORWARD]!.writesGatewayHeaders !== true) setGatewayHeaders(context);
+      if (index === FORWARD && !this.forwardWritesHeaders) setGatewayHeaders(context);
       const pending = this.stages[index]!.run(context);
       if (pending && typeof (pending as Promise<void>).then === 'function') {
         // The last stage's promise is the pipeline's (no further link in the chain).

@@ -147,7 +147,6 @@ export class UsageTap {
     this.pending.push(chunk);
   }
 
-  /** A streamed document that cannot hold usage (the extractor's markers) once the model is known: not parsed. */
   /** Markers as bytes, for lines looked at before decoding. */
   private markerBytes: Buffer[] | undefined;
 
@@ -174,8 +173,7 @@ export class UsageTap {
     if (length === 0 || chunk[length - 1] !== 0x0a) return false;
     if (this.framing === 'sse' && !(chunk[length - 2] === 0x0a || (chunk[length - 2] === 0x0d && chunk[length - 3] === 0x0a))) return false;
     if (!this.unmarkedLine(chunk)) return false;
-    this.eventSkipped = false;
-    this.eventBytes = 0;
+    this.clearEvent();
     return true;
   }
 
@@ -278,21 +276,18 @@ export class UsageTap {
     }
   }
 
-  private dispatchEvent(): void {
-    if (this.eventSkipped) {
-      this.eventSkipped = false;
-      this.eventData = [];
-      this.eventBytes = 0;
-      return;
-    }
-    if (this.eventData.length === 0) {
-      // An oversized event (its data dropped) ends here too: the next one is measured from zero.
-      this.eventBytes = 0;
-      return;
-    }
-    const data = this.eventBytes > MAX_FRAME_BYTES ? '' : this.eventData.join('\n');
+  /** Forgets the SSE event being read (after it was dispatched or dropped): the next one starts from nothing. */
+  private clearEvent(): void {
+    this.eventSkipped = false;
     this.eventData = [];
     this.eventBytes = 0;
+  }
+
+  private dispatchEvent(): void {
+    // A skipped or empty event (an oversized one had its data dropped) is cleared, its byte count included.
+    const data = this.eventSkipped || this.eventData.length === 0 || this.eventBytes > MAX_FRAME_BYTES ? '' : this.eventData.join('\n');
+    this.clearEvent();
+    if (data === '') return;
     if (this.holdsNothing(data)) return;
     try {
       this.readDocument(data, false);
@@ -440,14 +435,11 @@ export function topLevelMembers(body: Buffer, names: readonly string[]): Record<
   if (body[at] === 0x7d) return skipSpace(body, at + 1) === body.length ? members : undefined;
   for (;;) {
     if (body[at] !== QUOTE) return undefined;
-    let nameEnd = at + 1;
-    while (nameEnd < body.length && body[nameEnd] !== QUOTE) {
-      if (body[nameEnd] === BACKSLASH) return undefined;
-      nameEnd += 1;
-    }
-    if (nameEnd >= body.length) return undefined;
-    const name = body.toString('latin1', at + 1, nameEnd);
-    at = skipSpace(body, nameEnd + 1);
+    const nameEnd = skipString(body, at);
+    if (nameEnd < 0) return undefined;
+    const name = body.toString('latin1', at + 1, nameEnd - 1);
+    if (name.includes('\\')) return undefined;
+    at = skipSpace(body, nameEnd);
     if (body[at] !== 0x3a) return undefined;
     at = skipSpace(body, at + 1);
     const valueEnd = skipValue(body, at);

@@ -39,14 +39,15 @@ export class GatewayMetrics implements PipelineObserver {
   onResponse(context: ProxyContext): void {
     const { status, errorType, bytesOut, truncated } = context.outcome;
     const slug = context.provider.slug;
+    const labels = this.labelsOf(slug);
     // The common case (a 2xx, no gateway error) without building its label text again.
-    const key = status >= 200 && status < 300 && errorType === undefined ? this.successLabels(slug) : `provider="${slug}",code="${status >= 100 ? `${Math.floor(status / 100)}xx` : 'none'}",error="${errorType ?? ''}"`;
+    const key = status >= 200 && status < 300 && errorType === undefined ? labels.success : `provider="${slug}",code="${status >= 100 ? `${Math.floor(status / 100)}xx` : 'none'}",error="${errorType ?? ''}"`;
     this.requests.set(key, (this.requests.get(key) ?? 0) + 1);
-    const providerKey = this.providerLabels(slug);
-    this.bytesOut.set(providerKey, (this.bytesOut.get(providerKey) ?? 0) + bytesOut);
+    this.bytesOut.set(labels.provider, (this.bytesOut.get(labels.provider) ?? 0) + bytesOut);
     if (truncated) this.truncated += 1;
   }
 
+  /** Per provider: its label text, and that of its successful requests. */
   private readonly labels = new Map<string, { readonly provider: string; readonly success: string }>();
 
   private labelsOf(slug: string): { readonly provider: string; readonly success: string } {
@@ -56,14 +57,6 @@ export class GatewayMetrics implements PipelineObserver {
       this.labels.set(slug, labels);
     }
     return labels;
-  }
-
-  private successLabels(slug: string): string {
-    return this.labelsOf(slug).success;
-  }
-
-  private providerLabels(slug: string): string {
-    return this.labelsOf(slug).provider;
   }
 
   /** Counts a request refused with `serviceUnavailable` under its reason (`database_unavailable`, …). */

@@ -5,8 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GatewayError, ProxyContext, type PipelineObserver } from '../contract';
-import type { Pipeline } from '../pipeline/pipeline';
-import { writeRateLimitHeaders } from '../pipeline/limit-rate';
+import { setGatewayHeaders, type Pipeline } from '../pipeline/pipeline';
 import { parseProxyRoute } from '../pipeline/proxy-path';
 import type { ProviderRegistry } from '../registry/provider-registry';
 import { sendGatewayError, toGatewayError } from './errors';
@@ -68,8 +67,7 @@ export class ProxyExchange {
       context.outcome.reason = gatewayError.reason;
       for (const observer of this.observers) observer.onError?.(context, error);
       // Admitted by the rate limits, refused later (a token budget, the provider unreachable…): the limits still show.
-      const limit = context.peek('limit');
-      if (limit && !context.response.headersSent) writeRateLimitHeaders(context.response, limit.outcomes);
+      setGatewayHeaders(context);
       sendGatewayError(context.response, context.requestId, gatewayError, context.request);
     }
     this.settled = true;

@@ -15,7 +15,6 @@ import type { TLSSocket } from 'node:tls';
 import { GatewayError } from '../contract';
 import { declaresBody } from '../pipeline/request-body';
 import { sendGatewayError } from './errors';
-export { declaresBody };
 export { clientAddress } from '../security/client-address';
 
 /** Largest body of `POST /v1/attest/{method}` (an App Attest object or an Android chain is under 10 KiB). */
@@ -33,7 +32,6 @@ export interface BodyDeadlines {
   /** Whether the gateway may still answer 408 itself (false on proxy routes: the pipeline owns their answer). */
   readonly answer: boolean;
 }
-
 
 /** One body being watched. */
 interface WatchedBody {

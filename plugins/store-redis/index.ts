@@ -20,7 +20,7 @@
  * no Redis of their own.
  */
 import Redis, { Cluster } from 'ioredis';
-import type { ChallengeStore, RateLimitRule, RateLimitRuleResult, RateLimitStore, TollgatePlugin } from '../../core/contract';
+import type { ChallengeStore, RateLimitRule, RateLimitRuleResult, RateLimitStore, SlotRequest, TollgatePlugin } from '../../core/contract';
 
 /**
  * GCRA over every rule of a request, all-or-nothing, with Redis's own clock. KEYS: one per rule, then optionally the
@@ -155,25 +155,29 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   async consume(rules: readonly RateLimitRule[]): Promise<RateLimitRuleResult[]> {
-    const keys = rules.map((rule) => this.prefix + rule.key);
-    const argv = rules.flatMap((rule) => [String((rule.windowSeconds * 1000) / rule.limit), String(rule.windowSeconds * 1000)]);
-    const flat = (await this.scripted.tollgateGcra(keys.length, ...keys, ...argv)).map(Number);
-    return this.resultsOf(rules, flat);
+    return this.resultsOf(rules, await this.gcra(rules));
   }
 
   /** The rate limits and the stream slot in one script, one round trip (see GCRA_SCRIPT). */
   async consumeAndAcquire(
     rules: readonly RateLimitRule[],
     _nowMs: number,
-    slot: { readonly key: string; readonly limit: number; readonly leaseMs: number; readonly holder: string },
+    slot: SlotRequest,
   ): Promise<{ results: RateLimitRuleResult[]; acquired: boolean | undefined }> {
-    const keys = rules.map((rule) => this.prefix + rule.key);
-    keys.push(`${this.prefix}slot:${slot.key}`);
-    const argv = rules.flatMap((rule) => [String((rule.windowSeconds * 1000) / rule.limit), String(rule.windowSeconds * 1000)]);
-    argv.push(String(slot.limit), String(slot.leaseMs), slot.holder);
-    const flat = (await this.scripted.tollgateGcra(keys.length, ...keys, ...argv)).map(Number);
+    const flat = await this.gcra(rules, slot);
     const outcome = flat[rules.length * 4];
     return { results: this.resultsOf(rules, flat), acquired: outcome === -1 ? undefined : outcome === 1 };
+  }
+
+  /** Runs GCRA_SCRIPT over `rules` and, when given, the slot: its flat answer as numbers. */
+  private async gcra(rules: readonly RateLimitRule[], slot?: SlotRequest): Promise<number[]> {
+    const keys = rules.map((rule) => this.prefix + rule.key);
+    const argv = rules.flatMap((rule) => [String((rule.windowSeconds * 1000) / rule.limit), String(rule.windowSeconds * 1000)]);
+    if (slot) {
+      keys.push(`${this.prefix}slot:${slot.key}`);
+      argv.push(String(slot.limit), String(slot.leaseMs), slot.holder);
+    }
+    return (await this.scripted.tollgateGcra(keys.length, ...keys, ...argv)).map(Number);
   }
 
   private resultsOf(rules: readonly RateLimitRule[], flat: readonly number[]): RateLimitRuleResult[] {
@@ -194,7 +198,7 @@ export class RedisRateLimitStore implements RateLimitStore {
    * never extends another holder's lease, nor the key's lifetime); the key lives as long as its newest lease.
    */
   async acquireSlot(key: string, limit: number, leaseMs: number, holder: string): Promise<boolean> {
-    const [taken] = (await this.scripted.tollgateGcra(1, `${this.prefix}slot:${key}`, String(limit), String(leaseMs), holder)).map(Number);
+    const [taken] = await this.gcra([], { key, limit, leaseMs, holder });
     return taken === 1;
   }
 

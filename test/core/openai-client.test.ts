@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import OpenAI from 'openai';
-import { FakeUpstream, respondChunks, respondJson, sseEvents } from '../support/fake-upstream';
+import { FakeUpstream, chatCompletion, respondChunks, respondJson, sseEvents } from '../support/fake-upstream';
 import { TestGateway, type Provisioned } from '../support/gateway';
 
 describe('official openai client through the gateway', () => {
@@ -27,14 +27,7 @@ describe('official openai client through the gateway', () => {
 
   it('completes a chat call', async () => {
     upstream.respond(
-      respondJson(200, {
-        id: 'chatcmpl-1',
-        object: 'chat.completion',
-        created: 1_700_000_000,
-        model: 'gpt-4o-mini',
-        choices: [{ index: 0, message: { role: 'assistant', content: 'Hello from upstream' }, finish_reason: 'stop' }],
-        usage: { prompt_tokens: 3, completion_tokens: 3, total_tokens: 6 },
-      }),
+      respondJson(200, chatCompletion('Hello from upstream', { prompt: 3, completion: 3 }, { id: 'chatcmpl-1', model: 'gpt-4o-mini', created: 1_700_000_000 })),
     );
     const completion = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }] });
     expect(completion.choices[0]!.message.content).to.equal('Hello from upstream');

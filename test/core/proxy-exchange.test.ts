@@ -11,19 +11,25 @@ import type { Pipeline } from '../../core/pipeline/pipeline';
 import type { ProviderRegistry } from '../../core/registry/provider-registry';
 import { createProxyHandler, type ProxyExchange } from '../../core/routes/proxy';
 
-interface Recorded {
-  readonly events: string[];
-  readonly contexts: Array<ProxyContext | undefined>;
+interface OneRouteGateway {
+  readonly url: string;
+  /** What observers and `onClosed` heard so far, in order. */
+  readonly events: readonly string[];
+  /** The events once `onClosed` ran, and long enough after it for a second report to show, were there one. */
+  reported(): Promise<readonly string[]>;
 }
 
-/** A gateway of one route whose pipeline is `run`; records what observers and `onClosed` heard, in order. */
-async function serve(run: (context: ProxyContext) => void | Promise<void>): Promise<{ url: string; recorded: Recorded; closed: () => Promise<void>; stop: () => Promise<void> }> {
-  const recorded: Recorded = { events: [], contexts: [] };
-  let onClosedCalls = 0;
+/** Waits long enough for a second report to show, were there one. */
+const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
+
+/** Runs `exercise` against a gateway of one route whose pipeline is `run`, then stops it. */
+async function withGateway(run: (context: ProxyContext) => void | Promise<void>, exercise: (gateway: OneRouteGateway) => Promise<void>): Promise<void> {
+  const events: string[] = [];
+  let closed = false;
   let waiting: (() => void) | undefined;
   const observer: PipelineObserver = {
-    onResponse: (context) => recorded.events.push(`response ${context.outcome.status}`),
-    onError: (_context, error) => recorded.events.push(`error ${(error as GatewayError).reason}`),
+    onResponse: (context) => events.push(`response ${context.outcome.status}`),
+    onError: (_context, error) => events.push(`error ${(error as GatewayError).reason}`),
   };
   const registry = { find: (slug: string) => (slug === 'fake' ? { manifest: { slug: 'fake', versions: { v1: {} } } } : undefined) } as unknown as ProviderRegistry;
   const handler = createProxyHandler({
@@ -32,121 +38,107 @@ async function serve(run: (context: ProxyContext) => void | Promise<void>): Prom
     observers: [observer],
     clock: Date.now,
     onClosed: (exchange: ProxyExchange) => {
-      onClosedCalls += 1;
-      recorded.events.push(`closed ${exchange.context === undefined ? 'without context' : 'with context'}`);
-      recorded.contexts.push(exchange.context);
+      closed = true;
+      events.push(`closed ${exchange.context === undefined ? 'without context' : 'with context'}`);
       waiting?.();
     },
   });
   const server = http.createServer((request, response) => handler(request, response, 'request-1'));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    recorded,
-    closed: () => (onClosedCalls > 0 ? Promise.resolve() : new Promise<void>((resolve) => (waiting = resolve))),
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  try {
+    await exercise({
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      events,
+      async reported() {
+        if (!closed) await new Promise<void>((resolve) => (waiting = resolve));
+        await settle();
+        return events;
+      },
+    });
+  } finally {
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  }
 }
 
-/** Waits long enough for a second report to show, were there one. */
-const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
-
 describe('proxy route bookkeeping (ProxyExchange)', () => {
-  it('a stage that answers: observers once, then onClosed once', async () => {
-    const gateway = await serve((context) => {
-      context.response.writeHead(200, { 'content-type': 'text/plain' });
-      context.response.end('ok');
-    });
-    try {
-      const response = await fetch(`${gateway.url}/v1/proxy/fake/v1/anything`);
-      expect(await response.text()).to.equal('ok');
-      await gateway.closed();
-      await settle();
-      expect(gateway.recorded.events).to.deep.equal(['response 200', 'closed with context']);
-    } finally {
-      await gateway.stop();
-    }
-  });
+  it('a stage that answers: observers once, then onClosed once', () =>
+    withGateway(
+      (context) => {
+        context.response.writeHead(200, { 'content-type': 'text/plain' });
+        context.response.end('ok');
+      },
+      async (gateway) => {
+        const response = await fetch(`${gateway.url}/v1/proxy/fake/v1/anything`);
+        expect(await response.text()).to.equal('ok');
+        expect(await gateway.reported()).to.deep.equal(['response 200', 'closed with context']);
+      },
+    ));
 
-  it('a pipeline that answers later (a promise): observers once, then onClosed once', async () => {
-    const gateway = await serve(async (context) => {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      context.response.writeHead(201);
-      context.response.end();
-    });
-    try {
-      const response = await fetch(`${gateway.url}/v1/proxy/fake/v1/anything`, { method: 'POST', body: 'x' });
-      expect(response.status).to.equal(201);
-      await gateway.closed();
-      await settle();
-      expect(gateway.recorded.events).to.deep.equal(['response 201', 'closed with context']);
-    } finally {
-      await gateway.stop();
-    }
-  });
+  it('a pipeline that answers later (a promise): observers once, then onClosed once', () =>
+    withGateway(
+      async (context) => {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        context.response.writeHead(201);
+        context.response.end();
+      },
+      async (gateway) => {
+        const response = await fetch(`${gateway.url}/v1/proxy/fake/v1/anything`, { method: 'POST', body: 'x' });
+        expect(response.status).to.equal(201);
+        expect(await gateway.reported()).to.deep.equal(['response 201', 'closed with context']);
+      },
+    ));
 
-  it('a refusal: the protocol error goes out, the error and the response are heard once each, then onClosed', async () => {
-    const gateway = await serve(() => {
-      throw new GatewayError('rateLimited', 'slow down', { retryAfterSeconds: 3, reason: 'rate_limited_device' });
-    });
-    try {
-      const response = await fetch(`${gateway.url}/v1/proxy/fake/v1/anything`);
-      expect(response.status).to.equal(429);
-      expect(response.headers.get('tollgate-request-id')).to.equal('request-1');
-      expect(((await response.json()) as { error: { reason: string } }).error.reason).to.equal('rate_limited_device');
-      await gateway.closed();
-      await settle();
-      expect(gateway.recorded.events).to.deep.equal(['error rate_limited_device', 'response 429', 'closed with context']);
-    } finally {
-      await gateway.stop();
-    }
-  });
+  it('a refusal: the protocol error goes out, the error and the response are heard once each, then onClosed', () =>
+    withGateway(
+      () => {
+        throw new GatewayError('rateLimited', 'slow down', { retryAfterSeconds: 3, reason: 'rate_limited_device' });
+      },
+      async (gateway) => {
+        const response = await fetch(`${gateway.url}/v1/proxy/fake/v1/anything`);
+        expect(response.status).to.equal(429);
+        expect(response.headers.get('tollgate-request-id')).to.equal('request-1');
+        expect(((await response.json()) as { error: { reason: string } }).error.reason).to.equal('rate_limited_device');
+        expect(await gateway.reported()).to.deep.equal(['error rate_limited_device', 'response 429', 'closed with context']);
+      },
+    ));
 
   it('a client gone while the pipeline was still working: reported once, when the pipeline settles', async () => {
     let fail: (error: unknown) => void = () => undefined;
     let markStarted: () => void = () => undefined;
     const started = new Promise<void>((resolve) => (markStarted = resolve));
-    const gateway = await serve(
+    await withGateway(
       () =>
         new Promise<void>((_resolve, reject) => {
           fail = reject;
           markStarted();
         }),
+      async (gateway) => {
+        const request = http.request(`${gateway.url}/v1/proxy/fake/v1/anything`, { method: 'POST', headers: { 'content-length': '10' } });
+        request.on('error', () => undefined);
+        request.write('12345');
+        await started;
+        request.destroy();
+        // The response closed with the client while the pipeline is still pending: nothing is reported yet.
+        await settle();
+        expect(gateway.events).to.deep.equal([]);
+        fail(new GatewayError('invalidRequest', 'the client went away', { status: 499, reason: 'client_aborted' }));
+        expect(await gateway.reported()).to.deep.equal(['error client_aborted', 'response 499', 'closed with context']);
+      },
     );
-    try {
-      const request = http.request(`${gateway.url}/v1/proxy/fake/v1/anything`, { method: 'POST', headers: { 'content-length': '10' } });
-      request.on('error', () => undefined);
-      request.write('12345');
-      await started;
-      request.destroy();
-      // The response closed with the client while the pipeline is still pending: nothing is reported yet.
-      await settle();
-      expect(gateway.recorded.events).to.deep.equal([]);
-      fail(new GatewayError('invalidRequest', 'the client went away', { status: 499, reason: 'client_aborted' }));
-      await gateway.closed();
-      await settle();
-      expect(gateway.recorded.events).to.deep.equal(['error client_aborted', 'response 499', 'closed with context']);
-    } finally {
-      await gateway.stop();
-    }
   });
 
-  it('a refused route (unknown provider): the error goes out and onClosed runs once, without a context or observers', async () => {
-    const gateway = await serve(() => {
-      throw new Error('the pipeline must not run');
-    });
-    try {
-      const response = await fetch(`${gateway.url}/v1/proxy/nobody/v1/anything`);
-      expect(response.status).to.equal(404);
-      await gateway.closed();
-      await settle();
-      expect(gateway.recorded.events).to.deep.equal(['closed without context']);
-    } finally {
-      await gateway.stop();
-    }
-  });
+  it('a refused route (unknown provider): the error goes out and onClosed runs once, without a context or observers', () =>
+    withGateway(
+      () => {
+        throw new Error('the pipeline must not run');
+      },
+      async (gateway) => {
+        const response = await fetch(`${gateway.url}/v1/proxy/nobody/v1/anything`);
+        expect(response.status).to.equal(404);
+        expect(await gateway.reported()).to.deep.equal(['closed without context']);
+      },
+    ));
 });

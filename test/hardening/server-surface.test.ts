@@ -152,12 +152,21 @@ describe('server surface', () => {
   });
 
   describe('the access line of a proxied request', () => {
+    /** The access line of the request with this id, once written (lines are written when the response closed). */
+    async function accessLineOf(requestId: string): Promise<Record<string, unknown> | undefined> {
+      for (let attempt = 0; attempt < 100; attempt += 1) {
+        const line = gateway.logs.map((text) => JSON.parse(text) as Record<string, unknown>).find((entry) => entry.msg === 'request' && entry.requestId === requestId);
+        if (line) return line;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      return undefined;
+    }
+
     it('names the request, its app, device and provider, its outcome and sizes; the credential query value is redacted', async () => {
       upstream.respond((_request, response) => {
         response.writeHead(200, { 'content-type': 'application/json' });
         response.end('{"id":"chatcmpl-1","object":"chat.completion","choices":[]}');
       });
-      const firstLog = gateway.logs.length;
       const body = '{"model":"gpt-4o-mini","messages":[]}';
       const response = await rawRequest(gateway.url, {
         method: 'POST',
@@ -166,12 +175,7 @@ describe('server surface', () => {
         body,
       });
       expect(response.status).to.equal(200);
-      const requestId = response.headers['tollgate-request-id'] as string;
-      let line: Record<string, unknown> | undefined;
-      for (let attempt = 0; attempt < 100 && !line; attempt += 1) {
-        line = gateway.logs.slice(firstLog).map((text) => JSON.parse(text) as Record<string, unknown>).find((entry) => entry.msg === 'request' && entry.requestId === requestId);
-        if (!line) await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      const line = await accessLineOf(response.headers['tollgate-request-id'] as string);
       expect(line, 'one access line for the request').to.not.equal(undefined);
       expect(line).to.include({
         level: 30,
@@ -192,16 +196,10 @@ describe('server surface', () => {
     });
 
     it('a refused proxied request: its error type and reason, and the app it was refused for', async () => {
-      const firstLog = gateway.logs.length;
       const response = await rawRequest(gateway.url, { method: 'GET', path: '/v1/proxy/openai/v1/chat/completions', headers: { 'Tollgate-App-Token': device.appToken } });
       // No device token: refused after the app token was checked.
       expect(response.status).to.equal(403);
-      const requestId = response.headers['tollgate-request-id'] as string;
-      let line: Record<string, unknown> | undefined;
-      for (let attempt = 0; attempt < 100 && !line; attempt += 1) {
-        line = gateway.logs.slice(firstLog).map((text) => JSON.parse(text) as Record<string, unknown>).find((entry) => entry.msg === 'request' && entry.requestId === requestId);
-        if (!line) await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      const line = await accessLineOf(response.headers['tollgate-request-id'] as string);
       expect(line).to.include({ status: 403, errorType: response.headers['tollgate-error'], reason: response.json<ErrorBody>().error.reason, app: device.appId, provider: 'openai', bytesOut: 0 });
       expect(line).to.not.have.any.keys('device');
       expect(upstream.requests).to.have.length(0);

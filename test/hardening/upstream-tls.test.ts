@@ -21,18 +21,12 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createGatewayCore } from '../../core/server/gateway';
+import { chatCompletion } from '../support/fake-upstream';
 import { TestGateway } from '../support/gateway';
 import { rawRequest } from '../support/http';
 import { attestOnNode, serveNode } from '../support/nodes';
 
-const COMPLETION = {
-  id: 'chatcmpl-tls',
-  object: 'chat.completion',
-  created: 1741570283,
-  model: 'gpt-4o-mini-2024-07-18',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'Hello over TLS' }, finish_reason: 'stop' }],
-  usage: { prompt_tokens: 5, completion_tokens: 4, total_tokens: 9 },
-};
+const COMPLETION = chatCompletion('Hello over TLS', { prompt: 5, completion: 4 }, { id: 'chatcmpl-tls' });
 const CHAT = '/v1/proxy/openai/v1/chat/completions';
 const KEY = 'sk-tls-0123456789abcdef0123';
 

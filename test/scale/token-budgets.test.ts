@@ -17,20 +17,13 @@ import { DEFAULT_APP_SETTINGS } from '../../core/contract';
 import { budgetsFor, secondsToNextUtcMinute, secondsToUtcMidnight } from '../../core/pipeline/token-budget';
 import type { AppSettings } from '../../core/contract';
 import { RedisRateLimitStore } from '../../plugins/store-redis';
-import { FakeUpstream, respondJson } from '../support/fake-upstream';
+import { FakeUpstream, chatCompletion, respondJson } from '../support/fake-upstream';
 import { rawRequest } from '../support/http';
 import { serveNode, attestOnNode } from '../support/nodes';
 import { requireService, startPostgres, startRedis, startRedisCluster, type RunningPostgres, type RunningRedis } from '../support/services';
 
 /** An OpenAI chat completion reporting 400 + 200 tokens (https://platform.openai.com/docs/api-reference/chat/object). */
-const COMPLETION = {
-  id: 'chatcmpl-budget',
-  object: 'chat.completion',
-  created: 1741570283,
-  model: 'gpt-4o-mini-2024-07-18',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }],
-  usage: { prompt_tokens: 400, completion_tokens: 200, total_tokens: 600 },
-};
+const COMPLETION = chatCompletion('Hello', { prompt: 400, completion: 200 }, { id: 'chatcmpl-budget' });
 
 describe('token budgets shared by two nodes through Redis', function () {
   this.timeout(120_000);

@@ -112,6 +112,25 @@ export class FakeUpstream {
 }
 
 /** JSON answer. */
+/**
+ * An OpenAI chat completion as the provider documents it (https://platform.openai.com/docs/api-reference/chat/object):
+ * one choice answering `content`, with the tokens it reports.
+ */
+export function chatCompletion(
+  content: string,
+  tokens: { readonly prompt: number; readonly completion: number },
+  fields: { readonly id?: string; readonly model?: string; readonly created?: number } = {},
+): Record<string, unknown> {
+  return {
+    id: fields.id ?? 'chatcmpl-test',
+    object: 'chat.completion',
+    created: fields.created ?? 1741570283,
+    model: fields.model ?? 'gpt-4o-mini-2024-07-18',
+    choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+    usage: { prompt_tokens: tokens.prompt, completion_tokens: tokens.completion, total_tokens: tokens.prompt + tokens.completion },
+  };
+}
+
 export function respondJson(status: number, body: unknown | ((request: RecordedRequest) => unknown), headers: Record<string, string> = {}): Responder {
   return (request, response) => {
     const payload = JSON.stringify(typeof body === 'function' ? (body as (r: RecordedRequest) => unknown)(request) : body);
