@@ -65,13 +65,26 @@ describe('slow and oversized request bodies', () => {
       });
     }
 
-    it('a proxied body that stalls is cut by the body-idle deadline, and the upstream request is abandoned', async () => {
+    it('a small proxied body that stalls is cut by the body-idle deadline, and nothing reaches the upstream', async () => {
+      // A declared length of at most 64 KiB is read whole before the upstream request starts (forward.ts, readWholeBody).
       upstream.respond(() => undefined);
       const client = await openRaw(gateway.url);
       client.socket.write(head('POST', '/v1/proxy/openai/v1/chat/completions', { Host: host, 'Content-Type': 'application/json', 'Content-Length': 1000, ...device.headers }));
       client.socket.write('{"model":"gpt-4o-mini","messages":');
       await client.closed;
-      // Nothing of the 1000 bytes was completed, and no answer could have been sent: the server closed the connection.
+      expect(client.text()).to.not.match(/^HTTP\/1\.1 2/);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(upstream.requests, 'an unfinished small body must not start an upstream request').to.have.length(0);
+    });
+
+    it('a streamed (chunked) proxied body that stalls is cut by the body-idle deadline, and the upstream request is abandoned', async () => {
+      upstream.respond(() => undefined);
+      const client = await openRaw(gateway.url);
+      client.socket.write(head('POST', '/v1/proxy/openai/v1/chat/completions', { Host: host, 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked', ...device.headers }));
+      const part = '{"model":"gpt-4o-mini","messages":';
+      client.socket.write(`${part.length.toString(16)}\r\n${part}\r\n`);
+      await client.closed;
+      // Nothing of the body was completed, and no answer could have been sent: the server closed the connection.
       expect(client.text()).to.not.match(/^HTTP\/1\.1 2/);
       // The upstream got the head and the first bytes, and then the gateway abandoned it.
       await upstream.waitForRequests(1);
