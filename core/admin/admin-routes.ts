@@ -561,11 +561,14 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       summary: 'The audit log: who changed what, newest first, paged by id',
       response: { schema: 'AuditEntry', description: 'entries', array: true },
       async handle({ query }) {
-        const range = query.minutes === undefined ? {} : (({ from, to }) => ({ fromMs: from, toMs: to }))(window({ minutes: query.minutes }));
-        const limit = integerQuery(query, 'limit', 100, 1, 1000);
-        const before = query.before === undefined ? undefined : integerQuery(query, 'before', 1, 1, 999_999_999);
-        const action = typeof query.action === 'string' ? query.action.slice(0, 100) : undefined;
-        const entries = await new AuditRepository(deps.database).list({ ...range, limit, ...(before !== undefined ? { beforeId: before } : {}), ...(action ? { action } : {}) });
+        const range = query.minutes === undefined ? undefined : window({ minutes: query.minutes });
+        const entries = await new AuditRepository(deps.database).list({
+          fromMs: range?.from,
+          toMs: range?.to,
+          limit: integerQuery(query, 'limit', 100, 1, 1000),
+          beforeId: query.before === undefined ? undefined : integerQuery(query, 'before', 1, 1, 999_999_999),
+          action: typeof query.action === 'string' && query.action !== '' ? query.action.slice(0, 100) : undefined,
+        });
         return entries.map((entry) => ({ ...entry, createdAt: new Date(entry.createdAt).toISOString() }));
       },
     },

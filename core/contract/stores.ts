@@ -16,7 +16,6 @@ export interface RateLimitRule {
   readonly windowSeconds: number;
 }
 
-/** The store's answer for one rule. */
 /** An open-request slot asked for: the device's slot set, its limit, the lease and the request holding it. */
 export interface SlotRequest {
   readonly key: string;
@@ -25,6 +24,7 @@ export interface SlotRequest {
   readonly holder: string;
 }
 
+/** The store's answer for one rule. */
 export interface RateLimitRuleResult {
   readonly rule: RateLimitRule;
   readonly allowed: boolean;

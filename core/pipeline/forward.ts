@@ -30,7 +30,7 @@ import type { Configuration } from '../configuration/configuration';
 import { isDroppedResponseHeader, scrubResponseHeaders } from './header-hygiene';
 import { rateLimitHeaderValues } from './limit-rate';
 import { ERROR_BODY_INSPECT_BYTES, credentialForms, inspectsBody, redactErrorBody } from './response-scrub';
-import { declaresBody } from './request-body';
+import { declaresBody, readRequestBody } from './request-body';
 import { rewriteResponseUrls } from './response-urls';
 import { UsageTap } from './usage-tap';
 
@@ -105,8 +105,18 @@ function headersOf(raw: readonly Buffer[]): { headers: IncomingHttpHeaders; conn
   return { headers, connection };
 }
 
-/** A streamed request body of at most this many declared bytes is read whole and sent as one buffer (readWholeBody). */
+/** A request body of at most this many declared bytes is read whole and sent as one buffer (readWholeBody). */
 const BUFFERED_BODY_BYTES = 64 * 1024;
+
+/** What `forward` does with the client's own body: nothing (none declared, or already read), read it whole, or stream it. */
+type ClientBody = 'none' | 'whole' | 'stream';
+
+function clientBody(request: IncomingMessage, upstream: UpstreamRequest, declared: string | undefined): ClientBody {
+  // A body someone read before (a payload signature) is the upstream request's own.
+  if (upstream.body || !declaresBody(request) || request.readableEnded) return 'none';
+  const small = declared !== undefined && request.headers['transfer-encoding'] === undefined && Number(declared) <= BUFFERED_BODY_BYTES;
+  return small ? 'whole' : 'stream';
+}
 
 /** Upper bound on the request-body bytes kept for the model name (usage-tap.ts). */
 const REQUEST_TAP_BYTES = 16_384;
@@ -157,7 +167,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
     if (context.provider.usage) this.requestTap = [];
   }
 
-  start(streamsBody: boolean): void {
+  start(body: ClientBody): void {
     const { upstream, response } = this;
     if (this.stage.configuration.upstreamMaxSockets > 0) {
       // A request queued behind the socket cap waits a bounded time, then gets a typed error.
@@ -165,20 +175,14 @@ class Forwarding implements Dispatcher.DispatchHandler {
     }
     // The client went away before the answer was complete: abort upstream. (`close` comes once; `settle` removes it.)
     response.on('close', this.onClientClose);
-    let body: Buffer | IncomingMessage | null = null;
     if (upstream.body) {
-      body = upstream.body;
       this.keepRequest(upstream.body);
-    } else if (streamsBody) {
-      const declared = this.request.headers['content-length'];
-      if (declared !== undefined && this.request.headers['transfer-encoding'] === undefined && Number(declared) <= BUFFERED_BODY_BYTES) {
-        this.readWholeBody();
-        return;
-      }
-      this.streamsBody = true;
-      body = this.request;
+      this.dispatch(upstream.body);
+    } else if (body === 'whole') this.readWholeBody();
+    else {
+      this.streamsBody = body === 'stream';
+      this.dispatch(this.streamsBody ? this.request : null);
     }
-    this.dispatch(body);
   }
 
   private dispatch(body: Buffer | IncomingMessage | null): void {
@@ -187,28 +191,25 @@ class Forwarding implements Dispatcher.DispatchHandler {
   }
 
   /**
-   * A small body with a declared length is read whole, then sent as one buffer: it arrives with the head or right after
-   * it, and a buffer costs undici far less than a stream body. Measured: with the client's request streamed into undici
-   * about a fifth of everything allocated per request outlived a scavenge (docs/benchmarks.md, "Garbage collection");
-   * with the body as a buffer the bare undici pipe keeps 1–2%. Node's parser delivers exactly the declared bytes.
+   * A small body with a declared length is read whole (request-body.ts, as a payload signature reads it), then sent as
+   * one buffer: it arrives with the head or right after it, and a buffer costs undici far less than a stream body.
+   * Measured: with the client's request streamed into undici about a fifth of everything allocated per request outlived
+   * a scavenge (docs/benchmarks.md, "Garbage collection"); with the body as a buffer the bare undici pipe keeps 1–2%.
    */
   private readWholeBody(): void {
-    const request = this.request;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const outcome = this.context.outcome;
-    request.on('data', (chunk: Buffer) => {
-      chunks.push(chunk);
-      size += chunk.length;
-      outcome.bytesIn += chunk.length;
-    });
-    request.once('end', () => {
-      // The client went away, or the queue deadline answered, while the body was arriving: nothing goes upstream.
-      if (this.settled || this.abandoned) return;
-      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
-      this.keepRequest(body);
-      this.dispatch(body);
-    });
+    readRequestBody(this.context, this.limit).then(
+      (body) => {
+        // The client went away, or the queue deadline answered, while the body was arriving: nothing goes upstream.
+        if (this.settled || this.abandoned) return;
+        this.keepRequest(body);
+        this.dispatch(body);
+      },
+      (error: unknown) => {
+        // Over the limit: answered as such. A client gone mid-body: its response's `close` settles this request.
+        if (error instanceof GatewayError) this.settle(error);
+        else this.abandoned ??= error instanceof Error ? error : new Error(String(error));
+      },
+    );
   }
 
   private readonly onClientClose = (): void => {
@@ -423,9 +424,7 @@ export class ForwardStage implements PipelineStage {
     const limit = this.configuration.maxBodyBytes;
     const declared = request.headers['content-length'];
     if (declared !== undefined && Number(declared) > limit) throw classifyUpstreamError(new UpstreamFailure('body-too-large'), limit);
-    // A body is streamed when the client declared one and nobody read it yet (a payload signature reads it whole).
-    const streamsBody = !upstream.body && declaresBody(request) && !request.readableEnded;
-    return new Promise<void>((resolve, reject) => new Forwarding(this, context, upstream, resolve, reject).start(streamsBody));
+    return new Promise<void>((resolve, reject) => new Forwarding(this, context, upstream, resolve, reject).start(clientBody(request, upstream, declared)));
   }
 
   close(): void {

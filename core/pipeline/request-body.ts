@@ -1,4 +1,7 @@
-/** Reading a whole request body, for the stages that must see it before forwarding (assertions, payload signatures). */
+/**
+ * Reading a whole request body: for the stages that must see it before forwarding (assertions, payload signatures), and
+ * for `forward`, which sends a small body as one buffer.
+ */
 import type { IncomingMessage } from 'node:http';
 import { GatewayError, type ProxyContext } from '../contract';
 
@@ -25,7 +28,7 @@ function readBody(request: IncomingMessage, limit: number): Promise<Buffer> {
       }
       chunks.push(chunk);
     });
-    request.once('end', () => resolve(Buffer.concat(chunks)));
+    request.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
     request.once('error', reject);
   });
 }

@@ -111,7 +111,6 @@ export class FakeUpstream {
   }
 }
 
-/** JSON answer. */
 /**
  * An OpenAI chat completion as the provider documents it (https://platform.openai.com/docs/api-reference/chat/object):
  * one choice answering `content`, with the tokens it reports.
@@ -131,6 +130,7 @@ export function chatCompletion(
   };
 }
 
+/** JSON answer. */
 export function respondJson(status: number, body: unknown | ((request: RecordedRequest) => unknown), headers: Record<string, string> = {}): Responder {
   return (request, response) => {
     const payload = JSON.stringify(typeof body === 'function' ? (body as (r: RecordedRequest) => unknown)(request) : body);
