@@ -37,12 +37,13 @@ function readBody(request: IncomingMessage, limit: number): Promise<Buffer> {
  * The request body of `context`, read once (refused past `limit` bytes, before reading when `Content-Length` says so)
  * and kept in `context.requestBody` so that `forward` sends the same bytes.
  */
-export async function readRequestBody(context: ProxyContext, limit: number): Promise<Buffer> {
-  if (context.requestBody) return context.requestBody;
+export function readRequestBody(context: ProxyContext, limit: number): Promise<Buffer> {
+  if (context.requestBody) return Promise.resolve(context.requestBody);
   const declared = context.request.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit);
-  const body = await readBody(context.request, limit);
-  context.requestBody = body;
-  context.outcome.bytesIn = body.length;
-  return body;
+  if (declared !== undefined && Number(declared) > limit) return Promise.reject(tooLarge(limit));
+  return readBody(context.request, limit).then((body) => {
+    context.requestBody = body;
+    context.outcome.bytesIn = body.length;
+    return body;
+  });
 }
