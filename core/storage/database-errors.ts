@@ -13,9 +13,9 @@ const SQLITE_BUSY = new Set(['SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_IOERR', 'SQ
 
 /**
  * True when `error` says the database is unreachable, too slow (a bounded wait ran out) or busy. Only signatures of the
- * database drivers count (knex's pool timeout, PostgreSQL SQLSTATEs and pg's connection messages, SQLite result codes),
- * plus a bare socket error of a connection attempt (what pg rejects with when the server refuses the connection); an
- * error that merely wraps a socket error (an outbound fetch) is not the database's.
+ * database drivers count (knex's pool timeout, PostgreSQL SQLSTATEs, pg's connection messages and its connection
+ * deadline, SQLite result codes), plus a bare socket error of a connection attempt (what pg rejects with when the server
+ * refuses the connection); an error that merely wraps a socket error (an outbound fetch) is not the database's.
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
   const top = error as { code?: unknown; syscall?: unknown } | undefined;
@@ -27,6 +27,9 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     if ((typeof candidate.severity === 'string' && POSTGRES_UNAVAILABLE.test(code)) || SQLITE_BUSY.has(code)) return true;
     const message = typeof candidate.message === 'string' ? candidate.message : '';
     if (/Query read timeout|Connection terminated|timeout exceeded when trying to connect|Connection ended unexpectedly|Client has encountered a connection error/i.test(message)) return true;
+    // pg's own connection deadline (connectionTimeoutMillis) ran out: a server that accepts the connection but never
+    // answers it (frozen, overloaded). pg 8 destroys the socket with exactly this message and no code.
+    if (message === 'timeout expired') return true;
   }
   return false;
 }

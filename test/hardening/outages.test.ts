@@ -70,6 +70,8 @@ describe('PostgreSQL frozen under load', function () {
       sent += count;
       return responses.map((response) => response.status);
     };
+    // The change feed has seen the writes above (its next poll would otherwise empty the caches just warmed).
+    await gateway.gateway.directory.poll();
     expect(await fire(20)).to.deep.equal(Array(20).fill(200));
 
     postgres.freeze();
@@ -140,6 +142,44 @@ describe('PostgreSQL frozen under load', function () {
       expect(line.err).to.equal(undefined);
     }
     expect(lines.filter((line) => line.level >= 50 && /usage|change feed/.test(line.msg))).to.deep.equal([]);
+  });
+
+  it('with cold caches, refuses every proxied request with 503 database_unavailable (never 500) until it is back', async () => {
+    const device = await gateway.provision({ openai: 'sk-outage-cold-0123456789abcdef' }, { deviceLimitPerMinute: 10_000, appLimitPerMinute: 10_000, maxConcurrentStreamsPerDevice: 1000 });
+    const fire = async (count: number) =>
+      Promise.all(Array.from({ length: count }, () => rawRequest(gateway.url, { method: 'POST', path: CHAT, headers: device.headers, body: '{}' })));
+    expect((await fire(10)).map((response) => response.status)).to.deep.equal(Array(10).fill(200));
+    const reached = upstream.requests.length;
+    const mark = gateway.logs.length;
+    postgres.freeze();
+    try {
+      // What another node's change would do: the app, its secret and the revocations must be read again, from a
+      // server that accepts connections and never answers (the pool's connections time out, new ones time out too).
+      gateway.gateway.directory.invalidate();
+      const during: Array<Awaited<ReturnType<typeof rawRequest>>> = [];
+      for (let round = 0; round < 4; round += 1) {
+        during.push(...(await fire(25)));
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      const errors = gateway.logs.slice(mark).filter((line) => line.includes('"level":50'));
+      expect(during.map((response) => response.status), errors.slice(-2).join('\n')).to.deep.equal(Array(100).fill(503));
+      for (const response of during) {
+        expect(response.headers['retry-after']).to.match(/^\d+$/);
+        expect(response.json<{ error: { reason: string } }>().error.reason).to.equal('database_unavailable');
+      }
+      expect(errors).to.deep.equal([]);
+      expect(upstream.requests.length, 'nothing reached the provider').to.equal(reached);
+    } finally {
+      postgres.thaw();
+    }
+    // Back: the next requests load what they need again.
+    let statuses: number[] = [];
+    for (let attempt = 0; attempt < 50; attempt += 1) {
+      statuses = (await fire(10)).map((response) => response.status);
+      if (statuses.every((status) => status === 200)) break;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(statuses).to.deep.equal(Array(10).fill(200));
   });
 });
 
