@@ -101,8 +101,11 @@ export interface DeviceView {
 }
 
 export interface ManagementOptions {
-  /** Called after every committed write in this process (drops the hot-path caches at once). */
-  readonly onChange?: () => void;
+  /**
+   * Called after every committed write in this process, with the change sequence that write took (drops the hot-path
+   * caches at once; the change feed's next poll then has nothing new to drop them for).
+   */
+  readonly onChange?: (sequence: number) => void;
   /** Allow tenant base URLs on private or loopback addresses (tests only). Default false. */
   readonly allowPrivateUpstreams?: boolean;
   /** A production gateway: `attestationMode: "monitor"` needs `allowMonitorInProduction` too. */
@@ -238,9 +241,10 @@ export class ManagementService {
 
   private async write<T>(work: (transaction: Knex.Transaction) => Promise<T>): Promise<T> {
     const audit = this.pendingAudit.getStore();
+    let sequence = 0;
     const result = await this.database.transaction(async (transaction) => {
       const value = await work(transaction);
-      await bumpChangeSequence(transaction);
+      sequence = await bumpChangeSequence(transaction);
       if (audit && !audit.written) {
         try {
           await new AuditRepository(transaction).append({ ...audit.build(value), createdAt: this.clock() });
@@ -251,7 +255,7 @@ export class ManagementService {
       }
       return value;
     });
-    this.options.onChange?.();
+    this.options.onChange?.(sequence);
     return result;
   }
 

@@ -242,7 +242,7 @@ export async function createGatewayCore(
     onError: (error) => plugins.reportDependencyState('database', false, causeOf(error)),
   });
   const management = new ManagementService(database, cipher, registry, {
-    onChange: () => directory.invalidate(),
+    onChange: (sequence) => directory.invalidate(sequence),
     allowPrivateUpstreams: options.allowPrivateUpstreams ?? false,
     production: configuration.production,
     clock,

@@ -70,7 +70,13 @@ export class CachedDirectory implements GatewayDirectory {
     }
   }
 
-  invalidate(): void {
+  /**
+   * Drops the caches. `sequence`: the change this process just committed (the management service's write); what loads
+   * after this call reflects it and every change before it, so the change feed's next poll does not drop the caches a
+   * second time for it.
+   */
+  invalidate(sequence?: number): void {
+    if (sequence !== undefined && sequence > this.lastSequence) this.lastSequence = sequence;
     this.generation += 1;
     this.appsByTokenHash = new Map();
     this.appsById = new Map();

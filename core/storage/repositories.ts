@@ -133,13 +133,17 @@ function toDevice(row: Row): DeviceRow {
   };
 }
 
-/** Increments the change sequence inside `transaction`. */
-export async function bumpChangeSequence(transaction: Knex | Knex.Transaction): Promise<void> {
+/**
+ * Increments the change sequence inside `transaction` and returns its new value (the row stays locked until the
+ * transaction ends, so no other write takes a number in between).
+ */
+export async function bumpChangeSequence(transaction: Knex | Knex.Transaction): Promise<number> {
   await transaction('change_feed').where({ id: 1 }).increment('sequence', 1);
+  return readChangeSequence(transaction);
 }
 
 /** The current change sequence. */
-export async function readChangeSequence(database: Knex): Promise<number> {
+export async function readChangeSequence(database: Knex | Knex.Transaction): Promise<number> {
   const row = (await database('change_feed').where({ id: 1 }).first('sequence')) as Row | undefined;
   return row ? Number(row.sequence) : 0;
 }

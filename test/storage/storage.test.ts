@@ -9,9 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { TollgateError } from '../../core/contract';
 import { DeviceTokenService } from '../../core/attestation/device-tokens';
-import { createGatewayCore, type GatewayCore } from '../../core/server/gateway';
+import { createGatewayCore } from '../../core/server/gateway';
 import { CachedDirectory } from '../../core/storage/cached-directory';
-import { AuditRepository, DeviceRepository, UsageRepository, readChangeSequence } from '../../core/storage/repositories';
+import { AuditRepository, DeviceRepository, UsageRepository, bumpChangeSequence, readChangeSequence } from '../../core/storage/repositories';
 import { UsageRecorder } from '../../core/storage/usage-recorder';
 import { hashToken } from '../../core/security/tokens';
 import { requireService, startPostgres, type RunningPostgres } from '../support/services';
@@ -23,7 +23,7 @@ for (const engine of ENGINES) {
     this.timeout(60_000);
     let postgres: RunningPostgres | undefined;
     let directory: string;
-    let core: GatewayCore;
+    let core: Awaited<ReturnType<typeof createGatewayCore>>;
 
     before(async function () {
       directory = mkdtempSync(path.join(os.tmpdir(), `tollgate-storage-${engine}-`));
@@ -77,6 +77,22 @@ for (const engine of ENGINES) {
       } finally {
         directory.stop();
       }
+    });
+
+    it('drops the read model once for a change made in this process, and on the next poll for one made elsewhere', async () => {
+      await core.directory.poll();
+      const app = await core.management.createApp({ name: 'Change feed' });
+      const loaded = await core.directory.findAppById(app.id);
+      expect(loaded!.id).to.equal(app.id);
+      // The feed shows this process's own write: nothing new, the cached entry stays (it was not dropped a second time).
+      await core.directory.poll();
+      expect(await core.directory.findAppById(app.id)).to.equal(loaded);
+      // Another process's write (the CLI, another node): the next poll drops the caches.
+      await bumpChangeSequence(core.database);
+      await core.directory.poll();
+      const reloaded = await core.directory.findAppById(app.id);
+      expect(reloaded).not.to.equal(loaded);
+      expect(reloaded!.id).to.equal(app.id);
     });
 
     it('refuses bad input without writing anything', async () => {
