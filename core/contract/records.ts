@@ -125,7 +125,10 @@ export const DEFAULT_APP_SETTINGS: AppSettings = Object.freeze({
   allowMonitorInProduction: false,
 });
 
-/** The app a request's `Tollgate-App-Token` belongs to (set by `verifyToken`). */
+/**
+ * The app a request's `Tollgate-App-Token` belongs to (set by `verifyToken`). Never changed once handed out: when the
+ * app changes, the directory hands out a new object, so a stage may keep what it derives from one by identity.
+ */
 export interface AppIdentity {
   readonly id: string;
   readonly name: string;

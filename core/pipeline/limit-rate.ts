@@ -11,6 +11,7 @@ import {
   type ProxyContext,
   type RateLimitRule,
   type RateLimitRuleResult,
+  type AppIdentity,
   type RateLimitStore,
   type SlotRequest,
 } from '../contract';
@@ -77,40 +78,66 @@ export class LimitRateStage implements PipelineStage {
   ) {}
 
   run(context: ProxyContext): void | Promise<void> {
-    const app = context.get('app');
-    const device = context.get('device');
-    const settings = app.settings;
-    const rules: RateLimitRule[] = [
-      { policy: 'device', key: `{${app.id}}\u0000d\u0000${device.deviceId}`, limit: settings.deviceLimitPerMinute, windowSeconds: 60 },
-      { policy: 'app', key: `{${app.id}}\u0000a`, limit: settings.appLimitPerMinute, windowSeconds: 60 },
-    ];
-    const providerLimit = settings.providerLimitsPerMinute?.[context.provider.slug];
-    if (providerLimit) rules.push({ policy: 'provider', key: `{${app.id}}\u0000p\u0000${context.provider.slug}`, limit: providerLimit, windowSeconds: 60 });
-    if (settings.deviceDailyQuota) rules.push({ policy: 'device-day', key: `{${app.id}}\u0000dd\u0000${device.deviceId}`, limit: settings.deviceDailyQuota, windowSeconds: 86_400 });
-    if (settings.appDailyQuota) rules.push({ policy: 'app-day', key: `{${app.id}}\u0000ad`, limit: settings.appDailyQuota, windowSeconds: 86_400 });
+    const subject = this.subjectOf(context);
     // A store one round trip away takes the stream slot in the same call as the rate limits (one round trip, not two).
     if (this.store.consumeAndAcquire) {
-      const slot = this.slotRequest(context);
-      return this.store.consumeAndAcquire(rules, this.clock(), slot).then(
-        ({ results, acquired }) => this.decide(context, results, acquired === undefined ? undefined : { ...slot, acquired }),
+      const slot = this.slotRequest(context, subject);
+      return this.store.consumeAndAcquire(subject.rules, this.clock(), slot).then(
+        ({ results, acquired }) => this.decide(context, subject, results, acquired === undefined ? undefined : takenSlot(slot, acquired)),
         (error: unknown) => Promise.reject(storeUnavailable(error)),
       );
     }
     let results: RateLimitRuleResult[] | Promise<RateLimitRuleResult[]>;
     try {
-      results = this.store.consume(rules, this.clock());
+      results = this.store.consume(subject.rules, this.clock());
     } catch (error) {
       throw storeUnavailable(error);
     }
-    if (results instanceof Promise) return results.then((settled) => this.decide(context, settled), (error: unknown) => Promise.reject(storeUnavailable(error)));
-    this.decide(context, results);
+    if (results instanceof Promise) return results.then((settled) => this.decide(context, subject, settled), (error: unknown) => Promise.reject(storeUnavailable(error)));
+    this.decide(context, subject, results);
   }
 
+  /**
+   * The rules and slot key of this request's app, provider and device. They change only with the app's settings, and an
+   * app entry is replaced, never changed, when its settings change (the directory's read model): so they are built once
+   * per entry, provider and device and kept, weakly by entry, at most {@link SUBJECTS_PER_PROVIDER} devices each.
+   */
+  private subjectOf(context: ProxyContext): LimitSubject {
+    const app = context.get('app');
+    const deviceId = context.get('device').deviceId;
+    const provider = context.provider.slug;
+    let byProvider = this.subjects.get(app);
+    if (!byProvider) {
+      byProvider = new Map();
+      this.subjects.set(app, byProvider);
+    }
+    let byDevice = byProvider.get(provider);
+    if (!byDevice) {
+      byDevice = new Map();
+      byProvider.set(provider, byDevice);
+    }
+    let subject = byDevice.get(deviceId);
+    if (!subject) {
+      if (byDevice.size >= SUBJECTS_PER_PROVIDER) byDevice.clear();
+      subject = limitSubject(app, provider, deviceId);
+      byDevice.set(deviceId, subject);
+    }
+    return subject;
+  }
+
+  /** App entry → provider → device id → its rules and slot key. */
+  private readonly subjects = new WeakMap<AppIdentity, Map<string, Map<string, LimitSubject>>>();
+
   /** `taken`: the slot the store already tried in the same call (consumeAndAcquire); absent: take one after the checks. */
-  private decide(context: ProxyContext, results: readonly RateLimitRuleResult[], taken?: TakenSlot): void | Promise<void> {
-    const outcomes = results.map(toOutcome);
+  private decide(context: ProxyContext, subject: LimitSubject, results: readonly RateLimitRuleResult[], taken?: TakenSlot): void | Promise<void> {
+    const outcomes: LimitOutcome[] = [];
+    let allowed = true;
+    for (const result of results) {
+      outcomes.push(toOutcome(result));
+      if (!result.allowed) allowed = false;
+    }
     // The headers go out with the response head: written here on a refusal, by `forward` (or the error path) otherwise.
-    if (results.some((result) => !result.allowed)) {
+    if (!allowed) {
       const refused = results.filter((result) => !result.allowed);
       writeRateLimitHeaders(context.response, outcomes);
       const retryAfterSeconds = Math.max(...refused.map((result) => result.retryAfterSeconds));
@@ -130,16 +157,16 @@ export class LimitRateStage implements PipelineStage {
     }
     if (budgets instanceof Promise) {
       return budgets.then(
-        () => this.afterBudgets(context, taken),
+        () => this.afterBudgets(context, subject, taken),
         (error: unknown) => this.refuseAfterLimits(error, taken),
       );
     }
-    return this.afterBudgets(context, taken);
+    return this.afterBudgets(context, subject, taken);
   }
 
   /** The stream slot: already tried together with the limits (`taken`), or taken now. */
-  private afterBudgets(context: ProxyContext, taken: TakenSlot | undefined): void | Promise<void> {
-    return taken ? this.admitSlot(context, taken) : this.takeStreamSlot(context);
+  private afterBudgets(context: ProxyContext, subject: LimitSubject, taken: TakenSlot | undefined): void | Promise<void> {
+    return taken ? this.admitSlot(context, taken) : this.takeStreamSlot(context, subject);
   }
 
   /** A refusal after the limits admitted the request: a slot taken together with the limits is given back. */
@@ -165,8 +192,8 @@ export class LimitRateStage implements PipelineStage {
    * (docs/decisions/2026-11-24-stream-slot-leases.md). Keys carry the app's hash tag like the rate-limit keys. One timer
    * renews every slot this node holds (not one timer per request).
    */
-  private takeStreamSlot(context: ProxyContext): void | Promise<void> {
-    const slot = this.slotRequest(context);
+  private takeStreamSlot(context: ProxyContext, subject: LimitSubject): void | Promise<void> {
+    const slot = this.slotRequest(context, subject);
     let acquired: boolean | Promise<boolean>;
     try {
       acquired = this.store.acquireSlot(slot.key, slot.limit, slot.leaseMs, slot.holder);
@@ -174,15 +201,14 @@ export class LimitRateStage implements PipelineStage {
       throw storeUnavailable(error);
     }
     if (acquired instanceof Promise) {
-      return acquired.then((taken) => this.admitSlot(context, { ...slot, acquired: taken }), (error: unknown) => Promise.reject(storeUnavailable(error)));
+      return acquired.then((taken) => this.admitSlot(context, takenSlot(slot, taken)), (error: unknown) => Promise.reject(storeUnavailable(error)));
     }
-    this.admitSlot(context, { ...slot, acquired });
+    this.admitSlot(context, takenSlot(slot, acquired));
   }
 
   /** The open-requests slot this request asks for: its device's set (with the app's hash tag), a fresh holder id. */
-  private slotRequest(context: ProxyContext): SlotRequest {
-    const app = context.get('app');
-    return { key: `{${app.id}}\u0000s\u0000${context.get('device').deviceId}`, limit: app.settings.maxConcurrentStreamsPerDevice, leaseMs: this.configuration.streamLeaseMs, holder: nextHolder() };
+  private slotRequest(context: ProxyContext, subject: LimitSubject): SlotRequest {
+    return { key: subject.slotKey, limit: context.get('app').settings.maxConcurrentStreamsPerDevice, leaseMs: this.configuration.streamLeaseMs, holder: nextHolder() };
   }
 
   /** Refuses the request when no slot was free; otherwise holds the slot until the response closes. */
@@ -244,6 +270,34 @@ function nextHolder(): string {
 /** A slot the store was asked for, and whether it gave it. */
 interface TakenSlot extends SlotRequest {
   readonly acquired: boolean;
+}
+
+function takenSlot(slot: SlotRequest, acquired: boolean): TakenSlot {
+  return { key: slot.key, limit: slot.limit, leaseMs: slot.leaseMs, holder: slot.holder, acquired };
+}
+
+/** Devices whose rules are kept per app entry and provider; past it, that provider's are built again as they come. */
+const SUBJECTS_PER_PROVIDER = 10_000;
+
+/** What limits one app's requests from one device to one provider: its rules, in header order, and its slot set's key. */
+interface LimitSubject {
+  readonly rules: readonly RateLimitRule[];
+  readonly slotKey: string;
+}
+
+/** Every key starts with the app's hash tag (`{app id}`), so that one store call may touch them all (Redis Cluster). */
+function limitSubject(app: AppIdentity, provider: string, deviceId: string): LimitSubject {
+  const settings = app.settings;
+  const tag = `{${app.id}}`;
+  const rules: RateLimitRule[] = [
+    { policy: 'device', key: `${tag}\u0000d\u0000${deviceId}`, limit: settings.deviceLimitPerMinute, windowSeconds: 60 },
+    { policy: 'app', key: `${tag}\u0000a`, limit: settings.appLimitPerMinute, windowSeconds: 60 },
+  ];
+  const providerLimit = settings.providerLimitsPerMinute?.[provider];
+  if (providerLimit) rules.push({ policy: 'provider', key: `${tag}\u0000p\u0000${provider}`, limit: providerLimit, windowSeconds: 60 });
+  if (settings.deviceDailyQuota) rules.push({ policy: 'device-day', key: `${tag}\u0000dd\u0000${deviceId}`, limit: settings.deviceDailyQuota, windowSeconds: 86_400 });
+  if (settings.appDailyQuota) rules.push({ policy: 'app-day', key: `${tag}\u0000ad`, limit: settings.appDailyQuota, windowSeconds: 86_400 });
+  return { rules, slotKey: `${tag}\u0000s\u0000${deviceId}` };
 }
 
 /** A concurrency slot held by one open response. */

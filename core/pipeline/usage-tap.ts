@@ -75,7 +75,9 @@ export class UsageTap {
   /** A line or frame went past the bound: skip to the next line (text) or stop (binary, JSON). */
   private skippingLine = false;
   private gaveUp = false;
-  private requestPrefix = '';
+  /** The start of the request body, decoded only if the answer names no model. */
+  private requestPrefix: Buffer[] = [];
+  private requestPrefixBytes = 0;
   /** A document was parsed: later streamed ones without a marker are skipped (see `holdsNothing`). */
   private readOne = false;
   /** The SSE event being read had a `data:` line skipped as unmarked: the event is not parsed. */
@@ -92,8 +94,10 @@ export class UsageTap {
 
   /** Looks at the start of the request body for the model the client asked for (fallback when the answer names none). */
   observeRequest(chunk: Buffer): void {
-    if (this.requestPrefix.length >= REQUEST_MODEL_SCAN_BYTES) return;
-    this.requestPrefix += chunk.subarray(0, REQUEST_MODEL_SCAN_BYTES - this.requestPrefix.length).toString('utf8');
+    if (this.requestPrefixBytes >= REQUEST_MODEL_SCAN_BYTES) return;
+    const kept = chunk.subarray(0, REQUEST_MODEL_SCAN_BYTES - this.requestPrefixBytes);
+    this.requestPrefix.push(kept);
+    this.requestPrefixBytes += kept.length;
   }
 
   /** Sees one chunk that was already written to the client. Never throws. */
@@ -125,11 +129,12 @@ export class UsageTap {
     const usage: TokenUsage = { ...this.accumulator.found };
     if (usage.model === undefined) {
       const fromPath = safely(() => this.extractor.modelFromPath?.(this.providerPath));
-      const fromBody = /^\s*\{[\s\S]*?"model"\s*:\s*"([^"\\]{1,200})"/.exec(this.requestPrefix)?.[1];
+      const prefix = this.requestPrefix.length === 1 ? this.requestPrefix[0]!.toString('utf8') : Buffer.concat(this.requestPrefix).toString('utf8');
+      const fromBody = /^\s*\{[\s\S]*?"model"\s*:\s*"([^"\\]{1,200})"/.exec(prefix)?.[1];
       const model = modelName(fromPath) ?? modelName(fromBody);
       if (model) usage.model = model;
     }
-    this.requestPrefix = '';
+    this.requestPrefix = [];
     if (!this.accumulator.any && usage.model === undefined) return undefined;
     return usage;
   }

@@ -11,9 +11,27 @@ export function checkAppToken(directory: GatewayDirectory, header: string | stri
     throw new GatewayError('unauthorized', 'The app token is malformed (expected at_ followed by 32 letters and digits).', { reason: 'app_token_malformed' });
   }
   // Lookup is by SHA-256 of the token in an index (or a map): the secret is never compared byte by byte.
-  const hash = hashToken(header);
+  const known = admittedTokenHashes.get(header);
+  const hash = known ?? hashToken(header);
   const found = directory.findAppByTokenHash(hash);
-  return found instanceof Promise ? found.then((app) => admit(app, hash, nowMs)) : admit(found, hash, nowMs);
+  if (found instanceof Promise) return found.then((app) => remember(header, admit(app, hash, nowMs), hash));
+  const app = admit(found, hash, nowMs);
+  if (known === undefined) remember(header, app, hash);
+  return app;
+}
+
+/**
+ * Tokens of admitted requests → their SHA-256 (hex). An app ships one token to all its devices, so the same few values
+ * come back on every request; only admitted ones are kept (a flood of unknown tokens cannot evict them), at most
+ * {@link ADMITTED_TOKENS_LIMIT}. Whether a token is still valid is decided by the lookup, every time.
+ */
+const admittedTokenHashes = new Map<string, string>();
+const ADMITTED_TOKENS_LIMIT = 1000;
+
+function remember(token: string, app: AppEntry, hash: string): AppEntry {
+  if (admittedTokenHashes.size >= ADMITTED_TOKENS_LIMIT) admittedTokenHashes.clear();
+  admittedTokenHashes.set(token, hash);
+  return app;
 }
 
 function admit(app: AppEntry | null, hash: string, nowMs: number): AppEntry {

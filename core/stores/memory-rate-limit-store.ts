@@ -45,7 +45,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
       });
     }
     // All or nothing: charge every rule only when every rule admits the request.
-    if (allowed) rules.forEach((rule, index) => this.arrivals.set(rule.key, next[index]!));
+    if (allowed) for (let index = 0; index < rules.length; index += 1) this.arrivals.set(rules[index]!.key, next[index]!);
     return results;
   }
 

@@ -11,14 +11,17 @@ const object = (value: unknown): Json | undefined => (value !== null && typeof v
 const count = (value: unknown): number | undefined => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined);
 const text = (value: unknown): string | undefined => (typeof value === 'string' && value.length > 0 ? value : undefined);
 
-/** Drops undefined fields; undefined when nothing was found. */
+/**
+ * The fields that were found, in a new object (deleting the undefined ones instead would turn the reading into a
+ * slow dictionary-mode object on every answer); undefined when nothing was found.
+ */
 function found(usage: TokenUsage): TokenUsage | undefined {
-  let any = false;
+  let result: Record<string, unknown> | undefined;
   for (const key in usage) {
-    if (usage[key as keyof TokenUsage] === undefined) delete usage[key as keyof TokenUsage];
-    else any = true;
+    const value = usage[key as keyof TokenUsage];
+    if (value !== undefined) (result ??= {})[key] = value;
   }
-  return any ? usage : undefined;
+  return result as TokenUsage | undefined;
 }
 
 /**
