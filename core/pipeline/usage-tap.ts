@@ -95,7 +95,8 @@ export class UsageTap {
   /** Looks at the start of the request body for the model the client asked for (fallback when the answer names none). */
   observeRequest(chunk: Buffer): void {
     if (this.requestPrefixBytes >= REQUEST_MODEL_SCAN_BYTES) return;
-    const kept = chunk.subarray(0, REQUEST_MODEL_SCAN_BYTES - this.requestPrefixBytes);
+    const room = REQUEST_MODEL_SCAN_BYTES - this.requestPrefixBytes;
+    const kept = chunk.length <= room ? chunk : chunk.subarray(0, room);
     this.requestPrefix.push(kept);
     this.requestPrefixBytes += kept.length;
   }
@@ -226,6 +227,11 @@ export class UsageTap {
 
   private read(document: unknown): void {
     this.accumulator.merge(safely(() => this.extractor.read(document)));
+    // The answer names its model: the request's first bytes are not needed (a long stream does not hold them).
+    if (this.requestPrefixBytes > 0 && this.accumulator.found.model !== undefined) {
+      this.requestPrefix = [];
+      this.requestPrefixBytes = 0;
+    }
   }
 
   private readLines(chunk: Buffer): void {
