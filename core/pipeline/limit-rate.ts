@@ -6,12 +6,12 @@ import {
   CONFIGURATION,
   GatewayError,
   RATE_LIMIT_STORE,
+  type AppIdentity,
   type LimitOutcome,
   type PipelineStage,
   type ProxyContext,
   type RateLimitRule,
   type RateLimitRuleResult,
-  type AppIdentity,
   type RateLimitStore,
   type SlotRequest,
 } from '../contract';
@@ -77,6 +77,9 @@ export class LimitRateStage implements PipelineStage {
     @inject(CONFIGURATION) private readonly configuration: Configuration,
   ) {}
 
+  /** App entry → provider → device id → its rules and slot key (see subjectOf). */
+  private readonly subjects = new WeakMap<AppIdentity, Map<string, Map<string, LimitSubject>>>();
+
   run(context: ProxyContext): void | Promise<void> {
     const subject = this.subjectOf(context);
     // A store one round trip away takes the stream slot in the same call as the rate limits (one round trip, not two).
@@ -124,9 +127,6 @@ export class LimitRateStage implements PipelineStage {
     }
     return subject;
   }
-
-  /** App entry → provider → device id → its rules and slot key. */
-  private readonly subjects = new WeakMap<AppIdentity, Map<string, Map<string, LimitSubject>>>();
 
   /** `taken`: the slot the store already tried in the same call (consumeAndAcquire); absent: take one after the checks. */
   private decide(context: ProxyContext, subject: LimitSubject, results: readonly RateLimitRuleResult[], taken?: TakenSlot): void | Promise<void> {
