@@ -25,7 +25,6 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const TTFB_SAMPLES = Number(process.env.BENCH_TTFB_SAMPLES ?? 400);
 
-
 interface Measurement {
   readonly target: string;
   readonly workload: Workload;

@@ -84,7 +84,7 @@ export class LimitRateStage implements PipelineStage {
     const subject = this.subjectOf(context);
     // A store one round trip away takes the stream slot in the same call as the rate limits (one round trip, not two).
     if (this.store.consumeAndAcquire) {
-      const slot = this.slotRequest(context, subject);
+      const slot = this.slotRequest(subject);
       return this.store.consumeAndAcquire(subject.rules, this.clock(), slot).then(
         ({ results, acquired }) => this.decide(context, subject, results, acquired === undefined ? undefined : takenSlot(slot, acquired)),
         (error: unknown) => Promise.reject(storeUnavailable(error)),
@@ -193,7 +193,7 @@ export class LimitRateStage implements PipelineStage {
    * renews every slot this node holds (not one timer per request).
    */
   private takeStreamSlot(context: ProxyContext, subject: LimitSubject): void | Promise<void> {
-    const slot = this.slotRequest(context, subject);
+    const slot = this.slotRequest(subject);
     let acquired: boolean | Promise<boolean>;
     try {
       acquired = this.store.acquireSlot(slot.key, slot.limit, slot.leaseMs, slot.holder);
@@ -207,8 +207,8 @@ export class LimitRateStage implements PipelineStage {
   }
 
   /** The open-requests slot this request asks for: its device's set (with the app's hash tag), a fresh holder id. */
-  private slotRequest(context: ProxyContext, subject: LimitSubject): SlotRequest {
-    return { key: subject.slotKey, limit: context.get('app').settings.maxConcurrentStreamsPerDevice, leaseMs: this.configuration.streamLeaseMs, holder: nextHolder() };
+  private slotRequest(subject: LimitSubject): SlotRequest {
+    return { key: subject.slotKey, limit: subject.slotLimit, leaseMs: this.configuration.streamLeaseMs, holder: nextHolder() };
   }
 
   /** Refuses the request when no slot was free; otherwise holds the slot until the response closes. */
@@ -279,10 +279,11 @@ function takenSlot(slot: SlotRequest, acquired: boolean): TakenSlot {
 /** Devices whose rules are kept per app entry and provider; past it, that provider's are built again as they come. */
 const SUBJECTS_PER_PROVIDER = 10_000;
 
-/** What limits one app's requests from one device to one provider: its rules, in header order, and its slot set's key. */
+/** What limits one app's requests from one device to one provider: its rules, in header order, and its slot set. */
 interface LimitSubject {
   readonly rules: readonly RateLimitRule[];
   readonly slotKey: string;
+  readonly slotLimit: number;
 }
 
 /** Every key starts with the app's hash tag (`{app id}`), so that one store call may touch them all (Redis Cluster). */
@@ -297,7 +298,7 @@ function limitSubject(app: AppIdentity, provider: string, deviceId: string): Lim
   if (providerLimit) rules.push({ policy: 'provider', key: `${tag}\u0000p\u0000${provider}`, limit: providerLimit, windowSeconds: 60 });
   if (settings.deviceDailyQuota) rules.push({ policy: 'device-day', key: `${tag}\u0000dd\u0000${deviceId}`, limit: settings.deviceDailyQuota, windowSeconds: 86_400 });
   if (settings.appDailyQuota) rules.push({ policy: 'app-day', key: `${tag}\u0000ad`, limit: settings.appDailyQuota, windowSeconds: 86_400 });
-  return { rules, slotKey: `${tag}\u0000s\u0000${deviceId}` };
+  return { rules, slotKey: `${tag}\u0000s\u0000${deviceId}`, slotLimit: settings.maxConcurrentStreamsPerDevice };
 }
 
 /** A concurrency slot held by one open response. */

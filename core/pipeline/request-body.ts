@@ -15,6 +15,11 @@ function tooLarge(limit: number): GatewayError {
   return new GatewayError('invalidRequest', `The request body is larger than ${limit} bytes.`, { status: 413, reason: 'body_too_large' });
 }
 
+/** Chunks as one buffer: the chunk itself when there is one (no copy). */
+export function joinChunks(chunks: readonly Buffer[]): Buffer {
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+}
+
 function readBody(request: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -28,7 +33,7 @@ function readBody(request: IncomingMessage, limit: number): Promise<Buffer> {
       }
       chunks.push(chunk);
     });
-    request.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
+    request.once('end', () => resolve(joinChunks(chunks)));
     request.once('error', reject);
   });
 }

@@ -10,6 +10,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { TokenUsage, UsageExtractor } from '../contract';
+import { joinChunks } from './request-body';
 
 /** Largest non-streamed JSON answer whose usage is read (embeddings of large batches go past it: usage unknown). */
 export const MAX_JSON_BODY_BYTES = 2 * 1024 * 1024;
@@ -117,7 +118,7 @@ export class UsageTap {
   finish(): TokenUsage | undefined {
     if (!this.gaveUp) {
       try {
-        if (this.framing === 'json') this.readJsonBody(this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending));
+        if (this.framing === 'json') this.readJsonBody(joinChunks(this.pending));
         else if (this.framing === 'sse' || this.framing === 'lines') {
           if (this.pendingBytes > 0 && !this.skippingLine) this.line(Buffer.concat(this.pending).toString('utf8'));
           this.dispatchEvent();
@@ -130,12 +131,11 @@ export class UsageTap {
     const usage: TokenUsage = { ...this.accumulator.found };
     if (usage.model === undefined) {
       const fromPath = safely(() => this.extractor.modelFromPath?.(this.providerPath));
-      const prefix = this.requestPrefix.length === 1 ? this.requestPrefix[0]!.toString('utf8') : Buffer.concat(this.requestPrefix).toString('utf8');
-      const fromBody = /^\s*\{[\s\S]*?"model"\s*:\s*"([^"\\]{1,200})"/.exec(prefix)?.[1];
+      const fromBody = /^\s*\{[\s\S]*?"model"\s*:\s*"([^"\\]{1,200})"/.exec(joinChunks(this.requestPrefix).toString('utf8'))?.[1];
       const model = modelName(fromPath) ?? modelName(fromBody);
       if (model) usage.model = model;
     }
-    this.requestPrefix = [];
+    this.forgetRequest();
     if (!this.accumulator.any && usage.model === undefined) return undefined;
     return usage;
   }
@@ -228,10 +228,12 @@ export class UsageTap {
   private read(document: unknown): void {
     this.accumulator.merge(safely(() => this.extractor.read(document)));
     // The answer names its model: the request's first bytes are not needed (a long stream does not hold them).
-    if (this.requestPrefixBytes > 0 && this.accumulator.found.model !== undefined) {
-      this.requestPrefix = [];
-      this.requestPrefixBytes = 0;
-    }
+    if (this.requestPrefixBytes > 0 && this.accumulator.found.model !== undefined) this.forgetRequest();
+  }
+
+  private forgetRequest(): void {
+    this.requestPrefix = [];
+    this.requestPrefixBytes = 0;
   }
 
   private readLines(chunk: Buffer): void {
@@ -324,7 +326,7 @@ export class UsageTap {
       const headersLength = head.readUInt32BE(4);
       if (total > MAX_FRAME_BYTES || total < 16 || headersLength > total - 16) return this.giveUp();
       if (this.pendingBytes < total) return;
-      const buffer = this.pending.length === 1 ? head : Buffer.concat(this.pending);
+      const buffer = joinChunks(this.pending);
       const headers = buffer.subarray(12, 12 + headersLength);
       const payload = buffer.subarray(12 + headersLength, total - 4);
       const eventType = eventStreamHeader(headers, ':event-type');

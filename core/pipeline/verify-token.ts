@@ -13,11 +13,10 @@ export function checkAppToken(directory: GatewayDirectory, header: string | stri
   // Lookup is by SHA-256 of the token in an index (or a map): the secret is never compared byte by byte.
   const known = admittedTokenHashes.get(header);
   const hash = known ?? hashToken(header);
+  // A token not remembered yet is remembered once admitted.
+  const remember = known === undefined ? header : undefined;
   const found = directory.findAppByTokenHash(hash);
-  if (found instanceof Promise) return found.then((app) => remember(header, admit(app, hash, nowMs), hash));
-  const app = admit(found, hash, nowMs);
-  if (known === undefined) remember(header, app, hash);
-  return app;
+  return found instanceof Promise ? found.then((app) => admit(app, hash, nowMs, remember)) : admit(found, hash, nowMs, remember);
 }
 
 /**
@@ -28,19 +27,17 @@ export function checkAppToken(directory: GatewayDirectory, header: string | stri
 const admittedTokenHashes = new Map<string, string>();
 const ADMITTED_TOKENS_LIMIT = 1000;
 
-function remember(token: string, app: AppEntry, hash: string): AppEntry {
-  if (admittedTokenHashes.size >= ADMITTED_TOKENS_LIMIT) admittedTokenHashes.clear();
-  admittedTokenHashes.set(token, hash);
-  return app;
-}
-
-function admit(app: AppEntry | null, hash: string, nowMs: number): AppEntry {
+function admit(app: AppEntry | null, hash: string, nowMs: number, remember: string | undefined): AppEntry {
   if (!app) throw new GatewayError('unauthorized', 'The app token is not valid.', { reason: 'app_token_unknown' });
   // A rotated-away token works only during its grace period (the lookup matched the previous token, not the current one).
   if (app.tokenHash !== hash && !(app.previousTokenHash === hash && (app.previousTokenExpiresAt ?? 0) > nowMs)) {
     throw new GatewayError('unauthorized', 'This app token was rotated and its grace period has ended: ship the new token.', { reason: 'app_token_rotated' });
   }
   if (app.status !== 'active') throw new GatewayError('unauthorized', 'This app is disabled.', { reason: 'app_disabled' });
+  if (remember !== undefined) {
+    if (admittedTokenHashes.size >= ADMITTED_TOKENS_LIMIT) admittedTokenHashes.clear();
+    admittedTokenHashes.set(remember, hash);
+  }
   return app;
 }
 

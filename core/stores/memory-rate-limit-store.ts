@@ -60,9 +60,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
       this.slots.set(key, holders);
     } else if (holders.size >= limit) {
       // Expired leases are dropped when they could make the difference (below the limit, live ones are fewer still).
-      holders.forEach((expiresAt, id) => {
-        if (expiresAt <= nowMs) holders!.delete(id);
-      });
+      for (const [id, expiresAt] of holders) if (expiresAt <= nowMs) holders.delete(id);
       if (holders.size >= limit) {
         if (holders.size === 0) this.slots.delete(key);
         return false;

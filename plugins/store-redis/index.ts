@@ -8,7 +8,7 @@
  * - Challenges: `SET key app PX ttl NX` to issue, `GETDEL` to consume, so a challenge is used once across the fleet.
  * - Open-request slots are leases: one sorted set per app and device, each member a request scored by its lease expiry;
  *   the acquiring script prunes expired members first, so a crashed node's slots free themselves within one lease
- *   (docs/decisions/2026-11-24-stream-slot-leases.md). Releases of one event-loop turn share one pipeline per shard.
+ *   (docs/decisions/2026-11-24-stream-slot-leases.md). Releases of one event-loop turn share one pipeline per hash slot.
  * - Redis Cluster: `TOLLGATE_REDIS_URL=redis-cluster://host1:port1,host2:port2,…` (seed nodes). Every key of one script
  *   shares a `{app}` hash tag, so the script runs on one shard.
  * - Fail closed: commands are not queued while Redis is unreachable (`enableOfflineQueue: false`); a rate-limit or
@@ -19,6 +19,7 @@
  * Device revocations and app changes are shared through the database's change feed (every node polls it), so they need
  * no Redis of their own.
  */
+import calculateSlot from 'cluster-key-slot';
 import Redis, { Cluster } from 'ioredis';
 import type { ChallengeStore, RateLimitRule, RateLimitRuleResult, RateLimitStore, SlotRequest, TollgatePlugin } from '../../core/contract';
 
@@ -222,17 +223,17 @@ export class RedisRateLimitStore implements RateLimitStore {
     });
   }
 
-  /** One pipeline of `ZREM`s per hash tag: on Redis Cluster, the keys of one pipeline must share a shard. */
+  /** One pipeline of `ZREM`s per hash slot: on Redis Cluster, the keys of one pipeline must share a slot. */
   private readonly flushReleases = (): void => {
     const batch = this.pendingReleases;
     if (batch.length === 0) return;
     this.pendingReleases = [];
-    const groups = new Map<string, typeof batch>();
+    const groups = new Map<number, typeof batch>();
     for (const entry of batch) {
-      const tag = hashTagOf(entry.key);
-      const group = groups.get(tag);
+      const slot = calculateSlot(entry.key);
+      const group = groups.get(slot);
       if (group) group.push(entry);
-      else groups.set(tag, [entry]);
+      else groups.set(slot, [entry]);
     }
     for (const group of groups.values()) {
       const pipeline = this.redis.pipeline();
@@ -271,14 +272,6 @@ export class RedisRateLimitStore implements RateLimitStore {
     this.onClose();
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
-}
-
-/** A key's Redis Cluster hash tag: what lies between its first `{` and the next `}`, when not empty; else the key. */
-function hashTagOf(key: string): string {
-  const open = key.indexOf('{');
-  if (open < 0) return key;
-  const close = key.indexOf('}', open + 1);
-  return close > open + 1 ? key.slice(open + 1, close) : key;
 }
 
 export class RedisChallengeStore implements ChallengeStore {
