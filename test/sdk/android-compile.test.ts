@@ -3,20 +3,17 @@
  * (sdk/flutter/android) and the React Native module's (sdk/react-native/android) compile with Maven
  * (sdk/android/typecheck) against the Android 14 framework jar from Maven Central (org.robolectric:android-all) and
  * react-android from Maven Central. Hand stubs remain only for what Maven Central lacks (Play Integrity, Play services
- * Tasks, the Flutter embedding); this test fails if an android.* stub comes back. Under CI=true a missing Maven fails.
+ * Tasks, the Flutter embedding); this test fails if an android.* stub comes back. Without an installed Maven, Apache
+ * Maven itself comes from Maven Central (.ci/maven-tool); under CI=true a missing JDK fails.
  */
 import { expect } from 'chai';
-import { requireTool } from '../support/services';
+import { mavenCommand, requireTool } from '../support/services';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const TYPECHECK = path.join(ROOT, 'sdk', 'android', 'typecheck');
-
-function available(command: string): boolean {
-  return spawnSync(command, ['--version'], { encoding: 'utf8' }).status === 0;
-}
 
 function filesUnder(directory: string, suffix: string): string[] {
   if (!existsSync(directory)) return [];
@@ -86,8 +83,9 @@ describe('Android compile against android-all (sdk/android/typecheck)', function
   });
 
   it('mvn package compiles the library, the example, the Flutter plugin and the React Native module', function () {
-    requireTool(this, available('mvn'), 'Maven (mvn) is missing: .ci/run installs the Debian package "maven"');
-    const result = spawnSync('mvn', ['-q', '-B', '-Dmaven.test.skip=true', 'package'], { cwd: TYPECHECK, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    const mvn = mavenCommand();
+    requireTool(this, mvn !== null, 'Maven is missing and .ci/maven-tool could not fetch it (a JDK and Maven Central are needed)');
+    const result = spawnSync(mvn!, ['-q', '-B', '-Dmaven.test.skip=true', 'package'], { cwd: TYPECHECK, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
     expect(result.status, `${result.stdout.slice(-6000)}${result.stderr.slice(-4000)}`).to.equal(0);
     // Each module's classes came out of the Kotlin compiler (-Werror: no warnings either).
     const compiled: Array<[string, string]> = [

@@ -6,7 +6,7 @@
  * When a server binary is missing: with `CI=true` that is a failure (CI installs them, see .ci/run); elsewhere the
  * caller's suite is skipped with the reason printed, because the service is truly absent.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -252,4 +252,22 @@ export async function requireService<T>(context: Mocha.Context, start: () => Pro
     }
     throw error;
   }
+}
+
+/** The checkout (this file runs from dist/test/support). */
+const CHECKOUT = path.resolve(__dirname, '..', '..', '..');
+let maven: string | null | undefined;
+
+/**
+ * The Maven command for the Android SDK suites: `mvn` when installed, else Apache Maven from Maven Central, fetched
+ * once by .ci/maven-tool (pinned version and SHA-512) into .ci/.maven. Null only when that cannot work (no JDK, or
+ * Maven Central out of reach): then {@link requireTool} skips, or fails with CI=true.
+ */
+export function mavenCommand(): string | null {
+  if (maven === undefined) {
+    const result = spawnSync('bash', [path.join(CHECKOUT, '.ci', 'maven-tool')], { encoding: 'utf8', timeout: 5 * 60 * 1000 });
+    if (result.status !== 0) process.stderr.write(`.ci/maven-tool failed: ${(result.stderr ?? '').slice(-2000)}\n`);
+    maven = result.status === 0 ? result.stdout.trim() : null;
+  }
+  return maven;
 }
