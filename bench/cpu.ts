@@ -20,14 +20,28 @@ function clockTicksPerSecond(): number {
   return ticksPerSecond;
 }
 
-/** User + system CPU time of `pid` so far, in microseconds. */
-export function processCpuMicros(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+/** User + system CPU time in a `stat` file of /proc (a process's or one thread's), in microseconds. */
+function statCpuMicros(path: string): number {
+  const stat = readFileSync(path, 'utf8');
   // The command name (field 2) may hold spaces and parentheses: count fields after its closing parenthesis.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const userTicks = Number(fields[11]);
   const systemTicks = Number(fields[12]);
   return ((userTicks + systemTicks) * 1_000_000) / clockTicksPerSecond();
+}
+
+/** User + system CPU time of `pid` so far, all its threads, in microseconds. */
+export function processCpuMicros(pid: number): number {
+  return statCpuMicros(`/proc/${pid}/stat`);
+}
+
+/**
+ * CPU time of `pid`'s main thread (the one whose id is the process id: the event loop, JavaScript and the GC work done
+ * there) so far, in microseconds. The rest of {@link processCpuMicros} is spent on the other threads: V8's platform
+ * workers (parallel scavenges, concurrent marking and sweeping, background compilation) and libuv's thread pool.
+ */
+export function mainThreadCpuMicros(pid: number): number {
+  return statCpuMicros(`/proc/${pid}/task/${pid}/stat`);
 }
 
 /** Resident set size of `pid` in bytes (`VmRSS` of /proc/<pid>/status). */
