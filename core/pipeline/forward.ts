@@ -32,7 +32,7 @@ import { rateLimitHeaderValues } from './limit-rate';
 import { ERROR_BODY_INSPECT_BYTES, credentialForms, inspectsBody, redactErrorBody } from './response-scrub';
 import { declaresBody, readRequestBody } from './request-body';
 import { rewriteResponseUrls } from './response-urls';
-import { UsageTap } from './usage-tap';
+import { RequestPrefix, UsageTap } from './usage-tap';
 
 /**
  * undici's Agent class, loaded without undici's entry point: that entry point installs an undici Agent as the process's
@@ -118,9 +118,6 @@ function clientBody(request: IncomingMessage, upstream: UpstreamRequest, declare
   return small ? 'whole' : 'stream';
 }
 
-/** Upper bound on the request-body bytes kept for the model name (usage-tap.ts). */
-const REQUEST_TAP_BYTES = 16_384;
-
 /**
  * One forwarded request: a handler of undici's core interface (`onConnect`, `onHeaders`, `onData`, `onComplete`,
  * `onError`: the one undici's own `request()` and `stream()` implement, lib/api/api-request.js), writing the provider's
@@ -142,8 +139,8 @@ class Forwarding implements Dispatcher.DispatchHandler {
   private abandoned: Error | undefined;
   private queueTimer: NodeJS.Timeout | undefined;
   private tap: UsageTap | undefined;
-  private requestTap: Buffer[] | undefined;
-  private requestTapBytes = 0;
+  /** The start of the client's body, for the usage tap (the model name when the answer names none). */
+  private requestTap: RequestPrefix | undefined;
   private status = 0;
   /** A small non-2xx answer read whole to redact the credential (response-scrub.ts). */
   private inspected: { headers: IncomingHttpHeaders; chunks: Buffer[]; size: number } | undefined;
@@ -164,7 +161,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
     this.request = context.request;
     this.response = context.response;
     this.limit = stage.configuration.maxBodyBytes;
-    if (context.provider.usage) this.requestTap = [];
+    if (context.provider.usage) this.requestTap = new RequestPrefix();
   }
 
   start(body: ClientBody): void {
@@ -176,7 +173,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
     // The client went away before the answer was complete: abort upstream. (`close` comes once; `settle` removes it.)
     response.on('close', this.onClientClose);
     if (upstream.body) {
-      this.keepRequest(upstream.body);
+      this.requestTap?.keep(upstream.body);
       this.dispatch(upstream.body);
     } else if (body === 'whole') this.readWholeBody();
     else {
@@ -201,7 +198,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
       (body) => {
         // The client went away, or the queue deadline answered, while the body was arriving: nothing goes upstream.
         if (this.settled || this.abandoned) return;
-        this.keepRequest(body);
+        this.requestTap?.keep(body);
         this.dispatch(body);
       },
       (error: unknown) => {
@@ -230,16 +227,6 @@ class Forwarding implements Dispatcher.DispatchHandler {
     }
   }
 
-  private keepRequest(chunk: Buffer): void {
-    if (!this.requestTap || this.requestTapBytes >= REQUEST_TAP_BYTES) return;
-    const room = REQUEST_TAP_BYTES - this.requestTapBytes;
-    // The chunk itself when all the memory it holds fits (Node's HTTP parser copies each body chunk into its own);
-    // else a copy of its start, as a view would keep the whole underlying buffer alive.
-    const kept = chunk.buffer.byteLength <= room ? chunk : Buffer.from(chunk.subarray(0, room));
-    this.requestTap.push(kept);
-    this.requestTapBytes += kept.length;
-  }
-
   /** Counts the streamed request body (cut at the limit) and keeps its start; attached when undici starts sending it. */
   private readonly onRequestData = (chunk: Buffer): void => {
     const outcome = this.context.outcome;
@@ -249,7 +236,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
       this.abandon(new UpstreamFailure('body-too-large'));
       return;
     }
-    this.keepRequest(chunk);
+    this.requestTap?.keep(chunk);
   };
 
   onConnect(abort: (reason?: Error) => void): void {
@@ -299,8 +286,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
   private relayHead(headers: IncomingHttpHeaders): void {
     this.response.writeHead(this.status, headers as Record<string, string | string[]>);
     if (this.context.provider.usage && this.status >= 200 && this.status < 300) {
-      this.tap = new UsageTap(this.context.provider.usage, headers, this.context.route.providerPath);
-      if (this.requestTap) for (const chunk of this.requestTap) this.tap.observeRequest(chunk);
+      this.tap = new UsageTap(this.context.provider.usage, headers, this.context.route.providerPath, this.requestTap);
     }
     // What the tap needed from the request was read: a long stream does not hold it.
     this.requestTap = undefined;

@@ -86,7 +86,7 @@ export class LimitRateStage implements PipelineStage {
     if (this.store.consumeAndAcquire) {
       const slot = this.slotRequest(subject);
       return this.store.consumeAndAcquire(subject.rules, this.clock(), slot).then(
-        ({ results, acquired }) => this.decide(context, subject, results, acquired === undefined ? undefined : takenSlot(slot, acquired)),
+        ({ results, acquired }) => (acquired === undefined ? this.decide(context, subject, results) : this.decide(context, subject, results, slot, acquired)),
         (error: unknown) => Promise.reject(storeUnavailable(error)),
       );
     }
@@ -128,8 +128,11 @@ export class LimitRateStage implements PipelineStage {
     return subject;
   }
 
-  /** `taken`: the slot the store already tried in the same call (consumeAndAcquire); absent: take one after the checks. */
-  private decide(context: ProxyContext, subject: LimitSubject, results: readonly RateLimitRuleResult[], taken?: TakenSlot): void | Promise<void> {
+  /**
+   * `tried`: the slot the store already tried in the same call (consumeAndAcquire), and whether it was `acquired`;
+   * absent: take one after the checks.
+   */
+  private decide(context: ProxyContext, subject: LimitSubject, results: readonly RateLimitRuleResult[], tried?: SlotRequest, acquired = false): void | Promise<void> {
     const outcomes: LimitOutcome[] = [];
     let allowed = true;
     for (const result of results) {
@@ -153,25 +156,25 @@ export class LimitRateStage implements PipelineStage {
     try {
       budgets = checkTokenBudgets(this.store, context, this.clock());
     } catch (error) {
-      return this.refuseAfterLimits(error, taken);
+      return this.refuseAfterLimits(error, tried, acquired);
     }
     if (budgets instanceof Promise) {
       return budgets.then(
-        () => this.afterBudgets(context, subject, taken),
-        (error: unknown) => this.refuseAfterLimits(error, taken),
+        () => this.afterBudgets(context, subject, tried, acquired),
+        (error: unknown) => this.refuseAfterLimits(error, tried, acquired),
       );
     }
-    return this.afterBudgets(context, subject, taken);
+    return this.afterBudgets(context, subject, tried, acquired);
   }
 
-  /** The stream slot: already tried together with the limits (`taken`), or taken now. */
-  private afterBudgets(context: ProxyContext, subject: LimitSubject, taken: TakenSlot | undefined): void | Promise<void> {
-    return taken ? this.admitSlot(context, taken) : this.takeStreamSlot(context, subject);
+  /** The stream slot: already tried together with the limits (`tried`), or taken now. */
+  private afterBudgets(context: ProxyContext, subject: LimitSubject, tried: SlotRequest | undefined, acquired: boolean): void | Promise<void> {
+    return tried ? this.admitSlot(context, tried, acquired) : this.takeStreamSlot(context, subject);
   }
 
   /** A refusal after the limits admitted the request: a slot taken together with the limits is given back. */
-  private refuseAfterLimits(error: unknown, taken: TakenSlot | undefined): never {
-    if (taken?.acquired) this.giveBack(taken.key, taken.holder);
+  private refuseAfterLimits(error: unknown, tried: SlotRequest | undefined, acquired: boolean): never {
+    if (tried && acquired) this.giveBack(tried.key, tried.holder);
     throw error instanceof GatewayError ? error : storeUnavailable(error);
   }
 
@@ -201,9 +204,9 @@ export class LimitRateStage implements PipelineStage {
       throw storeUnavailable(error);
     }
     if (acquired instanceof Promise) {
-      return acquired.then((taken) => this.admitSlot(context, takenSlot(slot, taken)), (error: unknown) => Promise.reject(storeUnavailable(error)));
+      return acquired.then((taken) => this.admitSlot(context, slot, taken), (error: unknown) => Promise.reject(storeUnavailable(error)));
     }
-    this.admitSlot(context, takenSlot(slot, acquired));
+    this.admitSlot(context, slot, acquired);
   }
 
   /** The open-requests slot this request asks for: its device's set (with the app's hash tag), a fresh holder id. */
@@ -212,13 +215,13 @@ export class LimitRateStage implements PipelineStage {
   }
 
   /** Refuses the request when no slot was free; otherwise holds the slot until the response closes. */
-  private admitSlot(context: ProxyContext, taken: TakenSlot): void {
-    if (!taken.acquired) {
-      throw new GatewayError('rateLimited', `Too many open requests from this device (at most ${taken.limit} at once).`, { retryAfterSeconds: 1, reason: 'rate_limited_concurrent' });
+  private admitSlot(context: ProxyContext, request: SlotRequest, acquired: boolean): void {
+    if (!acquired) {
+      throw new GatewayError('rateLimited', `Too many open requests from this device (at most ${request.limit} at once).`, { retryAfterSeconds: 1, reason: 'rate_limited_concurrent' });
     }
-    const slot: HeldSlot = { key: taken.key, holder: taken.holder, response: context.response, released: false };
+    const slot: HeldSlot = { key: request.key, holder: request.holder, response: context.response, released: false };
     this.held.add(slot);
-    this.startRenewals(taken.leaseMs);
+    this.startRenewals(request.leaseMs);
     // `close` comes once: a plain listener, without `once`'s wrapper.
     slot.response.on('close', () => this.release(slot));
     // The client may have gone while the slot was being taken: its 'close' has fired already.
@@ -265,15 +268,6 @@ let holderCount = 0;
 function nextHolder(): string {
   holderCount += 1;
   return `${HOLDER_PREFIX}.${holderCount.toString(36)}`;
-}
-
-/** A slot the store was asked for, and whether it gave it. */
-interface TakenSlot extends SlotRequest {
-  readonly acquired: boolean;
-}
-
-function takenSlot(slot: SlotRequest, acquired: boolean): TakenSlot {
-  return { key: slot.key, limit: slot.limit, leaseMs: slot.leaseMs, holder: slot.holder, acquired };
 }
 
 /** Devices whose rules are kept per app entry and provider; past it, that provider's are built again as they come. */

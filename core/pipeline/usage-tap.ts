@@ -44,6 +44,30 @@ function modelName(value: unknown): string | undefined {
   return name.length > 0 ? name : undefined;
 }
 
+/**
+ * The first {@link REQUEST_MODEL_SCAN_BYTES} of a request body, kept as they arrive (before the answer's head says
+ * whether usage is read at all) and decoded only when the answer names no model.
+ */
+export class RequestPrefix {
+  private chunks: Buffer[] = [];
+  private bytes = 0;
+
+  keep(chunk: Buffer): void {
+    if (this.bytes >= REQUEST_MODEL_SCAN_BYTES) return;
+    const room = REQUEST_MODEL_SCAN_BYTES - this.bytes;
+    // The chunk itself when all the memory it holds fits (Node's HTTP parser copies each body chunk into its own);
+    // else a copy of its start, as a view would keep the whole underlying buffer alive.
+    const kept = chunk.buffer.byteLength <= room ? chunk : Buffer.from(chunk.subarray(0, room));
+    this.chunks.push(kept);
+    this.bytes += kept.length;
+  }
+
+  /** The first `"model": "…"` string of the body, if any: a name still to be cleaned (modelName). */
+  model(): string | undefined {
+    return /^\s*\{[\s\S]*?"model"\s*:\s*"([^"\\]{1,200})"/.exec(joinChunks(this.chunks).toString('utf8'))?.[1];
+  }
+}
+
 const clean = (value: unknown): number | undefined => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.floor(value) : undefined);
 
 /** Accumulates what the reader finds, field by field, later values winning. */
@@ -76,9 +100,8 @@ export class UsageTap {
   /** A line or frame went past the bound: skip to the next line (text) or stop (binary, JSON). */
   private skippingLine = false;
   private gaveUp = false;
-  /** The start of the request body, decoded only if the answer names no model. */
-  private requestPrefix: Buffer[] = [];
-  private requestPrefixBytes = 0;
+  /** The start of the request body, decoded only if the answer names no model; dropped once it does. */
+  private request: RequestPrefix | undefined;
   /** A document was parsed: later streamed ones without a marker are skipped (see `holdsNothing`). */
   private readOne = false;
   /** The SSE event being read had a `data:` line skipped as unmarked: the event is not parsed. */
@@ -88,18 +111,19 @@ export class UsageTap {
     private readonly extractor: UsageExtractor,
     headers: IncomingHttpHeaders,
     private readonly providerPath: string,
+    request: RequestPrefix = new RequestPrefix(),
   ) {
+    this.request = request;
     this.framing = framingOf(headers);
     if (this.framing === undefined) this.gaveUp = true;
   }
 
-  /** Looks at the start of the request body for the model the client asked for (fallback when the answer names none). */
+  /**
+   * Looks at the start of the request body for the model the client asked for (fallback when the answer names none).
+   * `forward` hands over the start it kept instead (the `request` of the constructor).
+   */
   observeRequest(chunk: Buffer): void {
-    if (this.requestPrefixBytes >= REQUEST_MODEL_SCAN_BYTES) return;
-    const room = REQUEST_MODEL_SCAN_BYTES - this.requestPrefixBytes;
-    const kept = chunk.length <= room ? chunk : chunk.subarray(0, room);
-    this.requestPrefix.push(kept);
-    this.requestPrefixBytes += kept.length;
+    this.request?.keep(chunk);
   }
 
   /** Sees one chunk that was already written to the client. Never throws. */
@@ -131,11 +155,11 @@ export class UsageTap {
     const usage: TokenUsage = { ...this.accumulator.found };
     if (usage.model === undefined) {
       const fromPath = safely(() => this.extractor.modelFromPath?.(this.providerPath));
-      const fromBody = /^\s*\{[\s\S]*?"model"\s*:\s*"([^"\\]{1,200})"/.exec(joinChunks(this.requestPrefix).toString('utf8'))?.[1];
+      const fromBody = this.request?.model();
       const model = modelName(fromPath) ?? modelName(fromBody);
       if (model) usage.model = model;
     }
-    this.forgetRequest();
+    this.request = undefined;
     if (!this.accumulator.any && usage.model === undefined) return undefined;
     return usage;
   }
@@ -228,12 +252,7 @@ export class UsageTap {
   private read(document: unknown): void {
     this.accumulator.merge(safely(() => this.extractor.read(document)));
     // The answer names its model: the request's first bytes are not needed (a long stream does not hold them).
-    if (this.requestPrefixBytes > 0 && this.accumulator.found.model !== undefined) this.forgetRequest();
-  }
-
-  private forgetRequest(): void {
-    this.requestPrefix = [];
-    this.requestPrefixBytes = 0;
+    if (this.request && this.accumulator.found.model !== undefined) this.request = undefined;
   }
 
   private readLines(chunk: Buffer): void {

@@ -134,16 +134,16 @@ function toDevice(row: Row): DeviceRow {
 }
 
 /**
- * Increments the change sequence inside `transaction` and returns its new value (the row stays locked until the
- * transaction ends, so no other write takes a number in between).
+ * Increments the change sequence inside `transaction` and returns its new value, in one statement (`RETURNING`, on
+ * SQLite and PostgreSQL alike).
  */
 export async function bumpChangeSequence(transaction: Knex | Knex.Transaction): Promise<number> {
-  await transaction('change_feed').where({ id: 1 }).increment('sequence', 1);
-  return readChangeSequence(transaction);
+  const [row] = (await transaction('change_feed').where({ id: 1 }).increment('sequence', 1).returning('sequence')) as Row[];
+  return Number(row!.sequence);
 }
 
 /** The current change sequence. */
-export async function readChangeSequence(database: Knex | Knex.Transaction): Promise<number> {
+export async function readChangeSequence(database: Knex): Promise<number> {
   const row = (await database('change_feed').where({ id: 1 }).first('sequence')) as Row | undefined;
   return row ? Number(row.sequence) : 0;
 }
