@@ -587,6 +587,20 @@ export class UsageRepository {
   }
 
   /**
+   * Whether a batch written by {@link insertBatch} is stored: one transaction, so all of it or none, told by its last
+   * event with a request id (looked up through the `(app_id, created_at)` index). False when none has a request id.
+   */
+  async holdsBatch(events: readonly UsageEvent[]): Promise<boolean> {
+    for (let index = events.length - 1; index >= 0; index -= 1) {
+      const event = events[index]!;
+      if (event.requestId === undefined || event.requestId === null) continue;
+      const row: unknown = await this.database('usage_events').where({ app_id: event.appId, created_at: event.createdAt, request_id: event.requestId }).first('id');
+      return row !== undefined;
+    }
+    return false;
+  }
+
+  /**
    * What the dashboard charts: requests and errors per minute, errors by type, latency p50/p95 per provider and the
    * busiest devices, over [fromMs, toMs), for one app or (appId null) for all. Counting is done by the database;
    * percentiles are computed here from at most `latencySample` recent latencies per provider.

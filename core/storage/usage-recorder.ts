@@ -1,5 +1,9 @@
 /**
- * Usage events, recorded off the hot path: the request handler appends to an in-memory buffer; a timer writes batches.
+ * Usage events, recorded off the hot path: the request handler appends to an in-memory buffer, written a batch at a time
+ * `flushIntervalMs` (20 ms) after the first event of the batch. Short-lived on purpose: an event held for a second, as
+ * the first versions did, outlives several of V8's young-generation collections at load, is copied and promoted to the
+ * old generation, and the collector's work grew by 3-4 KB per request (docs/benchmarks.md, seventh session). Nothing
+ * runs while no event waits: the timer is set by the first event of a batch, not kept ticking.
  *
  * Survives database outages (issue 17): a batch that cannot be written stays at the head of the buffer and is retried
  * with exponential back-off (from the flush interval up to `maxBackoffMs`), so no event is lost while the outage lasts
@@ -26,11 +30,16 @@ export function lastUsedByKey(events: readonly UsageEvent[]): Map<string, { appI
 }
 
 export interface UsageRecorderOptions {
+  /** The longest an event waits in the buffer before its batch is written (while the database accepts writes). */
   readonly flushIntervalMs: number;
   readonly batchSize: number;
   readonly maxBuffered: number;
+  /** First wait before a failed batch is tried again, doubled with each failure (default 1 s). */
+  readonly retryBaseMs?: number;
   /** Longest wait between two retries of a failed batch (default 30 s). */
   readonly maxBackoffMs?: number;
+  /** How often at most the keys' "last used" is written (default 1 s): one UPDATE per app and provider each time. */
+  readonly markIntervalMs?: number;
   /** Called once when writing starts failing and once when it works again (not for every retry). */
   readonly onError: (error: unknown) => void;
   readonly onRecovered?: (afterFailures: number) => void;
@@ -41,8 +50,21 @@ export type UsageDropReason = 'buffer_full' | 'shutdown';
 
 export class UsageRecorder {
   private buffer: UsageEvent[] = [];
+  /** The next write, set while something waits (events, or "last used" marks) and the recorder is started. */
   private timer: NodeJS.Timeout | undefined;
+  /** When the timer fires (unix ms). */
+  private timerDueAt = 0;
+  private started = false;
   private flushing: Promise<void> | undefined;
+  /** The latest forwarded request per app and provider among the written events, not yet marked on their keys. */
+  private readonly unmarked = new Map<string, { appId: string; provider: string; usedAt: number }>();
+  /** When "last used" was last written (unix ms). */
+  private markedAt = 0;
+  /**
+   * The batch whose write failed last. Its outcome is unknown: a write can fail after its commit (the answer lost when
+   * the database stalls, the connection timed out), so it is looked for before it is written again, never doubled.
+   */
+  private failedBatch: UsageEvent[] | undefined;
   /** Consecutive failed writes (0 when the database accepts them). */
   private failures = 0;
   /** No write is tried before this time (unix ms) after a failure. */
@@ -54,7 +76,7 @@ export class UsageRecorder {
 
   constructor(
     private readonly database: Knex,
-    private readonly options: UsageRecorderOptions = { flushIntervalMs: 1000, batchSize: 500, maxBuffered: 50_000, onError: () => undefined },
+    private readonly options: UsageRecorderOptions = { flushIntervalMs: 20, batchSize: 500, maxBuffered: 50_000, onError: () => undefined },
   ) {}
 
   /** Events dropped, all reasons. */
@@ -67,11 +89,10 @@ export class UsageRecorder {
     return this.buffer.length;
   }
 
+  /** From now on, what is recorded is written by itself (without `start`, only by `flush`). */
   start(): void {
-    this.timer = setInterval(() => {
-      if (Date.now() >= this.retryAt) void this.flush();
-    }, this.options.flushIntervalMs);
-    this.timer.unref();
+    this.started = true;
+    this.scheduleNext();
   }
 
   record(event: UsageEvent): void {
@@ -80,34 +101,72 @@ export class UsageRecorder {
       this.droppedByReason.buffer_full += 1;
     }
     this.buffer.push(event);
+    // A write in progress takes what arrives meanwhile, and schedules the next one when it ends. A timer set only for
+    // "last used" (up to a second away) is brought forward.
+    if (this.flushing === undefined && (this.timer === undefined || this.timerDueAt > Date.now() + this.options.flushIntervalMs)) this.scheduleNext();
   }
 
   /**
-   * Writes everything buffered so far, one flush at a time: a call made during a flush waits for it, then writes what
-   * is left. Resolves when the buffer is empty or a write failed (the unwritten events stay buffered for the retry).
+   * Writes everything buffered so far, and every "last used" not yet written, one flush at a time: a call made during a
+   * flush waits for it, then writes what is left. Resolves when the buffer is empty or a write failed (the unwritten
+   * events stay buffered for the retry).
    */
-  async flush(): Promise<void> {
+  flush(): Promise<void> {
+    return this.write(true);
+  }
+
+  private readonly onTimer = (): void => {
+    this.timer = undefined;
+    void this.write(false);
+  };
+
+  /** Sets the timer for what waits: the buffered events (not before a failed batch's back-off), else due marks. */
+  private scheduleNext(): void {
+    if (!this.started) return;
+    const now = Date.now();
+    let dueAt: number;
+    if (this.buffer.length > 0) dueAt = Math.max(now + this.options.flushIntervalMs, this.retryAt);
+    else if (this.unmarked.size > 0) dueAt = Math.max(now, this.markedAt + (this.options.markIntervalMs ?? 1000));
+    else return;
+    if (this.timer !== undefined) {
+      if (this.timerDueAt <= dueAt) return;
+      clearTimeout(this.timer);
+    }
+    this.timerDueAt = dueAt;
+    this.timer = setTimeout(this.onTimer, dueAt - now);
+    this.timer.unref();
+  }
+
+  /** `allMarks`: write every pending "last used" now (an explicit flush), not only when `markIntervalMs` has passed. */
+  private async write(allMarks: boolean): Promise<void> {
     while (this.flushing) await this.flushing;
-    if (this.buffer.length === 0) return;
-    const run = this.drain();
+    if (this.buffer.length === 0 && this.unmarked.size === 0) return;
+    const run = this.drain(allMarks);
     this.flushing = run;
     try {
       await run;
     } finally {
       this.flushing = undefined;
+      this.scheduleNext();
     }
   }
 
-  private async drain(): Promise<void> {
+  private async drain(allMarks: boolean): Promise<void> {
     while (this.buffer.length > 0) {
-      // The batch stays in the buffer until it is written: a failure leaves it there, in order, for the next try.
-      const batch = this.buffer.slice(0, this.options.batchSize);
+      // The batch stays in the buffer until it is written: a failure leaves it there, in order, for the next try. A
+      // failed batch is tried again as it was (what a full buffer dropped from its head aside), after looking for it.
+      const failed = this.failedBatch;
+      this.failedBatch = undefined;
+      const end = failed ? this.buffer.indexOf(failed[failed.length - 1]!) + 1 : 0;
+      const batch = end > 0 ? this.buffer.slice(0, end) : this.buffer.slice(0, this.options.batchSize);
       try {
-        await new UsageRepository(this.database).insertBatch(batch);
+        const repository = new UsageRepository(this.database);
+        if (!(end > 0 && (await repository.holdsBatch(batch)))) await repository.insertBatch(batch);
       } catch (error) {
+        this.failedBatch = batch;
         if (this.failures === 0) this.options.onError(error);
         this.failures += 1;
-        const backoff = Math.min(this.options.maxBackoffMs ?? 30_000, this.options.flushIntervalMs * 2 ** Math.min(this.failures - 1, 16));
+        const backoff = Math.min(this.options.maxBackoffMs ?? 30_000, (this.options.retryBaseMs ?? 1000) * 2 ** Math.min(this.failures - 1, 16));
         this.retryAt = Date.now() + backoff;
         return;
       }
@@ -117,21 +176,29 @@ export class UsageRecorder {
       this.buffer.splice(0, left);
       this.droppedByReason.buffer_full -= batch.length - left;
       this.written += batch.length;
-      await this.markKeysUsed(batch);
+      for (const [key, used] of lastUsedByKey(batch)) {
+        const known = this.unmarked.get(key);
+        if (!known || known.usedAt < used.usedAt) this.unmarked.set(key, used);
+      }
       if (this.failures > 0) this.options.onRecovered?.(this.failures);
       this.failures = 0;
       this.retryAt = 0;
     }
+    if (this.unmarked.size > 0 && (allMarks || Date.now() - this.markedAt >= (this.options.markIntervalMs ?? 1000))) await this.markKeysUsed();
   }
 
   /**
-   * "Last used" of each provider key in the batch: one UPDATE per app and provider, after the batch is written. Best
-   * effort: a failure loses only this refinement (the next batch moves it forward), never an event.
+   * "Last used" of each provider key used since the last time: one UPDATE per app and provider, after the events are
+   * written, at most every `markIntervalMs`. Best effort: a failure loses only this refinement (the next batch moves
+   * it forward), never an event.
    */
-  private async markKeysUsed(batch: readonly UsageEvent[]): Promise<void> {
+  private async markKeysUsed(): Promise<void> {
+    const marks = [...this.unmarked.values()];
+    this.unmarked.clear();
+    this.markedAt = Date.now();
     try {
       const secrets = new SecretRepository(this.database);
-      for (const { appId, provider, usedAt } of lastUsedByKey(batch).values()) await secrets.markUsed(appId, provider, usedAt);
+      for (const { appId, provider, usedAt } of marks) await secrets.markUsed(appId, provider, usedAt);
     } catch {
       // The events are written; "last used" catches up with the next batch.
     }
@@ -139,7 +206,9 @@ export class UsageRecorder {
 
   /** Writes what is buffered; events that still cannot be written are counted as dropped (`shutdown`). */
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
+    this.started = false;
+    clearTimeout(this.timer);
+    this.timer = undefined;
     await this.flush();
     if (this.buffer.length > 0) {
       this.droppedByReason.shutdown += this.buffer.length;

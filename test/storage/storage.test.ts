@@ -160,6 +160,67 @@ for (const engine of ENGINES) {
       expect(await lastUsed()).to.equal(new Date(now + 9).toISOString());
     });
 
+    it('once started, writes events by itself soon after they arrive (no flush call), and a key\'s "last used" at most once per interval', async () => {
+      const app = await core.management.createApp({ name: 'Self-writing' });
+      await core.management.setSecret({ appId: app.id, provider: 'openai', value: 'sk-self-writing-0123456789abcd' });
+      // A long "last used" interval: an event that arrives while only the mark's timer is set must not wait for it.
+      const recorder = new UsageRecorder(core.database, { flushIntervalMs: 20, batchSize: 500, maxBuffered: 1000, markIntervalMs: 60_000, onError: () => undefined });
+      recorder.start();
+      const until = async (condition: () => Promise<boolean>) => {
+        for (let attempt = 0; attempt < 100 && !(await condition()); attempt += 1) await new Promise((resolve) => setTimeout(resolve, 50));
+      };
+      const stored = async () => (await new UsageRepository(core.database).listForApp(app.id, 0, Date.now() + 1)).length;
+      const lastUsed = async () => (await core.management.listSecrets(app.id))[0]!.lastUsedAt;
+      const now = Date.now();
+      const event = { appId: app.id, deviceId: 'd', provider: 'openai', status: 200, errorType: null, latencyMs: 5, bytesIn: 1, bytesOut: 1, truncated: false, createdAt: now };
+      try {
+        recorder.record(event);
+        await until(async () => (await stored()) === 1);
+        expect(await stored()).to.equal(1);
+        // The first batch marks its key at once (nothing was marked before).
+        await until(async () => (await lastUsed()) !== null);
+        expect(await lastUsed()).to.equal(new Date(now).toISOString());
+        recorder.record({ ...event, createdAt: now + 7 });
+        await until(async () => (await stored()) === 2);
+        expect(await stored()).to.equal(2);
+        expect(recorder.buffered).to.equal(0);
+        // Within the interval the newer use waits for the next mark: stop() writes it.
+        expect(await lastUsed()).to.equal(new Date(now).toISOString());
+      } finally {
+        await recorder.stop();
+      }
+      expect(await lastUsed()).to.equal(new Date(now + 7).toISOString());
+    });
+
+    it('writes a batch whose answer was lost after its commit once, not again on the retry', async () => {
+      const app = await core.management.createApp({ name: 'Lost answer' });
+      const recorder = new UsageRecorder(core.database);
+      const now = Date.now();
+      const event = { appId: app.id, deviceId: 'd', provider: 'openai', status: 200, errorType: null, latencyMs: 5, bytesIn: 1, bytesOut: 1, truncated: false, createdAt: now };
+      for (let index = 0; index < 3; index += 1) recorder.record({ ...event, createdAt: now + index, requestId: `lost-${index}` });
+      // A write that committed and still failed for its caller: the answer lost when the connection dropped.
+      const insertBatch = UsageRepository.prototype.insertBatch;
+      let failed = false;
+      UsageRepository.prototype.insertBatch = async function (this: UsageRepository, events) {
+        await insertBatch.call(this, events);
+        failed = true;
+        throw new Error('connection lost after the commit');
+      };
+      try {
+        await recorder.flush();
+      } finally {
+        UsageRepository.prototype.insertBatch = insertBatch;
+      }
+      expect(failed).to.equal(true);
+      expect(recorder.buffered, 'the batch stays buffered after the failure').to.equal(3);
+      const stored = async () => (await new UsageRepository(core.database).listForApp(app.id, now, now + 10)).length;
+      expect(await stored()).to.equal(3);
+      recorder.record({ ...event, createdAt: now + 5, requestId: 'after' });
+      await recorder.flush();
+      expect(await stored()).to.equal(4);
+      expect(recorder.buffered).to.equal(0);
+    });
+
     it('persists device-token signing keys sealed under the master key', async () => {
       const service = new DeviceTokenService(core.database, core.cipher);
       await service.initialize();
