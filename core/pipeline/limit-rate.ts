@@ -17,6 +17,7 @@ import {
 } from '../contract';
 import type { Configuration } from '../configuration/configuration';
 import { checkTokenBudgets } from './token-budget';
+import { InFlightList, type InFlightMember } from './in-flight-list';
 
 /**
  * Writes the rate-limit headers of the IETF httpapi draft "RateLimit header fields for HTTP"
@@ -219,7 +220,7 @@ export class LimitRateStage implements PipelineStage {
     if (!acquired) {
       throw new GatewayError('rateLimited', `Too many open requests from this device (at most ${request.limit} at once).`, { retryAfterSeconds: 1, reason: 'rate_limited_concurrent' });
     }
-    const slot: HeldSlot = { key: request.key, holder: request.holder, response: context.response, released: false };
+    const slot: HeldSlot = { key: request.key, holder: request.holder, response: context.response, released: false, inFlightIndex: -1 };
     this.held.add(slot);
     this.startRenewals(request.leaseMs);
     // `close` comes once: a plain listener, without `once`'s wrapper.
@@ -228,8 +229,8 @@ export class LimitRateStage implements PipelineStage {
     if (slot.response.destroyed) this.release(slot);
   }
 
-  /** Slots this node holds for open responses. */
-  private readonly held = new Set<HeldSlot>();
+  /** Slots this node holds for open responses (an {@link InFlightList}, not a Set: see there why). */
+  private readonly held = new InFlightList<HeldSlot>();
   private renewals: NodeJS.Timeout | undefined;
 
   private release(slot: HeldSlot): void {
@@ -246,10 +247,10 @@ export class LimitRateStage implements PipelineStage {
   private startRenewals(leaseMs: number): void {
     if (this.renewals) return;
     this.renewals = setInterval(() => {
-      for (const slot of this.held) {
+      this.held.forEach((slot) => {
         if (slot.response.destroyed || slot.response.writableFinished) this.release(slot);
         else Promise.resolve(this.store.renewSlot(slot.key, slot.holder, leaseMs)).catch(() => undefined);
-      }
+      });
       if (this.held.size === 0) {
         clearInterval(this.renewals);
         this.renewals = undefined;
@@ -296,7 +297,7 @@ function limitSubject(app: AppIdentity, provider: string, deviceId: string): Lim
 }
 
 /** A concurrency slot held by one open response. */
-interface HeldSlot {
+interface HeldSlot extends InFlightMember {
   readonly key: string;
   readonly holder: string;
   readonly response: ServerResponse;

@@ -9,6 +9,7 @@ import { setGatewayHeaders, type Pipeline } from '../pipeline/pipeline';
 import { parseProxyRoute } from '../pipeline/proxy-path';
 import type { ProviderRegistry } from '../registry/provider-registry';
 import { sendGatewayError, toGatewayError } from './errors';
+import type { WatchedBody } from './request-guards';
 
 export const PROXY_PREFIX = '/v1/proxy';
 
@@ -35,6 +36,8 @@ export function requestIdOf(response: ServerResponse): string {
  */
 export class ProxyExchange {
   context: ProxyContext | undefined;
+  /** The body watch's entry for this request (gateway.ts), given back when it closes. */
+  watchedBody: WatchedBody | undefined;
   private settled = false;
   private closed = false;
   private reported = false;
@@ -91,8 +94,9 @@ export class ProxyExchange {
 export function createProxyHandler(dependencies: ProxyRouteDependencies) {
   const { registry, pipeline, observers, clock, onClosed } = dependencies;
 
-  return (request: IncomingMessage, response: ServerResponse, requestId: string = requestIdOf(response), started: number = performance.now()): void => {
+  return (request: IncomingMessage, response: ServerResponse, requestId: string = requestIdOf(response), started: number = performance.now(), watchedBody?: WatchedBody): void => {
     const exchange = new ProxyExchange(request, response, requestId, started, observers, onClosed);
+    exchange.watchedBody = watchedBody;
     const rest = (request.url ?? '').slice(PROXY_PREFIX.length);
     let context: ProxyContext;
     try {

@@ -13,6 +13,7 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { GatewayError } from '../contract';
+import { InFlightList, type InFlightMember } from '../pipeline/in-flight-list';
 import { declaresBody } from '../pipeline/request-body';
 import { sendGatewayError } from './errors';
 export { clientAddress } from '../security/client-address';
@@ -33,8 +34,8 @@ export interface BodyDeadlines {
   readonly answer: boolean;
 }
 
-/** One body being watched. */
-interface WatchedBody {
+/** One body being watched: what `BodyWatch.watch` returns, for `forget`. */
+export interface WatchedBody extends InFlightMember {
   readonly request: IncomingMessage;
   readonly response: ServerResponse;
   readonly socket: Duplex & { bytesRead: number };
@@ -52,11 +53,11 @@ interface WatchedBody {
  *
  * One timer sweeps every watched body (as Node's own `connectionsCheckingInterval` does for request heads) instead of
  * one timer and three listeners per request: a request leaves the set when its response closes, or at the next sweep
- * once its body has arrived. The sweep period is a quarter of the shortest deadline (25 ms to 1 s), so a deadline is
+ * once its body has arrived (an {@link InFlightList}, not a Map keyed by request: see there why). The sweep period is a quarter of the shortest deadline (25 ms to 1 s), so a deadline is
  * enforced within a quarter of itself.
  */
 export class BodyWatch {
-  private readonly watched = new Map<IncomingMessage, WatchedBody>();
+  private readonly watched = new InFlightList<WatchedBody>();
   private timer: NodeJS.Timeout | undefined;
   private readonly periodMs: number;
 
@@ -64,24 +65,26 @@ export class BodyWatch {
     this.periodMs = Math.max(25, Math.min(1000, Math.floor(shortestDeadlineMs / 4)));
   }
 
-  /** Watches `request`'s body (no-op for a request without one). */
-  watch(request: IncomingMessage, response: ServerResponse, deadlines: BodyDeadlines): void {
-    if (!declaresBody(request)) return;
+  /** Watches `request`'s body; the entry to hand to `forget`, undefined for a request without a body. */
+  watch(request: IncomingMessage, response: ServerResponse, deadlines: BodyDeadlines): WatchedBody | undefined {
+    if (!declaresBody(request)) return undefined;
     const socket = request.socket as WatchedBody['socket'];
     const now = Date.now();
-    this.watched.set(request, { request, response, socket, deadlines, started: now, lastBytes: socket.bytesRead, lastProgress: now });
+    const entry: WatchedBody = { request, response, socket, deadlines, started: now, lastBytes: socket.bytesRead, lastProgress: now, inFlightIndex: -1 };
+    this.watched.add(entry);
     if (!this.timer) {
-      this.timer = setInterval(() => this.sweep(), this.periodMs);
+      this.timer = setInterval(this.sweep, this.periodMs);
       this.timer.unref();
     }
+    return entry;
   }
 
   /**
-   * Stops watching `request` (its response closed): called from the close handler the server has anyway, so that a
+   * Stops watching a body (its response closed): called from the close handler the server has anyway, so that a
    * finished request's objects are not held until the next sweep.
    */
-  forget(request: IncomingMessage): void {
-    this.watched.delete(request);
+  forget(entry: WatchedBody | undefined): void {
+    if (entry !== undefined) this.watched.delete(entry);
   }
 
   /** Bodies still being watched (for tests and metrics). */
@@ -95,13 +98,13 @@ export class BodyWatch {
     this.watched.clear();
   }
 
-  private sweep(): void {
+  private readonly sweep = (): void => {
     const now = Date.now();
-    for (const entry of this.watched.values()) {
+    this.watched.forEach((entry) => {
       const { request, socket, deadlines } = entry;
       if (request.complete || socket.destroyed || request.destroyed) {
-        this.watched.delete(request);
-        continue;
+        this.watched.delete(entry);
+        return;
       }
       const bytes = socket.bytesRead;
       if (bytes !== entry.lastBytes || request.readableLength > 0 || request.isPaused()) {
@@ -109,15 +112,15 @@ export class BodyWatch {
         entry.lastProgress = now;
       }
       if (now - entry.lastProgress >= deadlines.idleMs || (deadlines.totalMs > 0 && now - entry.started >= deadlines.totalMs)) {
-        this.watched.delete(request);
+        this.watched.delete(entry);
         expireBody(entry);
       }
-    }
+    });
     if (this.watched.size === 0) {
       clearInterval(this.timer);
       this.timer = undefined;
     }
-  }
+  };
 }
 
 function expireBody({ request, response, socket, deadlines }: WatchedBody): void {

@@ -574,7 +574,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     observers,
     clock,
     onClosed: (exchange) => {
-      bodies.forget(exchange.request);
+      bodies.forget(exchange.watchedBody);
       if (logger.isLevelEnabled('info')) writeAccessLine(exchange.requestId, exchange.request.url ?? '', exchange.started, exchange.request, exchange.response, exchange.context);
     },
   });
@@ -590,21 +590,20 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     if (request.url !== undefined && request.url.startsWith(proxyUrlPrefix)) {
       // Proxy bodies may be long uploads: only the idle deadline applies. The response gets its id with the rest of
       // its head (forward.ts, sendGatewayError): one write of the head.
-      bodies.watch(request, response, proxyBodyDeadlines);
-      proxyHandler(request, response, requestId, started);
+      proxyHandler(request, response, requestId, started, bodies.watch(request, response, proxyBodyDeadlines));
       return;
     }
     response.setHeader('Tollgate-Request-Id', requestId);
     // Read now: Express rewrites request.url inside mounted routers.
     const requestUrl = request.url ?? '';
+    // Every other route has a whole-request deadline.
+    const watched = bodies.watch(request, response, bodyDeadlines);
     response.once('close', () => {
-      bodies.forget(request);
+      bodies.forget(watched);
       if (!logger.isLevelEnabled('info')) return;
       // After the handlers that run on the same close (a body read cut short ends as client_aborted) had their turn.
       setImmediate(() => writeAccessLine(requestId, requestUrl, started, request, response));
     });
-    // Every other route has a whole-request deadline.
-    bodies.watch(request, response, bodyDeadlines);
     app(request, response);
   };
 

@@ -9,11 +9,54 @@ import { redactUrl } from '../../core/security/redact';
 import { generateToken, hashToken, isWellFormedToken } from '../../core/security/tokens';
 import { SecretCipher } from '../../core/storage/encryption';
 import { MemoryRateLimitStore } from '../../core/stores/memory-rate-limit-store';
+import { InFlightList } from '../../core/pipeline/in-flight-list';
 import { toGatewayError } from '../../core/routes/errors';
 import { BUILT_IN_PROVIDERS_DIRECTORY } from '../../core/server/plugin-loader';
 import { TestGateway } from '../support/gateway';
 
 const SOURCE_ROOT = path.resolve(__dirname, '..', '..', '..');
+
+describe('InFlightList (what a node keeps per request in flight, without a hash table)', () => {
+  const member = (name: string) => ({ name, inFlightIndex: -1 });
+  const names = (list: InFlightList<{ name: string; inFlightIndex: number }>) => {
+    const seen: string[] = [];
+    list.forEach((entry) => seen.push(entry.name));
+    return seen.sort();
+  };
+
+  it('adds, deletes any member in any order, and refuses a member it does not hold', () => {
+    const list = new InFlightList<{ name: string; inFlightIndex: number }>();
+    const [a, b, c, d] = ['a', 'b', 'c', 'd'].map(member) as [ReturnType<typeof member>, ReturnType<typeof member>, ReturnType<typeof member>, ReturnType<typeof member>];
+    for (const entry of [a, b, c, d]) list.add(entry);
+    expect(list.size).to.equal(4);
+    expect(list.delete(b)).to.equal(true);
+    expect(b.inFlightIndex).to.equal(-1);
+    expect(list.delete(b), 'a second delete').to.equal(false);
+    expect(names(list)).to.deep.equal(['a', 'c', 'd']);
+    expect(list.delete(member('stranger'))).to.equal(false);
+    expect(list.delete(d)).to.equal(true);
+    expect(list.delete(a)).to.equal(true);
+    expect(names(list)).to.deep.equal(['c']);
+    expect(c.inFlightIndex).to.equal(0);
+    list.clear();
+    expect(list.size).to.equal(0);
+    expect(c.inFlightIndex).to.equal(-1);
+    expect(list.delete(c)).to.equal(false);
+  });
+
+  it('visits every member once while the visitor deletes some of them (the sweeps)', () => {
+    const list = new InFlightList<{ name: string; inFlightIndex: number }>();
+    const entries = Array.from({ length: 10 }, (_, index) => member(String(index)));
+    for (const entry of entries) list.add(entry);
+    const visited: string[] = [];
+    list.forEach((entry) => {
+      visited.push(entry.name);
+      if (Number(entry.name) % 3 !== 1) list.delete(entry);
+    });
+    expect(visited.sort()).to.deep.equal(entries.map((entry) => entry.name).sort());
+    expect(names(list)).to.deep.equal(['1', '4', '7']);
+  });
+});
 
 describe('GCRA in-process rate-limit store', () => {
   const rule = (limit: number, key = 'k') => ({ policy: 'device', key, limit, windowSeconds: 60 });
