@@ -6,7 +6,7 @@
  * runs while no event waits: the timer is set by the first event of a batch, not kept ticking.
  *
  * Survives database outages (issue 17): a batch that cannot be written stays at the head of the buffer and is retried
- * with exponential back-off (from the flush interval up to `maxBackoffMs`), so no event is lost while the outage lasts
+ * with exponential back-off (from `retryBaseMs` up to `maxBackoffMs`), so no event is lost while the outage lasts
  * less than the buffer takes to fill. Bounded: at most `maxBuffered` events wait; only when the buffer is full is the
  * oldest dropped, counted by reason (`buffer_full`; `shutdown` for events still unwritten when the process stops with
  * the database down), so that a slow or absent database can never grow memory without limit or slow requests down.
@@ -15,11 +15,14 @@ import type { Knex } from 'knex';
 import { SecretRepository, UsageRepository, type UsageEvent } from './repositories';
 
 /**
- * The latest forwarded request per app and provider in a batch: events without a gateway error type reached the
- * provider with the app's key (a provider's own error, such as a 401 for a revoked key, still used it).
+ * The latest forwarded request per app and provider in a batch, merged into `latest` (later wins): events without a
+ * gateway error type reached the provider with the app's key (a provider's own error, such as a 401 for a revoked key,
+ * still used it).
  */
-export function lastUsedByKey(events: readonly UsageEvent[]): Map<string, { appId: string; provider: string; usedAt: number }> {
-  const latest = new Map<string, { appId: string; provider: string; usedAt: number }>();
+export function lastUsedByKey(
+  events: readonly UsageEvent[],
+  latest = new Map<string, { appId: string; provider: string; usedAt: number }>(),
+): Map<string, { appId: string; provider: string; usedAt: number }> {
   for (const event of events) {
     if (event.errorType !== null) continue;
     const key = `${event.appId}\u0000${event.provider}`;
@@ -52,8 +55,8 @@ export class UsageRecorder {
   private buffer: UsageEvent[] = [];
   /** The next write, set while something waits (events, or "last used" marks) and the recorder is started. */
   private timer: NodeJS.Timeout | undefined;
-  /** When the timer fires (unix ms). */
-  private timerDueAt = 0;
+  /** The timer writes events (false: only "last used", which an arriving event brings forward). */
+  private timerForEvents = false;
   private started = false;
   private flushing: Promise<void> | undefined;
   /** The latest forwarded request per app and provider among the written events, not yet marked on their keys. */
@@ -101,9 +104,8 @@ export class UsageRecorder {
       this.droppedByReason.buffer_full += 1;
     }
     this.buffer.push(event);
-    // A write in progress takes what arrives meanwhile, and schedules the next one when it ends. A timer set only for
-    // "last used" (up to a second away) is brought forward.
-    if (this.flushing === undefined && (this.timer === undefined || this.timerDueAt > Date.now() + this.options.flushIntervalMs)) this.scheduleNext();
+    // A write in progress takes what arrives meanwhile, and schedules the next one when it ends.
+    if (this.flushing === undefined) this.scheduleNext();
   }
 
   /**
@@ -120,19 +122,18 @@ export class UsageRecorder {
     void this.write(false);
   };
 
-  /** Sets the timer for what waits: the buffered events (not before a failed batch's back-off), else due marks. */
+  /**
+   * Sets the timer for what waits: the buffered events (not before a failed batch's back-off), else due marks. A timer
+   * already set for events stays; one set only for marks (up to a second away) gives way to events.
+   */
   private scheduleNext(): void {
-    if (!this.started) return;
+    if (!this.started || (this.timer !== undefined && this.timerForEvents)) return;
+    const events = this.buffer.length > 0;
+    if (!events && (this.unmarked.size === 0 || this.timer !== undefined)) return;
+    clearTimeout(this.timer);
     const now = Date.now();
-    let dueAt: number;
-    if (this.buffer.length > 0) dueAt = Math.max(now + this.options.flushIntervalMs, this.retryAt);
-    else if (this.unmarked.size > 0) dueAt = Math.max(now, this.markedAt + (this.options.markIntervalMs ?? 1000));
-    else return;
-    if (this.timer !== undefined) {
-      if (this.timerDueAt <= dueAt) return;
-      clearTimeout(this.timer);
-    }
-    this.timerDueAt = dueAt;
+    const dueAt = events ? Math.max(now + this.options.flushIntervalMs, this.retryAt) : Math.max(now, this.markedAt + (this.options.markIntervalMs ?? 1000));
+    this.timerForEvents = events;
     this.timer = setTimeout(this.onTimer, dueAt - now);
     this.timer.unref();
   }
@@ -176,10 +177,7 @@ export class UsageRecorder {
       this.buffer.splice(0, left);
       this.droppedByReason.buffer_full -= batch.length - left;
       this.written += batch.length;
-      for (const [key, used] of lastUsedByKey(batch)) {
-        const known = this.unmarked.get(key);
-        if (!known || known.usedAt < used.usedAt) this.unmarked.set(key, used);
-      }
+      lastUsedByKey(batch, this.unmarked);
       if (this.failures > 0) this.options.onRecovered?.(this.failures);
       this.failures = 0;
       this.retryAt = 0;
