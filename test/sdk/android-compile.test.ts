@@ -84,7 +84,7 @@ describe('Android compile against android-all (sdk/android/typecheck)', function
 
   it('mvn package compiles the library, the example, the Flutter plugin and the React Native module', function () {
     const mvn = mavenCommand();
-    requireTool(this, mvn !== null, 'Maven is missing and .ci/maven-tool could not fetch it (a JDK and Maven Central are needed)');
+    requireTool(this, mvn !== null, 'Maven is missing and .ci/maven-tool could not fetch it (a JDK, or Debian\'s JDK packages, and Maven Central are needed)');
     const result = spawnSync(mvn!, ['-q', '-B', '-Dmaven.test.skip=true', 'package'], { cwd: TYPECHECK, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
     expect(result.status, `${result.stdout.slice(-6000)}${result.stderr.slice(-4000)}`).to.equal(0);
     // Each module's classes came out of the Kotlin compiler (-Werror: no warnings either).

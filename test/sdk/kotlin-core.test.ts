@@ -26,7 +26,7 @@ describe('SDK conformance vectors: generator and Kotlin core', function () {
 
   it('mvn test in sdk/android/core passes every vector', function () {
     const mvn = mavenCommand();
-    requireTool(this, mvn !== null, 'Maven is missing and .ci/maven-tool could not fetch it (a JDK and Maven Central are needed)');
+    requireTool(this, mvn !== null, 'Maven is missing and .ci/maven-tool could not fetch it (a JDK, or Debian\'s JDK packages, and Maven Central are needed)');
     const module = path.join(ROOT, 'sdk', 'android', 'core');
     expect(existsSync(path.join(module, 'pom.xml'))).to.equal(true);
     const result = spawnSync(mvn!, ['-q', '-B', 'test'], { cwd: module, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });

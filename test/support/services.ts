@@ -260,8 +260,8 @@ let maven: string | null | undefined;
 
 /**
  * The Maven command for the Android SDK suites: `mvn` when installed, else Apache Maven from Maven Central, fetched
- * once by .ci/maven-tool (pinned version and SHA-512) into .ci/.maven. Null only when that cannot work (no JDK, or
- * Maven Central out of reach): then {@link requireTool} skips, or fails with CI=true.
+ * once by .ci/maven-tool (pinned version and SHA-512) into .ci/.maven. Null only when that cannot work (no JDK,
+ * not even Debian's packages to unpack, or Maven Central out of reach): then {@link requireTool} skips, or fails with CI=true.
  */
 export function mavenCommand(): string | null {
   if (maven === undefined) {
