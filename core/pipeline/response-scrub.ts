@@ -49,19 +49,25 @@ function jsonCredentialFields(value: string): string[] {
 export function credentialForms(context: ProxyContext): string[] {
   const secret = context.peek('secret');
   if (!secret) return [];
-  const upstream = context.peek('upstream');
+  const sent = context.peek('upstream')?.headers;
   const auth = context.provider.auth;
+  // The forms depend only on the secret and what was sent with it: for a static key they are the same on every request,
+  // so they are computed once per secret (the directory caches the secret object itself) and per sent value, looked up
+  // by one string of the sent values (header values never hold NUL) without building any array.
+  const sentKey =
+    auth.kind === 'header'
+      ? sentText(sent?.[auth.header.toLowerCase()])
+      : auth.kind === 'computed'
+        ? `${sentText(sent?.['authorization'])}\u0000${sentText(sent?.['x-amz-security-token'])}`
+        : '';
+  const cached = FORMS_CACHE.get(secret.value);
+  if (cached && cached.sent === sentKey) return cached.forms;
   const headerNames = auth.kind === 'header' ? [auth.header.toLowerCase()] : auth.kind === 'computed' ? ['authorization', 'x-amz-security-token'] : [];
   const sentValues: string[] = [];
   for (const name of headerNames) {
-    const sent = upstream?.headers[name];
-    for (const item of Array.isArray(sent) ? sent : sent === undefined ? [] : [sent]) sentValues.push(item);
+    const value = sent?.[name];
+    for (const item of Array.isArray(value) ? value : value === undefined ? [] : [value]) sentValues.push(item);
   }
-  // The forms depend only on the secret and what was sent with it: for a static key they are the same on every request,
-  // so they are computed once per secret (the directory caches the secret object itself) and per sent value.
-  const sentKey = sentValues.join('\u0000');
-  const cached = FORMS_CACHE.get(secret.value);
-  if (cached && cached.sent === sentKey) return cached.forms;
   const plain = secret.value.reveal();
   const values = [plain, ...jsonCredentialFields(plain)];
   for (const item of sentValues) {
@@ -74,6 +80,11 @@ export function credentialForms(context: ProxyContext): string[] {
   const forms = [...unique].sort((a, b) => b.length - a.length);
   FORMS_CACHE.set(secret.value, { sent: sentKey, forms });
   return forms;
+}
+
+/** A sent header's value as one string (a repeated header's values joined by NUL). */
+function sentText(value: string | string[] | undefined): string {
+  return value === undefined ? '' : typeof value === 'string' ? value : value.join('\u0000');
 }
 
 /** Credential forms per secret object (weakly held: a replaced or evicted secret takes its entry with it). */

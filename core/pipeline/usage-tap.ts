@@ -24,9 +24,15 @@ export const REQUEST_MODEL_SCAN_BYTES = 16 * 1024;
 type Framing = 'json' | 'sse' | 'lines' | 'aws-event-stream';
 
 function framingOf(headers: IncomingHttpHeaders): Framing | undefined {
-  const encoding = String(headers['content-encoding'] ?? 'identity').trim().toLowerCase();
-  if (encoding !== '' && encoding !== 'identity') return undefined;
-  const type = String(headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  const contentEncoding = headers['content-encoding'];
+  if (contentEncoding !== undefined) {
+    const encoding = String(contentEncoding).trim().toLowerCase();
+    if (encoding !== '' && encoding !== 'identity') return undefined;
+  }
+  // The media type before any parameters (`;`), without splitting the header into an array per response.
+  const contentType = String(headers['content-type'] ?? '');
+  const semicolon = contentType.indexOf(';');
+  const type = (semicolon < 0 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase();
   if (type === 'text/event-stream') return 'sse';
   if (type === 'application/x-ndjson' || type === 'application/jsonl' || type === 'application/x-jsonlines' || type === 'application/stream+json') return 'lines';
   if (type === 'application/vnd.amazon.eventstream') return 'aws-event-stream';

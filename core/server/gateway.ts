@@ -544,7 +544,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
    * as JSON text, member by member (undefined ones left out); values the gateway did not produce itself are escaped.
    */
   const writeAccessLine = (requestId: string, requestUrl: string, started: number, request: IncomingMessage, response: ServerResponse, context?: ProxyContext) => {
-    let members = `"requestId":"${requestId}","method":${JSON.stringify(request.method ?? '')},"path":${JSON.stringify(redactUrl(requestUrl))},"status":${response.statusCode}`;
+    // The method needs no escaping: Node's parser accepts only its known method tokens (letters and '-').
+    let members = `"requestId":"${requestId}","method":"${request.method ?? ''}","path":${JSON.stringify(redactUrl(requestUrl))},"status":${response.statusCode}`;
     const errorType = response.getHeader('Tollgate-Error');
     if (errorType !== undefined) members += `,"errorType":${JSON.stringify(String(errorType))}`;
     members += `,"ms":${Math.round((performance.now() - started) * 10) / 10}`;
@@ -558,7 +559,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       const device = context.peek('device');
       if (device) members += `,"device":${JSON.stringify(device.deviceId)}`;
       const outcome = context.outcome;
-      members += `,"provider":${JSON.stringify(context.provider.slug)},"bytesIn":${outcome.bytesIn},"bytesOut":${outcome.bytesOut}`;
+      // A provider slug matches SLUG_PATTERN (lower-case letters, digits, '-'): nothing to escape.
+      members += `,"provider":"${context.provider.slug}","bytesIn":${outcome.bytesIn},"bytesOut":${outcome.bytesOut}`;
       if (outcome.truncated) members += ',"truncated":true';
     }
     accessLine(members);
