@@ -5,12 +5,15 @@
  *
  * The figure that decides is the CPU each proxy process spends per request, read from the operating system's
  * accounting (bench/cpu.ts) over a fixed number of requests: on a machine whose cores are shared by the load generator,
- * the upstream and the proxy, throughput moves with the neighbours while CPU per request does not. Rounds are
- * interleaved (bare node:http, bare undici, Tollgate, …) and the ratio is the median of the rounds. The bare undici pipe
+ * the upstream and the proxy, throughput moves with the neighbours while CPU per request does not. Every target is first
+ * warmed to its steady state, then rounds are interleaved: within a round each target's requests are cut into slices
+ * taken in mirrored order (bare node:http, bare undici, Tollgate, then Tollgate, undici, bare, …), so that the machine's
+ * drift falls on all targets alike, and the ratio is the median of the rounds. The bare undici pipe
  * is the same pipe on the client Tollgate forwards with, so the comparison stays honest. Also printed: requests/s,
  * p50/p99 latency, and the time to the first streamed byte added by Tollgate over the bare pipe.
  *
- * Environment: BENCH_REQUESTS (requests per measurement, default 40000), BENCH_CONNECTIONS (default 32),
+ * Environment: BENCH_REQUESTS (requests per measurement, default 40000), BENCH_SLICES (default 8),
+ * BENCH_WARMUP (requests per target and workload before the first round, default 30000), BENCH_CONNECTIONS (default 32),
  * BENCH_ROUNDS (default 3), BENCH_TTFB_SAMPLES (default 400), BENCH_PROFILE=<dir> (V8 CPU profile of the gateway).
  */
 import autocannon from 'autocannon';
@@ -24,6 +27,8 @@ const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 40_000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const TTFB_SAMPLES = Number(process.env.BENCH_TTFB_SAMPLES ?? 400);
+const SLICES = Math.max(1, Number(process.env.BENCH_SLICES ?? 8));
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 30_000);
 
 interface Measurement {
   readonly target: string;
@@ -46,8 +51,20 @@ interface Target {
   readonly headers: Readonly<Record<string, string>>;
 }
 
-async function measure(target: Target, workload: Workload, round: number): Promise<Measurement> {
-  const options = {
+/** What one target did over the slices of a round. */
+interface Tally {
+  cpu: number;
+  main: number;
+  requests: number;
+  seconds: number;
+  errors: number;
+  non2xx: number;
+  readonly p50s: number[];
+  readonly p99s: number[];
+}
+
+function loadOptions(target: Target, workload: Workload) {
+  return {
     url: target.url(workload),
     method: 'POST' as const,
     headers: { 'content-type': 'application/json', ...target.headers },
@@ -55,25 +72,71 @@ async function measure(target: Target, workload: Workload, round: number): Promi
     connections: CONNECTIONS,
     pipelining: 1,
   };
-  await autocannon({ ...options, amount: Math.max(1000, Math.floor(REQUESTS / 10)) }); // warm-up: JIT, pools, caches
-  const cpuBefore = processCpuMicros(target.pid);
-  const mainBefore = mainThreadCpuMicros(target.pid);
-  const result = await autocannon({ ...options, amount: REQUESTS });
-  const cpuMicros = processCpuMicros(target.pid) - cpuBefore;
-  const mainMicros = mainThreadCpuMicros(target.pid) - mainBefore;
-  const completed = Math.max(1, result.requests.total);
-  return {
-    target: target.name,
-    workload,
-    round,
-    requestsPerSecond: result.requests.average,
-    cpuMicrosPerRequest: cpuMicros / completed,
-    helperMicrosPerRequest: Math.max(0, cpuMicros - mainMicros) / completed,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    errors: result.errors + result.timeouts,
-    non2xx: result.non2xx,
-  };
+}
+
+/**
+ * `amount` requests to `target`, and the seconds from the start to the last answer. autocannon ends a run at its next
+ * sample tick after the last answer, so its own duration is rounded up to a tick: with ticks of 100 ms (rather than
+ * its default second) a slice does not sit idle for most of a second, and requests/s is counted to the last answer.
+ */
+function load(target: Target, workload: Workload, amount: number): Promise<{ result: autocannon.Result; seconds: number }> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    let last = started;
+    const instance = autocannon({ ...loadOptions(target, workload), amount, sampleInt: 100 }, (error: Error | null, result: autocannon.Result) =>
+      error ? reject(error) : resolve({ result, seconds: (last - started) / 1000 }),
+    );
+    instance.on('response', () => {
+      last = performance.now();
+    });
+  });
+}
+
+/**
+ * One round of one workload: the round's requests to each target, cut into slices that alternate between the targets
+ * in mirrored order (bare, undici, Tollgate, then Tollgate, undici, bare, …). The CPU each target spent is summed over its
+ * slices. A shared machine's speed drifts by tens of percent within a minute (docs/benchmarks.md, "eighth session");
+ * measured one after the other, 40,000 requests each, the later target took all of a drift, while over mirrored slices a
+ * steady drift falls on every target alike.
+ */
+async function measureRound(targets: readonly Target[], workload: Workload, round: number): Promise<Measurement[]> {
+  for (const target of targets) await load(target, workload, Math.max(1000, Math.floor(REQUESTS / 10)));
+  const tallies: Tally[] = targets.map(() => ({ cpu: 0, main: 0, requests: 0, seconds: 0, errors: 0, non2xx: 0, p50s: [], p99s: [] }));
+  const perSlice = Math.ceil(REQUESTS / SLICES);
+  for (let slice = 0; slice < SLICES; slice += 1) {
+    const order = targets.map((_, index) => (slice % 2 === 0 ? index : targets.length - 1 - index));
+    for (const index of order) {
+      const target = targets[index]!;
+      const tally = tallies[index]!;
+      const cpuBefore = processCpuMicros(target.pid);
+      const mainBefore = mainThreadCpuMicros(target.pid);
+      const { result, seconds } = await load(target, workload, perSlice);
+      tally.cpu += processCpuMicros(target.pid) - cpuBefore;
+      tally.main += mainThreadCpuMicros(target.pid) - mainBefore;
+      tally.requests += result.requests.total;
+      tally.seconds += seconds;
+      tally.errors += result.errors + result.timeouts;
+      tally.non2xx += result.non2xx;
+      tally.p50s.push(result.latency.p50);
+      tally.p99s.push(result.latency.p99);
+    }
+  }
+  return targets.map((target, index) => {
+    const tally = tallies[index]!;
+    const completed = Math.max(1, tally.requests);
+    return {
+      target: target.name,
+      workload,
+      round,
+      requestsPerSecond: tally.requests / Math.max(tally.seconds, 1e-9),
+      cpuMicrosPerRequest: tally.cpu / completed,
+      helperMicrosPerRequest: Math.max(0, tally.cpu - tally.main) / completed,
+      p50: median(tally.p50s),
+      p99: median(tally.p99s),
+      errors: tally.errors,
+      non2xx: tally.non2xx,
+    };
+  });
 }
 
 /** Milliseconds from sending a streamed request to its first body byte, one request at a time. */
@@ -123,12 +186,10 @@ async function main(): Promise<void> {
   const results: Measurement[] = [];
   try {
     const { bare, bareUndici, tollgate } = targetsOf(bench);
+    // Once, before any round: each target's steady state (the gateway's code takes about 30,000 requests to settle).
+    for (const workload of ['json', 'sse'] as const) for (const target of [bare, bareUndici, tollgate]) await load(target, workload, WARMUP);
     for (let round = 1; round <= ROUNDS; round += 1) {
-      for (const workload of ['json', 'sse'] as const) {
-        results.push(await measure(bare, workload, round));
-        results.push(await measure(bareUndici, workload, round));
-        results.push(await measure(tollgate, workload, round));
-      }
+      for (const workload of ['json', 'sse'] as const) results.push(...(await measureRound([bare, bareUndici, tollgate], workload, round)));
     }
     const bareFirstByte = await firstByteMillis(bare, TTFB_SAMPLES);
     const tollgateFirstByte = await firstByteMillis(tollgate, TTFB_SAMPLES);
@@ -138,8 +199,10 @@ async function main(): Promise<void> {
       const server = await startRedis();
       const withRedis = await startBenchTargets({ extraEnv: { TOLLGATE_REDIS_URL: server.url } });
       try {
-        redis = await measure({ ...targetsOf(withRedis).tollgate, name: 'Tollgate + Redis store' }, 'json', 1);
-        results.push(redis);
+        const withRedisTarget = { ...targetsOf(withRedis).tollgate, name: 'Tollgate + Redis store' };
+        await load(withRedisTarget, 'json', WARMUP);
+        [redis] = await measureRound([withRedisTarget], 'json', 1);
+        results.push(redis!);
       } finally {
         withRedis.stop();
         server.stop();
@@ -150,9 +213,9 @@ async function main(): Promise<void> {
     }
 
     lines.push(
-      `Tollgate benchmark: ${REQUESTS} requests per measurement, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds, Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${os.platform()} ${os.release()}`,
+      `Tollgate benchmark: ${REQUESTS} requests per measurement in ${SLICES} mirrored slices, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds after ${WARMUP} warm-up requests per target and workload, Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${os.platform()} ${os.release()}`,
       '',
-      '| round | workload | proxy | CPU µs/request | of which helper threads | requests/s | p50 ms | p99 ms | errors | non-2xx |',
+      '| round | workload | proxy | CPU µs/request | of which helper threads | requests/s | p50 ms | p99 ms (median of slices) | errors | non-2xx |',
       '|---:|---|---|---:|---:|---:|---:|---:|---:|---:|',
       ...results.map((r) => `| ${r.round} | ${r.workload} | ${r.target} | ${r.cpuMicrosPerRequest.toFixed(1)} | ${r.helperMicrosPerRequest.toFixed(1)} | ${r.requestsPerSecond.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} |`),
       '',
