@@ -50,21 +50,16 @@ export function credentialForms(context: ProxyContext): string[] {
   const secret = context.peek('secret');
   if (!secret) return [];
   const sent = context.peek('upstream')?.headers;
-  const auth = context.provider.auth;
+  const names = credentialHeaderNames(context.provider.auth);
   // The forms depend only on the secret and what was sent with it: for a static key they are the same on every request,
   // so they are computed once per secret (the directory caches the secret object itself) and per sent value, looked up
-  // by one string of the sent values (header values never hold NUL) without building any array.
-  const sentKey =
-    auth.kind === 'header'
-      ? sentText(sent?.[auth.header.toLowerCase()])
-      : auth.kind === 'computed'
-        ? `${sentText(sent?.['authorization'])}\u0000${sentText(sent?.['x-amz-security-token'])}`
-        : '';
+  // by one string of the sent values (header values never hold NUL).
+  let sentKey = '';
+  for (const name of names) sentKey += `${sentText(sent?.[name])}\u0000`;
   const cached = FORMS_CACHE.get(secret.value);
   if (cached && cached.sent === sentKey) return cached.forms;
-  const headerNames = auth.kind === 'header' ? [auth.header.toLowerCase()] : auth.kind === 'computed' ? ['authorization', 'x-amz-security-token'] : [];
   const sentValues: string[] = [];
-  for (const name of headerNames) {
+  for (const name of names) {
     const value = sent?.[name];
     for (const item of Array.isArray(value) ? value : value === undefined ? [] : [value]) sentValues.push(item);
   }
@@ -80,6 +75,15 @@ export function credentialForms(context: ProxyContext): string[] {
   const forms = [...unique].sort((a, b) => b.length - a.length);
   FORMS_CACHE.set(secret.value, { sent: sentKey, forms });
   return forms;
+}
+
+/** The headers a computed credential (a request signature) is sent in. */
+const COMPUTED_CREDENTIAL_HEADERS: readonly string[] = ['authorization', 'x-amz-security-token'];
+
+/** The request headers that carry the provider's credential (none when it goes in the query). */
+function credentialHeaderNames(auth: ProxyContext['provider']['auth']): readonly string[] {
+  if (auth.kind === 'header') return [auth.header.toLowerCase()];
+  return auth.kind === 'computed' ? COMPUTED_CREDENTIAL_HEADERS : [];
 }
 
 /** A sent header's value as one string (a repeated header's values joined by NUL). */

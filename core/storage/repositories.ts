@@ -581,17 +581,21 @@ export class UsageRepository {
           row[8] = row[8] ? 1 : 0;
           if (row[14] !== null) row[14] = row[14] ? 1 : 0;
         }
-        connection.transaction(() => {
-          let index = 0;
-          // Whole groups of rows by the wide statement, in order; the rest one by one.
-          for (; index + SQLITE_ROWS_PER_INSERT <= rows.length; index += SQLITE_ROWS_PER_INSERT) {
-            let at = 0;
-            for (let offset = 0; offset < SQLITE_ROWS_PER_INSERT; offset += 1) for (const value of rows[index + offset]!) values[at++] = value;
-            wide.run(values);
-          }
-          for (; index < rows.length; index += 1) one.run(rows[index]!);
-        })();
-        values.fill(null);
+        try {
+          connection.transaction(() => {
+            let index = 0;
+            // Whole groups of rows by the wide statement, in order; the rest one by one.
+            for (; index + SQLITE_ROWS_PER_INSERT <= rows.length; index += SQLITE_ROWS_PER_INSERT) {
+              let at = 0;
+              for (let offset = 0; offset < SQLITE_ROWS_PER_INSERT; offset += 1) for (const value of rows[index + offset]!) values[at++] = value;
+              wide.run(values);
+            }
+            for (; index < rows.length; index += 1) one.run(rows[index]!);
+          })();
+        } finally {
+          // The reused parameters hold no batch's strings until the next write, nor after a failed one.
+          values.fill(null);
+        }
       } finally {
         await client.releaseConnection(connection);
       }
