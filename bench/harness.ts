@@ -4,12 +4,24 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
 const ROOT = path.resolve(__dirname, '..');
 const CLI = path.join(ROOT, 'bin', 'tollgate.js');
+
+/**
+ * The node flags `npm start` gives the gateway (package.json's `start`, `node [flags] dist/bin/tollgate.js serve`): the
+ * benchmark starts `tollgate serve` as users start it. The bare pipes run on Node's defaults.
+ */
+export function gatewayNodeFlags(): string[] {
+  const manifest = JSON.parse(readFileSync(path.join(ROOT, '..', 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+  const start = manifest.scripts?.start ?? '';
+  const match = /^node((?: --[\w-]+(?:=\S+)?)*) dist\/bin\/tollgate\.js serve$/.exec(start);
+  if (!match) throw new Error(`package.json's start script is not "node [flags] dist/bin/tollgate.js serve": ${start}`);
+  return match[1]!.split(' ').filter((flag) => flag !== '');
+}
 
 /** The benchmark's two workloads: a JSON chat completion, and the same call streamed as SSE. */
 export type Workload = 'json' | 'sse';
@@ -54,7 +66,10 @@ function cli(env: Record<string, string>, args: string[], input = ''): Record<st
   return JSON.parse(result.stdout) as Record<string, string>;
 }
 
-/** Starts the three targets. `extraEnv` reaches `tollgate serve` (e.g. TOLLGATE_REDIS_URL); `nodeArguments` its node. */
+/**
+ * Starts the three targets. `extraEnv` reaches `tollgate serve` (e.g. TOLLGATE_REDIS_URL); `nodeArguments` its node, after
+ * the flags of `npm start` (gatewayNodeFlags).
+ */
 export async function startBenchTargets(options: { extraEnv?: Record<string, string>; nodeArguments?: string[] } = {}): Promise<BenchTargets> {
   const children: ChildProcess[] = [];
   const dataDirectory = mkdtempSync(path.join(os.tmpdir(), 'tollgate-bench-'));
@@ -77,7 +92,7 @@ export async function startBenchTargets(options: { extraEnv?: Record<string, str
     const app = cli(env, ['apps', 'create', '--name', 'bench', '--allow-development-attestation', '--device-limit', '1000000', '--app-limit', '100000000', '--max-streams', '10000']);
     cli(env, ['secrets', 'set', '--app', app.id!, '--provider', 'openai'], 'sk-bench-0123456789abcdef');
     const { developmentToken } = cli(env, ['dev-tokens', 'create', '--app', app.id!]);
-    const tollgate = spawn(process.execPath, [...(options.nodeArguments ?? []), CLI, 'serve'], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const tollgate = spawn(process.execPath, [...gatewayNodeFlags(), ...(options.nodeArguments ?? []), CLI, 'serve'], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
     children.push(tollgate);
     const tollgateUrl = await new Promise<string>((resolve, reject) => {
       let stderr = '';

@@ -19,7 +19,7 @@
 import autocannon from 'autocannon';
 import http from 'node:http';
 import os from 'node:os';
-import { benchBody, startBenchTargets, workloadQuery, type BenchTargets, type Workload } from './harness';
+import { benchBody, gatewayNodeFlags, startBenchTargets, workloadQuery, type BenchTargets, type Workload } from './harness';
 import { mainThreadCpuMicros, median, processCpuMicros } from './cpu';
 import { ServiceUnavailable, startRedis } from '../test/support/services';
 
@@ -213,7 +213,7 @@ async function main(): Promise<void> {
     }
 
     lines.push(
-      `Tollgate benchmark: ${REQUESTS} requests per measurement in ${SLICES} mirrored slices, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds after ${WARMUP} warm-up requests per target and workload, Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${os.platform()} ${os.release()}`,
+      `Tollgate benchmark: ${REQUESTS} requests per measurement in ${SLICES} mirrored slices, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds after ${WARMUP} warm-up requests per target and workload, Node ${process.version} (the gateway as npm start runs it: node ${gatewayNodeFlags().join(' ')}), ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${os.platform()} ${os.release()}`,
       '',
       '| round | workload | proxy | CPU µs/request | of which helper threads | requests/s | p50 ms | p99 ms (median of slices) | errors | non-2xx |',
       '|---:|---|---|---:|---:|---:|---:|---:|---:|---:|',

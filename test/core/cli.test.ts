@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { gatewayNodeFlags } from '../../bench/harness';
 import { FakeUpstream, respondJson } from '../support/fake-upstream';
 
 const CLI = path.resolve(__dirname, '..', '..', 'bin', 'tollgate.js');
@@ -34,9 +35,9 @@ function run(cwd: string, args: string[], options: { input?: string; env?: Recor
   return { status: result.status, stdout: result.stdout, stderr: result.stderr, json: () => JSON.parse(result.stdout) as Record<string, any> };
 }
 
-/** Starts `tollgate serve` and resolves with its URL once the banner names it. */
-function serve(cwd: string, env: Record<string, string>): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
-  const child = spawn(process.execPath, [CLI, 'serve'], { cwd, env: { PATH: process.env.PATH ?? '', TOLLGATE_PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts `tollgate serve` (with `nodeFlags` for node) and resolves with its URL once the banner names it. */
+function serve(cwd: string, env: Record<string, string>, nodeFlags: string[] = []): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
+  const child = spawn(process.execPath, [...nodeFlags, CLI, 'serve'], { cwd, env: { PATH: process.env.PATH ?? '', TOLLGATE_PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   return new Promise((resolve, reject) => {
     child.stderr!.on('data', (chunk: Buffer) => {
@@ -176,8 +177,11 @@ describe('tollgate CLI', () => {
     }
   });
 
-  it('serve boots on an empty directory, answers /healthz, prints how to start, and exits 0 on SIGTERM', async () => {
-    const { child, url, stderr } = await serve(cwd, {});
+  it('serve, with the node flags of npm start, boots on an empty directory, answers /healthz, prints how to start, and exits 0 on SIGTERM', async () => {
+    // The flags `npm start` passes (package.json), which `npm run bench` starts the gateway with too.
+    const flags = gatewayNodeFlags();
+    expect(flags).to.include('--max-semi-space-size=32');
+    const { child, url, stderr } = await serve(cwd, {}, flags);
     try {
       const health = await fetch(`${url}/healthz`);
       expect(health.status).to.equal(200);
