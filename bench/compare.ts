@@ -6,6 +6,9 @@
  * 3–5 µs step is visible here and not in `npm run bench`. It is a tool for a change under work; `npm run bench` stays
  * the figure that is reported.
  *
+ * Each checkout's gateway starts as that checkout's `npm start` starts it (its harness reads its package.json), so a
+ * change of node flags is part of the comparison.
+ *
  * Each round: both gateways warmed, then BENCH_REQUESTS requests to each at once (BENCH_CONNECTIONS each), CPU per
  * request of each process from the kernel's accounting (bench/cpu.ts). Printed: the rounds, the medians and the median
  * per-round difference (this − other).
