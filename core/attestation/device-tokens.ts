@@ -7,8 +7,9 @@
  * refuse it too early, never let it through.
  *
  * Rotation without downtime: `rotate()` adds a key that signs from then on; older keys keep verifying the tokens they
- * signed until those expire. A process that meets an unknown `kid` reloads the key set (at most once a second), so a
- * key created by another node is picked up without a restart.
+ * signed until those expire. A process that meets an unknown `kid` reloads the key set (at most once a second; for a
+ * token newer than its key set, 100 ms after the last reload at the soonest), so a key created by another node is
+ * picked up without a restart.
  *
  * Each distinct token is verified once; the claims are then cached until the token expires, so that the per-request
  * cost is a map lookup and an expiry check.
@@ -25,6 +26,8 @@ export const DEVICE_TOKEN_ALGORITHM = 'EdDSA';
 export const DEVICE_TOKEN_TYPE = 'tollgate-device+jwt';
 const CACHE_LIMIT = 100_000;
 const RELOAD_INTERVAL_MS = 1000;
+/** The shortest time between two reloads of the key set (for a token newer than the last one). */
+const MIN_RELOAD_GAP_MS = 100;
 
 /** Verified claims of a device token (times in unix ms). */
 export interface DeviceTokenClaims {
@@ -148,8 +151,9 @@ export class DeviceTokenService {
     let key = this.keys.get(kid);
     // Requests that meet the same new kid at once share one reload: one arriving while it runs waits for it rather than
     // being refused by the reload throttle (nodes booting together; a burst right after another node's first token).
-    if (!key && (this.reloading || this.mayReloadFor(token))) {
-      await (this.reloading ?? this.reloadShared());
+    const reload = key ? undefined : (this.reloading ?? this.reloadFor(token));
+    if (reload) {
+      await reload;
       key = this.keys.get(kid);
     }
     if (!key) throw rejected('device_token_invalid', 'The device token was not issued by this gateway.');
@@ -184,19 +188,21 @@ export class DeviceTokenService {
 
   /**
    * An unknown `kid` may be a key another node created since our last reload (nodes booting together each create one).
-   * Reload at most once a second in general, and sooner (at most every 100 ms) for a token that claims to be newer than
-   * our key set, so a fresh key is found at once while a flood of forged kids cannot hammer the database.
+   * Reloads at once when the last reload is over a second old; else only for a token that claims to be newer than our
+   * key set, and then no sooner than 100 ms after the last reload (waiting for that moment rather than refusing: a
+   * peer's token met within 100 ms of our reload is genuine), so a fresh key is found while a flood of forged kids
+   * costs the database at most ten reads a second. Undefined: no reload, the token is refused.
    */
-  private mayReloadFor(token: string): boolean {
+  private reloadFor(token: string): Promise<void> | undefined {
     const sinceReload = this.clock() - this.lastReload;
-    if (sinceReload > RELOAD_INTERVAL_MS) return true;
-    if (sinceReload < 100) return false;
+    if (sinceReload > RELOAD_INTERVAL_MS) return this.reloadShared(0);
     try {
       const issuedAt = Number(decodeJwt(token).iat) * 1000;
-      return Number.isFinite(issuedAt) && issuedAt >= this.lastReload - RELOAD_INTERVAL_MS;
+      if (!(Number.isFinite(issuedAt) && issuedAt >= this.lastReload - RELOAD_INTERVAL_MS)) return undefined;
     } catch {
-      return false;
+      return undefined;
     }
+    return this.reloadShared(Math.max(0, MIN_RELOAD_GAP_MS - sinceReload));
   }
 
   private evictHalf(): void {
@@ -209,9 +215,10 @@ export class DeviceTokenService {
 
   private reloading: Promise<void> | null = null;
 
-  /** One reload at a time; concurrent callers share it. */
-  private reloadShared(): Promise<void> {
-    const flight = this.reload().finally(() => {
+  /** One reload at a time (after `delayMs`); concurrent callers share it. */
+  private reloadShared(delayMs: number): Promise<void> {
+    const start = delayMs > 0 ? new Promise<void>((resolve) => setTimeout(resolve, delayMs)) : Promise.resolve();
+    const flight = start.then(() => this.reload()).finally(() => {
       if (this.reloading === flight) this.reloading = null;
     });
     this.reloading = flight;

@@ -232,6 +232,29 @@ for (const engine of ENGINES) {
       expect(JSON.stringify(rows)).not.to.match(/"d":"/);
     });
 
+    it('verifies a token signed by a key another node created right after this node read its keys (within the 100 ms between reloads)', async () => {
+      // This node's clock stands still at the instant of its last reload: for it, every token below arrives 0 ms later.
+      const frozen = Date.now();
+      const thisNode = new DeviceTokenService(core.database, core.cipher, () => frozen);
+      await thisNode.initialize();
+      const otherNode = new DeviceTokenService(core.database, core.cipher);
+      await otherNode.initialize();
+      const kid = await otherNode.rotate();
+      const { token } = await otherNode.issue({ appId: 'app_x', deviceId: 'peer-device', method: 'development', ttlSeconds: 60 });
+      expect(JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()).kid).to.equal(kid);
+      expect((await thisNode.verify(token)).deviceId).to.equal('peer-device');
+      // A kid that no node created is still refused, after that reload.
+      const [header, payload, signature] = token.split('.');
+      const forgedHeader = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(header!, 'base64url').toString()), kid: 'dk_nobodymade' })).toString('base64url');
+      let refusal: unknown;
+      try {
+        await thisNode.verify(`${forgedHeader}.${payload}.${signature}`);
+      } catch (error) {
+        refusal = error;
+      }
+      expect(refusal).to.include({ type: 'attestationFailed', reason: 'device_token_invalid' });
+    });
+
     it('writes usage events in batches and queries them per app and time window', async () => {
       const app = await core.management.createApp({ name: 'Usage' });
       const recorder = new UsageRecorder(core.database);
