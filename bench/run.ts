@@ -100,6 +100,7 @@ function load(target: Target, workload: Workload, amount: number): Promise<{ res
  * steady drift falls on every target alike.
  */
 async function measureRound(targets: readonly Target[], workload: Workload, round: number): Promise<Measurement[]> {
+  // Not measured: the workload has just changed (json, then sse), and the first slice should not pay for it.
   for (const target of targets) await load(target, workload, Math.max(1000, Math.floor(REQUESTS / 10)));
   const tallies: Tally[] = targets.map(() => ({ cpu: 0, main: 0, requests: 0, seconds: 0, errors: 0, non2xx: 0, p50s: [], p99s: [] }));
   const perSlice = Math.ceil(REQUESTS / SLICES);
