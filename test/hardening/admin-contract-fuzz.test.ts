@@ -38,7 +38,7 @@ describe('management API contract fuzzing (schemathesis)', function () {
       if (installed.status !== 0) process.stderr.write(`.ci/python-tools failed: ${installed.stderr.slice(-2000)}\n`);
       st = schemathesis();
     }
-    requireTool(this, st !== null, 'schemathesis is missing and .ci/python-tools could not install it (python3 with venv and PyPI are needed)');
+    requireTool(this, st !== null, 'schemathesis is missing and .ci/python-tools could not install it (python3 with its venv module, and PyPI, are needed)');
     // "Test this key" (POST …/secrets/openai/test) reaches this loopback fake, never the real provider.
     upstream = await FakeUpstream.start();
     gateway = await TestGateway.start({ upstreams: { openai: upstream.url } });
