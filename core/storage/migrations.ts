@@ -239,8 +239,28 @@ const secretLastUsed: Migration = {
   },
 };
 
+/**
+ * One stored usage event per request: a unique index on `(created_at, request_id)`, which the usage inserts name in
+ * `on conflict do nothing`. A batch whose write failed is written again, and the failure may have come after its
+ * commit (a PostgreSQL answer lost while the server stalled): its second write stores nothing twice, however the two
+ * writes interleave on the server. `created_at` first, so that rows are added at the index's end (as the request log's
+ * own index). Duplicates that older versions may have written are removed first (the earliest row is kept).
+ */
+const usageEventOnce: Migration = {
+  name: '0007-usage-event-once',
+  async up(knex) {
+    await knex.raw(
+      'delete from usage_events where request_id is not null and id not in (select min(id) from usage_events where request_id is not null group by created_at, request_id)',
+    );
+    await knex.raw('create unique index usage_events_request_once on usage_events (created_at, request_id) where request_id is not null');
+  },
+  async down(knex) {
+    await knex.raw('drop index usage_events_request_once');
+  },
+};
+
 /** Append only; never reorder or edit a migration that has shipped. */
-export const MIGRATIONS: readonly Migration[] = [initial, auditLog, dashboardUsers, tokenGraceAndRequestLog, usageTokens, secretLastUsed];
+export const MIGRATIONS: readonly Migration[] = [initial, auditLog, dashboardUsers, tokenGraceAndRequestLog, usageTokens, secretLastUsed, usageEventOnce];
 
 /** A knex migration source over {@link MIGRATIONS}. */
 export class CodeMigrationSource implements Knex.MigrationSource<Migration> {

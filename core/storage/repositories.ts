@@ -493,6 +493,12 @@ function usageRow(event: UsageEvent): UsageValue[] {
   ];
 }
 
+/**
+ * What makes writing a batch again harmless: an event already stored (the same `created_at` and request id, migration
+ * 0007's unique index) is skipped, on both engines. Only uniqueness is waived; a NOT NULL violation still fails.
+ */
+const USAGE_ONCE = ' on conflict (created_at, request_id) where request_id is not null do nothing';
+
 /** The part of a better-sqlite3 connection the usage insert uses. */
 interface SqliteConnection {
   prepare(sql: string): { run(values: readonly UsageValue[]): unknown };
@@ -569,8 +575,8 @@ export class UsageRepository {
           const tuple = `(${USAGE_COLUMNS.map(() => '?').join(', ')})`;
           const insert = `insert into usage_events (${USAGE_COLUMNS.join(', ')}) values `;
           inserts = {
-            one: connection.prepare(insert + tuple),
-            wide: connection.prepare(insert + Array.from({ length: SQLITE_ROWS_PER_INSERT }, () => tuple).join(', ')),
+            one: connection.prepare(`${insert}${tuple}${USAGE_ONCE}`),
+            wide: connection.prepare(`${insert}${Array.from({ length: SQLITE_ROWS_PER_INSERT }, () => tuple).join(', ')}${USAGE_ONCE}`),
             values: new Array<UsageValue>(SQLITE_ROWS_PER_INSERT * USAGE_COLUMNS.length),
           };
           sqliteInserts.set(connection, inserts);
@@ -604,24 +610,10 @@ export class UsageRepository {
     // PostgreSQL: one array per column (knex passes an array binding to pg as one array parameter). In a transaction
     // as knex's batchInsert was: a batch whose answer timed out is rolled back, not written once more by the retry.
     const columns = USAGE_COLUMNS.map((_column, index) => rows.map((row) => row[index]));
-    const sql = `insert into usage_events (${USAGE_COLUMNS.join(', ')}) select * from unnest(${USAGE_COLUMN_TYPES.map((type) => `?::${type}[]`).join(', ')})`;
+    const sql = `insert into usage_events (${USAGE_COLUMNS.join(', ')}) select * from unnest(${USAGE_COLUMN_TYPES.map((type) => `?::${type}[]`).join(', ')})${USAGE_ONCE}`;
     await this.database.transaction(async (transaction) => {
       await transaction.raw(sql, columns as never);
     });
-  }
-
-  /**
-   * Whether a batch written by {@link insertBatch} is stored: one transaction, so all of it or none, told by its last
-   * event with a request id (looked up through the `(app_id, created_at)` index). False when none has a request id.
-   */
-  async holdsBatch(events: readonly UsageEvent[]): Promise<boolean> {
-    for (let index = events.length - 1; index >= 0; index -= 1) {
-      const event = events[index]!;
-      if (event.requestId === undefined || event.requestId === null) continue;
-      const row: unknown = await this.database('usage_events').where({ app_id: event.appId, created_at: event.createdAt, request_id: event.requestId }).first('id');
-      return row !== undefined;
-    }
-    return false;
   }
 
   /**

@@ -7,7 +7,8 @@
  *
  * Survives database outages (issue 17): a batch that cannot be written stays at the head of the buffer and is retried
  * with exponential back-off (from `retryBaseMs` up to `maxBackoffMs`), so no event is lost while the outage lasts
- * less than the buffer takes to fill. Bounded: at most `maxBuffered` events wait; only when the buffer is full is the
+ * less than the buffer takes to fill, and none is stored twice when a failure came after the commit (the inserts skip
+ * stored events). Bounded: at most `maxBuffered` events wait; only when the buffer is full is the
  * oldest dropped, counted by reason (`buffer_full`; `shutdown` for events still unwritten when the process stops with
  * the database down), so that a slow or absent database can never grow memory without limit or slow requests down.
  */
@@ -63,11 +64,6 @@ export class UsageRecorder {
   private readonly unmarked = new Map<string, { appId: string; provider: string; usedAt: number }>();
   /** When "last used" was last written (unix ms). */
   private markedAt = 0;
-  /**
-   * The batch whose write failed last. Its outcome is unknown: a write can fail after its commit (the answer lost when
-   * the database stalls, the connection timed out), so it is looked for before it is written again, never doubled.
-   */
-  private failedBatch: UsageEvent[] | undefined;
   /** Consecutive failed writes (0 when the database accepts them). */
   private failures = 0;
   /** No write is tried before this time (unix ms) after a failure. */
@@ -155,16 +151,12 @@ export class UsageRecorder {
   private async drain(allMarks: boolean): Promise<void> {
     while (this.buffer.length > 0) {
       // The batch stays in the buffer until it is written: a failure leaves it there, in order, for the next try. A
-      // failed batch is tried again as it was (what a full buffer dropped from its head aside), after looking for it.
-      const failed = this.failedBatch;
-      this.failedBatch = undefined;
-      const end = failed ? this.buffer.indexOf(failed[failed.length - 1]!) + 1 : 0;
-      const batch = end > 0 ? this.buffer.slice(0, end) : this.buffer.slice(0, this.options.batchSize);
+      // failure may have come after the commit (the answer lost): writing it again stores no event twice, the inserts
+      // skip what is stored (UsageRepository.insertBatch, migration 0007).
+      const batch = this.buffer.slice(0, this.options.batchSize);
       try {
-        const repository = new UsageRepository(this.database);
-        if (!(end > 0 && (await repository.holdsBatch(batch)))) await repository.insertBatch(batch);
+        await new UsageRepository(this.database).insertBatch(batch);
       } catch (error) {
-        this.failedBatch = batch;
         if (this.failures === 0) this.options.onError(error);
         this.failures += 1;
         const backoff = Math.min(this.options.maxBackoffMs ?? 30_000, (this.options.retryBaseMs ?? 1000) * 2 ** Math.min(this.failures - 1, 16));

@@ -192,6 +192,25 @@ for (const engine of ENGINES) {
       expect(await lastUsed()).to.equal(new Date(now + 7).toISOString());
     });
 
+    it('stores a usage event once when its batch is written twice, in whichever order the writes land (unique created_at and request id)', async () => {
+      const app = await core.management.createApp({ name: 'Twice' });
+      const now = Date.now();
+      const event = { appId: app.id, deviceId: 'd', provider: 'openai', status: 200, errorType: null, latencyMs: 5, bytesIn: 1, bytesOut: 1, truncated: false, createdAt: now };
+      // 20 events: one wide statement of 16 rows and 4 single rows on SQLite; one unnest on PostgreSQL.
+      const batch = Array.from({ length: 20 }, (_, index) => ({ ...event, createdAt: now + index, requestId: `twice-${index}` }));
+      const repository = new UsageRepository(core.database);
+      await repository.insertBatch(batch.slice(0, 12));
+      // The retry, then the first attempt's late commit: each stores only what is missing.
+      await repository.insertBatch(batch);
+      await repository.insertBatch(batch.slice(0, 12));
+      const stored = await repository.listForApp(app.id, now, now + 100);
+      expect(stored.map((row) => row.createdAt).sort((a, b) => a - b)).to.deep.equal(batch.map((row) => row.createdAt));
+      // Events without a request id are not deduplicated.
+      const anonymous = { ...event, createdAt: now + 50 };
+      await repository.insertBatch([anonymous, anonymous]);
+      expect(await repository.listForApp(app.id, now, now + 100)).to.have.length(22);
+    });
+
     it('writes a batch whose answer was lost after its commit once, not again on the retry', async () => {
       const app = await core.management.createApp({ name: 'Lost answer' });
       const recorder = new UsageRecorder(core.database);
