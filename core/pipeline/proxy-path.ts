@@ -66,6 +66,27 @@ export function checkProviderPath(raw: string): string {
  * @throws GatewayError `invalidRequest` for a malformed route or an unsafe path, `providerNotFound` for a bad slug.
  */
 export function parseProxyRoute(rest: string): ProxyRoute {
+  // The result is a function of the text alone: an app calls the same few routes again and again.
+  const known = parsedRoutes.get(rest);
+  if (known !== undefined) return known;
+  const route = parseRoute(rest);
+  if (rest.length <= MAX_REMEMBERED_ROUTE_LENGTH) {
+    if (parsedRoutes.size >= MAX_REMEMBERED_ROUTES) parsedRoutes.clear();
+    parsedRoutes.set(rest, route);
+  }
+  return route;
+}
+
+/**
+ * Routes that passed every check, by the text they were parsed from (frozen: shared by every request that sends the same
+ * text). Refusals are not kept. Bounded in count and in key length; when full it starts again, so a flood of distinct
+ * URLs costs only the parse it would cost anyway.
+ */
+const parsedRoutes = new Map<string, ProxyRoute>();
+const MAX_REMEMBERED_ROUTES = 4096;
+const MAX_REMEMBERED_ROUTE_LENGTH = 512;
+
+function parseRoute(rest: string): ProxyRoute {
   if (CONTROL.test(rest)) throw unsafe('control_character', 'control character');
   const queryStart = rest.indexOf('?');
   const pathname = queryStart < 0 ? rest : rest.slice(0, queryStart);
@@ -86,7 +107,7 @@ export function parseProxyRoute(rest: string): ProxyRoute {
     checkProviderPath(providerPath);
     if (safePaths.size < MAX_REMEMBERED_PATHS) safePaths.add(providerPath);
   }
-  return { slug, version, providerPath, query };
+  return Object.freeze({ slug, version, providerPath, query });
 }
 
 /** Provider paths that passed {@link checkProviderPath}. */

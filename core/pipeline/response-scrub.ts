@@ -52,12 +52,10 @@ export function credentialForms(context: ProxyContext): string[] {
   const sent = context.peek('upstream')?.headers;
   const names = credentialHeaderNames(context.provider.auth);
   // The forms depend only on the secret and what was sent with it: for a static key they are the same on every request,
-  // so they are computed once per secret (the directory caches the secret object itself) and per sent value, looked up
-  // by one string of the sent values (header values never hold NUL).
-  let sentKey = '';
-  for (const name of names) sentKey += `${sentText(sent?.[name])}\u0000`;
+  // so they are computed once per secret (the directory caches the secret object itself) and kept with the sent values
+  // they were computed for, compared one by one (no key string is built per request).
   const cached = FORMS_CACHE.get(secret.value);
-  if (cached && cached.sent === sentKey) return cached.forms;
+  if (cached && sameSent(cached.sent, sent, names)) return cached.forms;
   const sentValues: string[] = [];
   for (const name of names) {
     const value = sent?.[name];
@@ -73,8 +71,15 @@ export function credentialForms(context: ProxyContext): string[] {
   const unique = new Set<string>();
   for (const value of values) for (const form of formsOf(value)) unique.add(form);
   const forms = [...unique].sort((a, b) => b.length - a.length);
-  FORMS_CACHE.set(secret.value, { sent: sentKey, forms });
+  FORMS_CACHE.set(secret.value, { sent: names.map((name) => sentText(sent?.[name])), forms });
   return forms;
+}
+
+/** Whether the credential headers sent now are those `kept` was made from (a repeated header's values joined by NUL). */
+function sameSent(kept: readonly string[], sent: Readonly<Record<string, string | string[]>> | undefined, names: readonly string[]): boolean {
+  if (kept.length !== names.length) return false;
+  for (let index = 0; index < names.length; index += 1) if (sentText(sent?.[names[index]!]) !== kept[index]) return false;
+  return true;
 }
 
 /** The headers a computed credential (a request signature) is sent in. */
@@ -92,7 +97,7 @@ function sentText(value: string | string[] | undefined): string {
 }
 
 /** Credential forms per secret object (weakly held: a replaced or evicted secret takes its entry with it). */
-const FORMS_CACHE = new WeakMap<object, { readonly sent: string; readonly forms: string[] }>();
+const FORMS_CACHE = new WeakMap<object, { readonly sent: readonly string[]; readonly forms: string[] }>();
 
 const STREAMED = /^(text\/event-stream|application\/(x-)?ndjson|application\/vnd\.amazon\.eventstream|audio\/|video\/)/i;
 

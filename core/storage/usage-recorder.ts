@@ -24,11 +24,20 @@ export function lastUsedByKey(
   events: readonly UsageEvent[],
   latest = new Map<string, { appId: string; provider: string; usedAt: number }>(),
 ): Map<string, { appId: string; provider: string; usedAt: number }> {
+  // Consecutive events mostly share their app and provider: the key is built when they change.
+  let appId: string | undefined;
+  let provider: string | undefined;
+  let key = '';
   for (const event of events) {
     if (event.errorType !== null) continue;
-    const key = `${event.appId}\u0000${event.provider}`;
+    if (event.appId !== appId || event.provider !== provider) {
+      appId = event.appId;
+      provider = event.provider;
+      key = `${appId}\u0000${provider}`;
+    }
     const known = latest.get(key);
-    if (!known || known.usedAt < event.createdAt) latest.set(key, { appId: event.appId, provider: event.provider, usedAt: event.createdAt });
+    if (!known) latest.set(key, { appId: event.appId, provider: event.provider, usedAt: event.createdAt });
+    else if (known.usedAt < event.createdAt) known.usedAt = event.createdAt;
   }
   return latest;
 }
