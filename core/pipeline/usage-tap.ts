@@ -16,8 +16,6 @@ import { joinChunks } from './request-body';
 export const MAX_JSON_BODY_BYTES = 2 * 1024 * 1024;
 /** Largest SSE event, NDJSON line or event-stream message kept while looking for usage. */
 export const MAX_FRAME_BYTES = 1024 * 1024;
-/** Smallest JSON answer read for the extractor's declared members rather than parsed whole. */
-export const MEMBER_SCAN_MIN_BYTES = 16 * 1024;
 /** Request-body bytes looked at for a top-level `"model"` (when the answer does not name it). */
 export const REQUEST_MODEL_SCAN_BYTES = 16 * 1024;
 
@@ -231,13 +229,13 @@ export class UsageTap {
   }
 
   /**
-   * A whole JSON answer. A large one is read for the extractor's declared members only, when it declares them and the
-   * body is one object: parsing a 237 KB embeddings answer whole took 1.24 ms here, its members 0.45 ms. Below
-   * {@link MEMBER_SCAN_MIN_BYTES} `JSON.parse` of the whole body is as cheap or cheaper (0.8 KB chat answer: 2.4 µs
-   * against 3.3 µs).
+   * A whole JSON answer, read for the extractor's declared members when it declares them and the body is one object
+   * (topLevelMembers); otherwise, or when the members cannot be read that way, parsed whole. Reading members never turns
+   * a completion's text or an embedding's numbers into values: a 237 KB embeddings answer took 0.43 ms by members against
+   * 1.41 ms parsed whole, a 0.8 KB chat answer 1.4-1.6 µs against 1.6-1.8 (docs/benchmarks.md, tenth session).
    */
   private readJsonBody(body: Buffer): void {
-    const members = body.length >= MEMBER_SCAN_MIN_BYTES ? this.extractor.members : undefined;
+    const members = this.extractor.members;
     const partial = members ? topLevelMembers(body, members) : undefined;
     if (partial) {
       this.readOne = true;
@@ -420,9 +418,21 @@ function skipSpace(body: Buffer, index: number): number {
   return index;
 }
 
+/** Strings up to this many bytes are scanned in JavaScript; past it the closing quote is searched natively. */
+const SHORT_STRING_BYTES = 64;
+
 /** From an opening quote: the index after the closing one (a quote after an even run of backslashes), or -1. */
 function skipString(body: Buffer, index: number): number {
-  let from = index + 1;
+  // Member names, ids and numbers' neighbours are short: a call into Buffer#indexOf costs more than looking at them.
+  let at = index + 1;
+  const shortEnd = Math.min(body.length, at + SHORT_STRING_BYTES);
+  for (; at < shortEnd; at += 1) {
+    const byte = body[at];
+    if (byte === QUOTE) return at + 1;
+    // The escaped byte is passed over with the backslash.
+    if (byte === BACKSLASH) at += 1;
+  }
+  let from = at;
   for (;;) {
     const quote = body.indexOf(QUOTE, from);
     if (quote < 0) return -1;
@@ -459,6 +469,26 @@ function skipValue(body: Buffer, index: number): number {
   return at > index ? at : -1;
 }
 
+/** {@link wantedName}: the name holds an escape. */
+const ESCAPED_NAME = -2;
+
+/**
+ * Which of `names` (ASCII, as extractors declare them) the member name between `start` and `end` is, compared byte by
+ * byte without decoding it: its index, -1 for none, {@link ESCAPED_NAME} when the name holds a backslash (an escape,
+ * whose text would differ from the name it stands for).
+ */
+function wantedName(body: Buffer, start: number, end: number, names: readonly string[]): number {
+  for (let at = start; at < end; at += 1) if (body[at] === BACKSLASH) return ESCAPED_NAME;
+  const length = end - start;
+  next: for (let index = 0; index < names.length; index += 1) {
+    const name = names[index]!;
+    if (name.length !== length) continue;
+    for (let offset = 0; offset < length; offset += 1) if (body[start + offset] !== name.charCodeAt(offset)) continue next;
+    return index;
+  }
+  return -1;
+}
+
 /**
  * The named top-level members of a JSON object, each parsed on its own; the other members are skipped, their bytes
  * only scanned for string and bracket boundaries. Undefined (the caller parses the whole document instead) when the
@@ -475,16 +505,16 @@ export function topLevelMembers(body: Buffer, names: readonly string[]): Record<
     if (body[at] !== QUOTE) return undefined;
     const nameEnd = skipString(body, at);
     if (nameEnd < 0) return undefined;
-    const name = body.toString('latin1', at + 1, nameEnd - 1);
-    if (name.includes('\\')) return undefined;
+    const wanted = wantedName(body, at + 1, nameEnd - 1, names);
+    if (wanted === ESCAPED_NAME) return undefined;
     at = skipSpace(body, nameEnd);
     if (body[at] !== 0x3a) return undefined;
     at = skipSpace(body, at + 1);
     const valueEnd = skipValue(body, at);
     if (valueEnd < 0) return undefined;
-    if (names.includes(name)) {
+    if (wanted >= 0) {
       try {
-        members[name] = JSON.parse(body.toString('utf8', at, valueEnd));
+        members[names[wanted]!] = JSON.parse(body.toString('utf8', at, valueEnd));
       } catch {
         return undefined;
       }

@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { crc32 } from 'node:zlib';
-import { MAX_FRAME_BYTES, MAX_JSON_BODY_BYTES, MEMBER_SCAN_MIN_BYTES, UsageTap, topLevelMembers } from '../../core/pipeline/usage-tap';
+import { MAX_FRAME_BYTES, MAX_JSON_BODY_BYTES, UsageTap, topLevelMembers } from '../../core/pipeline/usage-tap';
 import { ANTHROPIC_USAGE, BEDROCK_USAGE, EMBEDDINGS_USAGE, GEMINI_USAGE, OPENAI_USAGE } from '../../providers/_shared';
 import type { UsageExtractor } from '../../core/contract';
 
@@ -145,21 +145,31 @@ describe('usage tap', () => {
       for (const text of documents) expect(topLevelMembers(Buffer.from(text), names), text).to.deep.equal(pick(text));
     });
 
+    it('finds where a string ends wherever an escape falls, around the length scanned byte by byte (64)', () => {
+      for (let length = 50; length <= 140; length += 1) {
+        for (const escape of ['\\"', '\\\\', '\\u0022', '\\\\\\"']) {
+          const text = `"${'a'.repeat(length)}${escape}${'b'.repeat(length % 7)}"`;
+          const document = `{"id":${text},"choices":[{"content":${text},"x":{"${'k'.repeat(length)}":${text}}}],"model":${text},"usage":{"prompt_tokens":${length}}}`;
+          expect(topLevelMembers(Buffer.from(document), names), document).to.deep.equal(pick(document));
+        }
+      }
+    });
+
     it('declines (the whole document is parsed instead) what it cannot read the same way', () => {
       for (const text of ['[{"usage":{}}]', '{"usage":{"a":1}', '{"us\\u0061ge":{"a":1}}', '{"usage":{"a":1}} trailing', '{"usage" {"a":1}}', '{"usage":{"a":01}}', '', '\ufeff{"usage":{}}']) {
         expect(topLevelMembers(Buffer.from(text), names), text).to.equal(undefined);
       }
     });
 
-    it('the tap reads the same usage from a small answer (parsed whole) and a large one (members only), a JSON array included', () => {
-      for (const filler of ['', 'x'.repeat(MEMBER_SCAN_MIN_BYTES)]) {
+    it('the tap reads the same usage from a small answer and a large one (members only), and from a JSON array (parsed whole)', () => {
+      for (const filler of ['', 'x'.repeat(16 * 1024)]) {
         const answer = `{"id":"c","model":"gpt-x","choices":[{"message":{"content":"${filler}{\\"usage\\":{\\"prompt_tokens\\":999}}"}}],"usage":{"prompt_tokens":3,"completion_tokens":4}}`;
         const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'application/json' }, 'chat/completions');
         feed(tap, Buffer.from(answer), 4096);
         expect(tap.finish(), `${answer.length} bytes`).to.deep.equal({ inputTokens: 3, outputTokens: 4, model: 'gpt-x' });
       }
       const embeddings = JSON.stringify({ object: 'list', data: [{ object: 'embedding', index: 0, embedding: Array.from({ length: 3000 }, (_, index) => index / 3000) }], model: 'emb-x', usage: { prompt_tokens: 9, total_tokens: 9 } });
-      expect(embeddings.length).to.be.above(MEMBER_SCAN_MIN_BYTES);
+      expect(embeddings.length).to.be.above(16 * 1024);
       const embeddingTap = new UsageTap(EMBEDDINGS_USAGE, { 'content-type': 'application/json' }, 'embeddings');
       feed(embeddingTap, Buffer.from(embeddings), 1000);
       expect(embeddingTap.finish()).to.deep.equal({ inputTokens: 9, outputTokens: 0, model: 'emb-x' });
