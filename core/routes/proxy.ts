@@ -50,6 +50,8 @@ export class ProxyExchange {
     readonly started: number,
     private readonly observers: readonly PipelineObserver[],
     private readonly onClosed: ((exchange: ProxyExchange) => void) | undefined,
+    /** Takes the finished exchange and calls its {@link reportNow} soon (createProxyHandler: at the end of this turn). */
+    private readonly scheduleReport: (exchange: ProxyExchange) => void = (exchange) => exchange.reportNow(),
   ) {
     response.on('close', this.onClose);
   }
@@ -82,6 +84,11 @@ export class ProxyExchange {
   private report(): void {
     if (this.reported) return;
     this.reported = true;
+    this.scheduleReport(this);
+  }
+
+  /** Tells the observers, then `onClosed`; called once per exchange, by the report schedule. */
+  reportNow(): void {
     const context = this.context;
     if (context) {
       if (context.outcome.status === 0) context.outcome.status = context.response.statusCode;
@@ -91,11 +98,42 @@ export class ProxyExchange {
   }
 }
 
-export function createProxyHandler(dependencies: ProxyRouteDependencies) {
+/** The proxy route's handler, and what it still has to report (called once the server is closed, before the last usage flush). */
+export interface ProxyHandler {
+  (request: IncomingMessage, response: ServerResponse, requestId?: string, started?: number, watchedBody?: WatchedBody): void;
+  reportFinished(): void;
+}
+
+export function createProxyHandler(dependencies: ProxyRouteDependencies): ProxyHandler {
   const { registry, pipeline, observers, clock, onClosed } = dependencies;
 
-  return (request: IncomingMessage, response: ServerResponse, requestId: string = requestIdOf(response), started: number = performance.now(), watchedBody?: WatchedBody): void => {
-    const exchange = new ProxyExchange(request, response, requestId, started, observers, onClosed);
+  // Finished exchanges are reported together once the current turn of the event loop has run (setImmediate): under
+  // load several requests finish in each turn, and their observers (the usage event) and access lines cost less run
+  // back to back than each in its own turn between two requests' network work (docs/benchmarks.md, tenth session). The
+  // turn ends before a client can read anything more, so a report comes as soon as it did.
+  let finished: ProxyExchange[] = [];
+  const reportFinished = (): void => {
+    const batch = finished;
+    finished = [];
+    // One exchange's failing observer does not keep the others unreported; the first failure is then thrown, as it
+    // was from the response's close event.
+    let failure: { error: unknown } | undefined;
+    for (const exchange of batch) {
+      try {
+        exchange.reportNow();
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+    if (failure) throw failure.error;
+  };
+  const scheduleReport = (exchange: ProxyExchange): void => {
+    finished.push(exchange);
+    if (finished.length === 1) setImmediate(reportFinished);
+  };
+
+  const handler = (request: IncomingMessage, response: ServerResponse, requestId: string = requestIdOf(response), started: number = performance.now(), watchedBody?: WatchedBody): void => {
+    const exchange = new ProxyExchange(request, response, requestId, started, observers, onClosed, scheduleReport);
     exchange.watchedBody = watchedBody;
     const rest = (request.url ?? '').slice(PROXY_PREFIX.length);
     let context: ProxyContext;
@@ -124,4 +162,5 @@ export function createProxyHandler(dependencies: ProxyRouteDependencies) {
       exchange.finish(error);
     }
   };
+  return Object.assign(handler, { reportFinished });
 }

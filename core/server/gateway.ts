@@ -672,6 +672,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       // Streams cut at the deadline report (and record their usage event) on their sockets' 'close' events, which run
       // in a later turn of the event loop: let them run before the last usage flush.
       if (cut) await new Promise((resolve) => setTimeout(resolve, 100));
+      // Exchanges that finished in the last turn are reported now, before the last usage flush.
+      proxyHandler.reportFinished();
       metrics.stop();
       bodies.stop();
       clearInterval(retention);
