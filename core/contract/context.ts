@@ -77,6 +77,26 @@ export class ProxyContext {
     truncated: false,
   };
 
+  /** What read the answer's usage, until {@link settleUsage} asks it for what it found. */
+  private usageReader: { finish(): TokenUsage | undefined } | undefined;
+
+  /**
+   * Hands over the reader of the answer's usage when the answer ended (`forward`): its last step (parsing a JSON body)
+   * runs in {@link settleUsage}, with the other finished requests' reports, not between two requests' network work.
+   */
+  deferUsage(reader: { finish(): TokenUsage | undefined }): void {
+    this.usageReader = reader;
+  }
+
+  /** Puts the deferred reader's usage on `outcome.usage` (once); the proxy route calls it before the observers hear. */
+  settleUsage(): void {
+    const reader = this.usageReader;
+    if (reader === undefined) return;
+    this.usageReader = undefined;
+    const usage = reader.finish();
+    if (usage) this.outcome.usage = usage;
+  }
+
   /**
    * The whole request body, when a stage had to read it before forwarding (a per-request assertion covers it, or a
    * payload signature does); `forward` then sends these bytes instead of streaming the request.

@@ -15,7 +15,8 @@
  * - Upstream TLS certificates are verified (Node's default `rejectUnauthorized: true` and CA store; never turned off).
  *
  * - Token usage is read by a tap (usage-tap.ts) that sees each chunk after it was written to the client: it never
- *   holds a byte back, keeps bounded memory, and puts what it read on `context.outcome.usage` when the answer ends.
+ *   holds a byte back, keeps bounded memory, and what it read is put on `context.outcome.usage` when the request is
+ *   reported, before the observers hear (ProxyContext.settleUsage).
  *
  * Sent on undici's connection pools (Agent → one Pool per provider origin) rather than node:http's `http.request`: one
  * write per request head, no ClientRequest/IncomingMessage stream objects per request, keep-alive by default; the CPU it
@@ -349,9 +350,9 @@ class Forwarding implements Dispatcher.DispatchHandler {
     clearTimeout(this.queueTimer);
     this.response.off('close', this.onClientClose);
     if (this.tap) {
-      const usage = this.tap.finish();
+      // Read when the request is reported (ProxyContext.settleUsage), with the other requests finished in this turn.
+      this.context.deferUsage(this.tap);
       this.tap = undefined;
-      if (usage) this.context.outcome.usage = usage;
     }
     if (error === undefined) this.resolve();
     else this.reject(error);

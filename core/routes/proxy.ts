@@ -92,6 +92,7 @@ export class ProxyExchange {
     const context = this.context;
     if (context) {
       if (context.outcome.status === 0) context.outcome.status = context.response.statusCode;
+      context.settleUsage();
       for (const observer of this.observers) observer.onResponse?.(context);
     }
     this.onClosed?.(this);
