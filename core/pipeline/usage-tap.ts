@@ -16,6 +16,12 @@ import { joinChunks } from './request-body';
 export const MAX_JSON_BODY_BYTES = 2 * 1024 * 1024;
 /** Largest SSE event, NDJSON line or event-stream message kept while looking for usage. */
 export const MAX_FRAME_BYTES = 1024 * 1024;
+/**
+ * Smallest JSON answer read for the extractor's declared members rather than parsed whole. Below it `JSON.parse` of the
+ * whole body costs less in the running gateway: for the benchmark's 0.8 KB chat answer the member scan measured 1.4 µs
+ * against 1.7 alone, but 3.3 µs against 1.6 in a CPU profile of the loaded gateway (docs/benchmarks.md, tenth session).
+ */
+export const MEMBER_SCAN_MIN_BYTES = 16 * 1024;
 /** Request-body bytes looked at for a top-level `"model"` (when the answer does not name it). */
 export const REQUEST_MODEL_SCAN_BYTES = 16 * 1024;
 
@@ -229,13 +235,12 @@ export class UsageTap {
   }
 
   /**
-   * A whole JSON answer, read for the extractor's declared members when it declares them and the body is one object
-   * (topLevelMembers); otherwise, or when the members cannot be read that way, parsed whole. Reading members never turns
-   * a completion's text or an embedding's numbers into values: a 237 KB embeddings answer took 0.43 ms by members against
-   * 1.41 ms parsed whole, a 0.8 KB chat answer 1.4-1.6 µs against 1.6-1.8 (docs/benchmarks.md, tenth session).
+   * A whole JSON answer. A large one is read for the extractor's declared members only (topLevelMembers), when it
+   * declares them and the body is one object: a 237 KB embeddings answer took 0.43 ms that way and 1.41 ms parsed
+   * whole. Below {@link MEMBER_SCAN_MIN_BYTES} the body is parsed whole, which costs less in the running gateway.
    */
   private readJsonBody(body: Buffer): void {
-    const members = this.extractor.members;
+    const members = body.length >= MEMBER_SCAN_MIN_BYTES ? this.extractor.members : undefined;
     const partial = members ? topLevelMembers(body, members) : undefined;
     if (partial) {
       this.readOne = true;
