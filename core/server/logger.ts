@@ -38,9 +38,9 @@ export function infoLineWriter(logger: Logger, message: string): (members: strin
   };
 }
 
-/** What the batching layer needs of pino's file destination (sonic-boom). */
+/** What the batching layer needs of pino's file destination (sonic-boom in buffer mode). */
 interface FileDestination {
-  write(data: string): boolean;
+  write(data: Buffer): boolean;
   flush(callback?: (error?: Error) => void): void;
   flushSync(): void;
 }
@@ -58,6 +58,10 @@ process.on('exit', () => {
  * when the process exits, so no line is lost or reordered then. A line costs an array push; sonic-boom's own buffering
  * measures the byte length of its whole pending buffer on every write, which cost more per access line than the line
  * itself (docs/benchmarks.md).
+ *
+ * A batch is joined, encoded once and handed to sonic-boom as bytes (buffer mode). Handed over as a string, sonic-boom
+ * measured its UTF-8 length twice, encoded it to write it and encoded it once more to count what was written
+ * (docs/benchmarks.md, tenth session).
  */
 export class BatchedDestination {
   private parts: string[] = [];
@@ -98,7 +102,7 @@ export class BatchedDestination {
     const data = this.parts.length === 1 ? this.parts[0]! : this.parts.join('');
     this.parts = [];
     this.size = 0;
-    this.target.write(data);
+    this.target.write(Buffer.from(data, 'utf8'));
   }
 
   flush(callback?: (error?: Error) => void): void {
@@ -129,6 +133,7 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       },
     },
     // Batched (one write per 12 KiB) but written at least every second, so that a quiet gateway's lines still show.
-    destination ?? new BatchedDestination(pino.destination({ dest: 1, sync: true })),
+    // sonic-boom's types give `write` a string; in buffer mode it takes the Buffers the batches are.
+    destination ?? new BatchedDestination(pino.destination({ dest: 1, sync: true, contentMode: 'buffer' }) as unknown as FileDestination),
   );
 }

@@ -12,8 +12,8 @@ class RecordingTarget {
   readonly written: string[] = [];
   flushes = 0;
   syncFlushes = 0;
-  write(data: string): boolean {
-    this.written.push(data);
+  write(data: Buffer): boolean {
+    this.written.push(data.toString('utf8'));
     return true;
   }
   flush(callback?: (error?: Error) => void): void {
@@ -60,6 +60,15 @@ describe('default log destination (batched writes)', () => {
     expect(target.written).to.have.length(2);
     expect(target.written[1]).to.equal(Array.from({ length: 3 }, (_, index) => `line ${index + 6} ${'x'.repeat(10)}\n`).join(''));
     expect(target.flushes).to.equal(1);
+  });
+
+  it('keeps lines whole and in order across batches, as bytes: multi-byte text, and a line longer than a batch', () => {
+    const target = new RecordingTarget();
+    const destination = new BatchedDestination(target, 100, 60_000);
+    const lines = ['é 模型 🚀 ünïcode\n', `${'long '.repeat(200)}\n`, 'after\n', `${'ß'.repeat(40)}\n`, 'end\n'];
+    for (const line of lines) destination.write(line);
+    destination.flush();
+    expect(target.written.join('')).to.equal(lines.join(''));
   });
 
   it('hands a lone line over after the delay, without waiting for a batch', async () => {
