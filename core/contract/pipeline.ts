@@ -30,7 +30,11 @@ export interface PipelineStage {
 
 /** Hooks around the pipeline, for observers (usage, metrics). They must not throw and must not block. */
 export interface PipelineObserver {
-  /** The response finished or the client went away. */
+  /**
+   * The response finished or the client went away. Called once per request, at the end of the turn of the event loop
+   * in which it finished, together with the other requests that finished in that turn (routes/proxy.ts); the usage the
+   * tap read is on `context.outcome.usage` by then.
+   */
   onResponse?(context: ProxyContext): void;
   /** A stage failed with an error the client was told about. */
   onError?(context: ProxyContext, error: unknown): void;
