@@ -31,7 +31,7 @@ import type { Configuration } from '../configuration/configuration';
 import { isDroppedResponseHeader, scrubResponseHeaders } from './header-hygiene';
 import { rateLimitHeaderValues } from './limit-rate';
 import { ERROR_BODY_INSPECT_BYTES, credentialForms, inspectsBody, redactErrorBody } from './response-scrub';
-import { declaresBody, joinChunks } from './request-body';
+import { declaresBody, readRequestBodyThen } from './request-body';
 import { rewriteResponseUrls } from './response-urls';
 import { RequestPrefix, UsageTap } from './usage-tap';
 
@@ -193,39 +193,20 @@ class Forwarding implements Dispatcher.DispatchHandler {
    * one buffer: it arrives with the head or right after it, and a buffer costs undici far less than a stream body.
    * Measured: with the client's request streamed into undici about a fifth of everything allocated per request outlived
    * a scavenge (docs/benchmarks.md, "Garbage collection"); with the body as a buffer the bare undici pipe keeps 1–2%.
-   * Read here with three listeners rather than through readRequestBody's promise: no promise, no `once` wrappers and no
-   * microtask hops per request, and the body goes upstream in the turn it ends (docs/benchmarks.md, tenth session).
+   * Read by the callback form of readRequestBody, so that the body goes upstream in the turn it ends.
    */
   private readWholeBody(): void {
-    const { request, context, limit } = this;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size > limit) {
-        // Over the limit: answered as such; nothing more is read.
-        request.off('data', onData);
-        request.pause();
-        this.settle(classifyUpstreamError(new UpstreamFailure('body-too-large'), limit));
+    readRequestBodyThen(this.context, this.limit, (error, body) => {
+      // Over the limit: answered as such. A client gone mid-body: its response's `close` settles this request.
+      if (error) {
+        if (error instanceof GatewayError) this.settle(error);
+        else this.abandoned ??= error;
         return;
       }
-      chunks.push(chunk);
-    };
-    request.on('data', onData);
-    request.once('end', () => {
-      if (size > limit) return;
-      const body = joinChunks(chunks);
-      context.requestBody = body;
-      context.outcome.bytesIn = body.length;
       // The client went away, or the queue deadline answered, while the body was arriving: nothing goes upstream.
       if (this.settled || this.abandoned) return;
-      this.requestTap?.keep(body);
-      this.dispatch(body);
-    });
-    // A client gone mid-body: its response's `close` settles this request. (Kept after the end, as a late error must
-    // find a listener.)
-    request.on('error', (error: Error) => {
-      this.abandoned ??= error;
+      this.requestTap?.keep(body!);
+      this.dispatch(body!);
     });
   }
 

@@ -50,8 +50,8 @@ export class ProxyExchange {
     readonly started: number,
     private readonly observers: readonly PipelineObserver[],
     private readonly onClosed: ((exchange: ProxyExchange) => void) | undefined,
-    /** Takes the finished exchange and calls its {@link reportNow} soon (createProxyHandler: at the end of this turn). */
-    private readonly scheduleReport: (exchange: ProxyExchange) => void = (exchange) => exchange.reportNow(),
+    /** Takes the finished exchange and calls its {@link reportNow} at the end of this turn (createProxyHandler). */
+    private readonly scheduleReport: (exchange: ProxyExchange) => void,
   ) {
     response.on('close', this.onClose);
   }

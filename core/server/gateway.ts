@@ -37,7 +37,6 @@ import {
   type PluginHost,
   type ProviderManifest,
   type ProxyContext,
-  type ProxyRoute,
   type RateLimitStore,
   type StageName,
 } from '../contract';
@@ -354,16 +353,6 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   // Resolved after the verifiers are registered: verifyDevice checks per-request assertions with them.
   const pipeline = container.resolve(Pipeline);
 
-  // A request's route as the usage event stores it, made once per parsed route (parseProxyRoute shares them).
-  const routeTexts = new WeakMap<ProxyRoute, string>();
-  const routeText = (route: ProxyRoute): string => {
-    let text = routeTexts.get(route);
-    if (text === undefined) {
-      text = `${route.version}/${route.providerPath}`;
-      routeTexts.set(route, text);
-    }
-    return text;
-  };
   const usageObserver: PipelineObserver = {
     onResponse(context) {
       const app = context.peek('app');
@@ -383,7 +372,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         truncated: context.outcome.truncated,
         createdAt: context.startedAt,
         method: context.request.method ?? null,
-        route: routeText(context.route),
+        route: `${context.route.version}/${context.route.providerPath}`,
         reason: context.outcome.reason ?? null,
         requestId: context.requestId,
         inputTokens: context.outcome.usage?.inputTokens ?? null,
