@@ -15,13 +15,22 @@ import { TestGateway } from '../support/gateway';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
+function runs(command: string): boolean {
+  return spawnSync(command, ['--version'], { encoding: 'utf8' }).status === 0;
+}
+
+/**
+ * schemathesis's `st`: TOLLGATE_SCHEMATHESIS when set; else the project's pinned copy, which .ci/python-tools sets up
+ * (at once when .ci/run did, or a copied checkout's own again) and prints the path of; else an `st` on the PATH.
+ */
 function schemathesis(): string | null {
-  const candidates = [process.env.TOLLGATE_SCHEMATHESIS, path.join(ROOT, '.ci', '.venv', 'bin', 'st'), 'st'].filter((value): value is string => Boolean(value));
-  for (const candidate of candidates) {
-    if ((candidate.includes('/') && !existsSync(candidate)) || spawnSync(candidate, ['--version'], { encoding: 'utf8' }).status !== 0) continue;
-    return candidate;
-  }
-  return null;
+  const chosen = process.env.TOLLGATE_SCHEMATHESIS;
+  if (chosen) return runs(chosen) ? chosen : null;
+  const tools = spawnSync('bash', [path.join(ROOT, '.ci', 'python-tools')], { encoding: 'utf8', timeout: 8 * 60 * 1000 });
+  if (tools.status !== 0) process.stderr.write(`.ci/python-tools failed: ${tools.stderr.slice(-2000)}\n`);
+  const pinned = tools.status === 0 ? tools.stdout.trim().split('\n').pop() : undefined;
+  if (pinned && existsSync(pinned) && runs(pinned)) return pinned;
+  return runs('st') ? 'st' : null;
 }
 
 describe('management API contract fuzzing (schemathesis)', function () {
@@ -32,12 +41,6 @@ describe('management API contract fuzzing (schemathesis)', function () {
 
   before(async function () {
     st = schemathesis();
-    if (st === null) {
-      // Not installed yet (a checkout where .ci/run never ran): installed now from the project's own pinned list.
-      const installed = spawnSync('bash', [path.join(ROOT, '.ci', 'python-tools')], { encoding: 'utf8', timeout: 8 * 60 * 1000 });
-      if (installed.status !== 0) process.stderr.write(`.ci/python-tools failed: ${installed.stderr.slice(-2000)}\n`);
-      st = schemathesis();
-    }
     requireTool(this, st !== null, 'schemathesis is missing and .ci/python-tools could not install it (python3 with its venv module, and PyPI, are needed)');
     // "Test this key" (POST …/secrets/openai/test) reaches this loopback fake, never the real provider.
     upstream = await FakeUpstream.start();
