@@ -28,7 +28,12 @@ export interface PipelineStage {
   readonly writesGatewayHeaders?: boolean;
 }
 
-/** Hooks around the pipeline, for observers (usage, metrics). They must not throw and must not block. */
+/**
+ * Hooks around the pipeline, for observers (usage, metrics, a plugin's exporter). They must not block (they run on the
+ * request path's thread) and should not throw: one that does is skipped for that request only, logged (once, then at
+ * most once a minute) and counted in `tollgate_observer_failures_total{hook}`; the request, the other observers and
+ * the access line are not affected.
+ */
 export interface PipelineObserver {
   /**
    * The response finished or the client went away. Called once per request, at the end of the turn of the event loop

@@ -59,6 +59,14 @@ export class GatewayMetrics implements PipelineObserver {
     return labels;
   }
 
+  /** Observer failures (routes/proxy.ts, `onObserverError`), by the hook that threw. */
+  private readonly observerFailures = new Map<string, number>();
+
+  /** Counts an observer (or the access line) that threw while a request was reported. */
+  countObserverFailure(hook: string): void {
+    this.observerFailures.set(hook, (this.observerFailures.get(hook) ?? 0) + 1);
+  }
+
   /** Counts a request refused with `serviceUnavailable` under its reason (`database_unavailable`, …). */
   countRefusal(reason: string): void {
     this.refusals.set(reason, (this.refusals.get(reason) ?? 0) + 1);
@@ -93,6 +101,9 @@ export class GatewayMetrics implements PipelineObserver {
       '# HELP tollgate_dependency_refusals_total Requests refused (503 serviceUnavailable) because a dependency could not answer, by cause.',
       '# TYPE tollgate_dependency_refusals_total counter',
       ...[...this.refusals].map(([cause, value]) => `tollgate_dependency_refusals_total{cause="${cause}"} ${value}`),
+      '# HELP tollgate_observer_failures_total Pipeline observers (plugins included) or access lines that threw while a request was reported, by hook; the request was not affected.',
+      '# TYPE tollgate_observer_failures_total counter',
+      ...[...this.observerFailures].map(([hook, value]) => `tollgate_observer_failures_total{hook="${hook}"} ${value}`),
       '# HELP tollgate_usage_events_written_total Usage events written.',
       '# TYPE tollgate_usage_events_written_total counter',
       `tollgate_usage_events_written_total ${sources.usageWritten()}`,

@@ -23,6 +23,24 @@ export interface ProxyRouteDependencies {
    * `context` is absent when the route itself was refused).
    */
   readonly onClosed?: (exchange: ProxyExchange) => void;
+  /**
+   * An observer (a plugin's, or one of the gateway's own) or `onClosed` threw. It is skipped for that request only: the
+   * request, the other observers, the access line and the other requests reported with it are not affected, and nothing
+   * is thrown out of the report (which would stop the process). Must not throw itself.
+   */
+  readonly onObserverError: (error: unknown, hook: ObserverHook) => void;
+}
+
+/** Where an observer failure happened. */
+export type ObserverHook = 'onResponse' | 'onError' | 'onClosed';
+
+/** What every exchange of one proxy route shares: who hears about it, and how its report is scheduled. */
+interface ExchangeReporting {
+  readonly observers: readonly PipelineObserver[];
+  readonly onClosed: ((exchange: ProxyExchange) => void) | undefined;
+  readonly onObserverError: (error: unknown, hook: ObserverHook) => void;
+  /** Takes the finished exchange and calls its {@link ProxyExchange.reportNow} at the end of this turn (createProxyHandler). */
+  readonly schedule: (exchange: ProxyExchange) => void;
 }
 
 /** The request id of a response (set by the request-id middleware). */
@@ -48,10 +66,7 @@ export class ProxyExchange {
     readonly requestId: string,
     /** `performance.now()` when the request arrived. */
     readonly started: number,
-    private readonly observers: readonly PipelineObserver[],
-    private readonly onClosed: ((exchange: ProxyExchange) => void) | undefined,
-    /** Takes the finished exchange and calls its {@link reportNow} at the end of this turn (createProxyHandler). */
-    private readonly scheduleReport: (exchange: ProxyExchange) => void,
+    private readonly reporting: ExchangeReporting,
   ) {
     response.on('close', this.onClose);
   }
@@ -70,7 +85,14 @@ export class ProxyExchange {
       context.outcome.status = gatewayError.status;
       context.outcome.errorType = gatewayError.type;
       context.outcome.reason = gatewayError.reason;
-      for (const observer of this.observers) observer.onError?.(context, error);
+      const { observers, onObserverError } = this.reporting;
+      for (const observer of observers) {
+        try {
+          observer.onError?.(context, error);
+        } catch (failure) {
+          onObserverError(failure, 'onError');
+        }
+      }
       // Admitted by the rate limits, refused later (a token budget, the provider unreachable…): the limits still show.
       setGatewayHeaders(context);
       sendGatewayError(context.response, context.requestId, gatewayError, context.request);
@@ -84,18 +106,29 @@ export class ProxyExchange {
   private report(): void {
     if (this.reported) return;
     this.reported = true;
-    this.scheduleReport(this);
+    this.reporting.schedule(this);
   }
 
-  /** Tells the observers, then `onClosed`; called once per exchange, by the report schedule. */
+  /** Tells the observers, then `onClosed`; called once per exchange, by the report schedule. Never throws. */
   reportNow(): void {
+    const { observers, onClosed, onObserverError } = this.reporting;
     const context = this.context;
     if (context) {
       if (context.outcome.status === 0) context.outcome.status = context.response.statusCode;
       context.settleUsage();
-      for (const observer of this.observers) observer.onResponse?.(context);
+      for (const observer of observers) {
+        try {
+          observer.onResponse?.(context);
+        } catch (error) {
+          onObserverError(error, 'onResponse');
+        }
+      }
     }
-    this.onClosed?.(this);
+    try {
+      onClosed?.(this);
+    } catch (error) {
+      onObserverError(error, 'onClosed');
+    }
   }
 }
 
@@ -106,35 +139,31 @@ export interface ProxyHandler {
 }
 
 export function createProxyHandler(dependencies: ProxyRouteDependencies): ProxyHandler {
-  const { registry, pipeline, observers, clock, onClosed } = dependencies;
+  const { registry, pipeline, observers, clock, onClosed, onObserverError } = dependencies;
 
   // Finished exchanges are reported together once the current turn of the event loop has run (setImmediate): under
   // load several requests finish in each turn, and their observers (the usage event) and access lines cost less run
   // back to back than each in its own turn between two requests' network work (docs/benchmarks.md, tenth session). The
-  // turn ends before a client can read anything more, so a report comes as soon as it did.
+  // turn ends before a client can read anything more, so a report comes as soon as it did. A report never throws
+  // (observer failures go to onObserverError), so one exchange cannot keep the others of its batch unreported.
   let finished: ProxyExchange[] = [];
   const reportFinished = (): void => {
     const batch = finished;
     finished = [];
-    // One exchange's failing observer does not keep the others unreported; the first failure is then thrown, as it
-    // was from the response's close event.
-    let failure: { error: unknown } | undefined;
-    for (const exchange of batch) {
-      try {
-        exchange.reportNow();
-      } catch (error) {
-        failure ??= { error };
-      }
-    }
-    if (failure) throw failure.error;
+    for (const exchange of batch) exchange.reportNow();
   };
-  const scheduleReport = (exchange: ProxyExchange): void => {
-    finished.push(exchange);
-    if (finished.length === 1) setImmediate(reportFinished);
+  const reporting: ExchangeReporting = {
+    observers,
+    onClosed,
+    onObserverError,
+    schedule: (exchange) => {
+      finished.push(exchange);
+      if (finished.length === 1) setImmediate(reportFinished);
+    },
   };
 
   const handler = (request: IncomingMessage, response: ServerResponse, requestId: string = requestIdOf(response), started: number = performance.now(), watchedBody?: WatchedBody): void => {
-    const exchange = new ProxyExchange(request, response, requestId, started, observers, onClosed, scheduleReport);
+    const exchange = new ProxyExchange(request, response, requestId, started, reporting);
     exchange.watchedBody = watchedBody;
     const rest = (request.url ?? '').slice(PROXY_PREFIX.length);
     let context: ProxyContext;

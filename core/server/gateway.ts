@@ -55,7 +55,7 @@ import { createAttestRouter } from '../routes/attest';
 import { errorReasonOf, sendGatewayError, toGatewayError } from '../routes/errors';
 import { createHealthRouter, withDeadline } from '../routes/health';
 import { GatewayMetrics } from '../routes/metrics';
-import { PROXY_PREFIX, createProxyHandler, requestIdOf } from '../routes/proxy';
+import { PROXY_PREFIX, createProxyHandler, requestIdOf, type ObserverHook } from '../routes/proxy';
 import { redactUrl } from '../security/redact';
 import { CachedDirectory } from '../storage/cached-directory';
 import { DatabaseDeviceKeys } from '../storage/device-keys';
@@ -570,11 +570,28 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   const bodyDeadlines = { totalMs: configuration.requestTimeoutMs, idleMs: configuration.bodyIdleTimeoutMs, answer: true };
   const proxyBodyDeadlines = { totalMs: 0, idleMs: configuration.bodyIdleTimeoutMs, answer: false };
   // A proxied request's close is heard once, by its exchange (routes/proxy.ts): after the observers, its access line.
+  // A failing observer (a plugin's, or a bug in one of the gateway's own) is skipped for that request; the request, the
+  // other observers and the access line go on, and so does the gateway. Logged with its stack the first time, then at
+  // most one line a minute saying how many failed meanwhile; every failure counts in tollgate_observer_failures_total.
+  let observerFailureLoggedAt = Number.NEGATIVE_INFINITY;
+  let observerFailuresUnlogged = 0;
+  const onObserverError = (error: unknown, hook: ObserverHook): void => {
+    metrics.countObserverFailure(hook);
+    const now = Date.now();
+    if (now - observerFailureLoggedAt < 60_000) {
+      observerFailuresUnlogged += 1;
+      return;
+    }
+    logger.error({ err: error, hook, failuresSinceLastLine: observerFailuresUnlogged }, 'a pipeline observer failed; the request it observed was not affected');
+    observerFailureLoggedAt = now;
+    observerFailuresUnlogged = 0;
+  };
   const proxyHandler = createProxyHandler({
     registry,
     pipeline,
     observers,
     clock,
+    onObserverError,
     onClosed: (exchange) => {
       bodies.forget(exchange.watchedBody);
       if (logger.isLevelEnabled('info')) writeAccessLine(exchange.requestId, exchange.request.url ?? '', exchange.started, exchange.request, exchange.response, exchange.context);

@@ -13,19 +13,28 @@ import { createProxyHandler, type ProxyExchange } from '../../core/routes/proxy'
 
 interface OneRouteGateway {
   readonly url: string;
-  /** What observers and `onClosed` heard so far, in order. */
+  /** What observers and `onClosed` heard so far, in order, and the observer failures handed to `onObserverError`. */
   readonly events: readonly string[];
-  /** The events once `onClosed` ran, and long enough after it for a second report to show, were there one. */
-  reported(): Promise<readonly string[]>;
+  /** The events once `onClosed` ran `closes` times (default 1), and long enough after for one more report to show. */
+  reported(closes?: number): Promise<readonly string[]>;
+}
+
+/** How a test gateway's reporting misbehaves. */
+interface Faults {
+  /** Observers heard before the recording one (e.g. one that throws). */
+  readonly observers?: readonly PipelineObserver[];
+  /** `onClosed` throws (after recording) for the requests this picks. */
+  readonly closeThrows?: (exchange: ProxyExchange) => boolean;
 }
 
 /** Waits long enough for a second report to show, were there one. */
 const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
 
 /** Runs `exercise` against a gateway of one route whose pipeline is `run`, then stops it. */
-async function withGateway(run: (context: ProxyContext) => void | Promise<void>, exercise: (gateway: OneRouteGateway) => Promise<void>): Promise<void> {
+async function withGateway(run: (context: ProxyContext) => void | Promise<void>, exercise: (gateway: OneRouteGateway) => Promise<void>, faults: Faults = {}): Promise<void> {
   const events: string[] = [];
-  let closed = false;
+  let closed = 0;
+  let wanted = 1;
   let waiting: (() => void) | undefined;
   const observer: PipelineObserver = {
     onResponse: (context) => events.push(`response ${context.outcome.status}`),
@@ -35,13 +44,15 @@ async function withGateway(run: (context: ProxyContext) => void | Promise<void>,
   const handler = createProxyHandler({
     registry,
     pipeline: { run } as unknown as Pipeline,
-    observers: [observer],
+    observers: [...(faults.observers ?? []), observer],
     clock: Date.now,
     onClosed: (exchange: ProxyExchange) => {
-      closed = true;
+      closed += 1;
       events.push(`closed ${exchange.context === undefined ? 'without context' : 'with context'}`);
-      waiting?.();
+      if (closed >= wanted) waiting?.();
+      if (faults.closeThrows?.(exchange)) throw new Error(`access line failed for ${exchange.request.url}`);
     },
+    onObserverError: (error, hook) => events.push(`failed ${hook}: ${(error as Error).message}`),
   });
   const server = http.createServer((request, response) => handler(request, response, 'request-1'));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -49,8 +60,9 @@ async function withGateway(run: (context: ProxyContext) => void | Promise<void>,
     await exercise({
       url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
       events,
-      async reported() {
-        if (!closed) await new Promise<void>((resolve) => (waiting = resolve));
+      async reported(closes = 1) {
+        wanted = closes;
+        if (closed < closes) await new Promise<void>((resolve) => (waiting = resolve));
         await settle();
         return events;
       },
@@ -61,6 +73,18 @@ async function withGateway(run: (context: ProxyContext) => void | Promise<void>,
       server.closeAllConnections();
     });
   }
+}
+
+/** An observer that throws from both hooks for the requests whose path `fails` picks. */
+function throwingObserver(fails: (path: string) => boolean): PipelineObserver {
+  return {
+    onResponse(context) {
+      if (fails(context.request.url ?? '')) throw new Error(`observer bug on ${context.request.url}`);
+    },
+    onError(context) {
+      if (fails(context.request.url ?? '')) throw new Error(`onError bug on ${context.request.url}`);
+    },
+  };
 }
 
 describe('proxy route bookkeeping (ProxyExchange)', () => {
@@ -141,4 +165,65 @@ describe('proxy route bookkeeping (ProxyExchange)', () => {
         expect(await gateway.reported()).to.deep.equal(['closed without context']);
       },
     ));
+  describe('an observer or the access line that throws (a plugin\'s bug)', () => {
+    it('is skipped for that request: the answer, the other observers and onClosed go on, and the failure is handed over', () =>
+      withGateway(
+        (context) => {
+          context.response.writeHead(200, { 'content-type': 'text/plain' });
+          context.response.end('ok');
+        },
+        async (gateway) => {
+          const response = await fetch(`${gateway.url}/v1/proxy/fake/v1/anything`);
+          expect(await response.text()).to.equal('ok');
+          expect(await gateway.reported()).to.deep.equal(['failed onResponse: observer bug on /v1/proxy/fake/v1/anything', 'response 200', 'closed with context']);
+        },
+        { observers: [throwingObserver(() => true)] },
+      ));
+
+    it('on a refusal too: the protocol error still goes out whole, and every hook is heard once', () =>
+      withGateway(
+        () => {
+          throw new GatewayError('rateLimited', 'slow down', { retryAfterSeconds: 3, reason: 'rate_limited_device' });
+        },
+        async (gateway) => {
+          const response = await fetch(`${gateway.url}/v1/proxy/fake/v1/refused`);
+          expect(response.status).to.equal(429);
+          expect(response.headers.get('retry-after')).to.equal('3');
+          expect(((await response.json()) as { error: { reason: string } }).error.reason).to.equal('rate_limited_device');
+          expect(await gateway.reported()).to.deep.equal([
+            'failed onError: onError bug on /v1/proxy/fake/v1/refused',
+            'error rate_limited_device',
+            'failed onResponse: observer bug on /v1/proxy/fake/v1/refused',
+            'response 429',
+            'closed with context',
+          ]);
+        },
+        { observers: [throwingObserver(() => true)] },
+      ));
+
+    it('requests finished in the same turn: one request\'s failing observer and access line leave the others reported', async () => {
+      const count = 6;
+      let release: () => void = () => undefined;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let arrived = 0;
+      await withGateway(
+        async (context) => {
+          arrived += 1;
+          if (arrived === count) release();
+          await released;
+          context.response.writeHead(200, { 'content-type': 'text/plain' });
+          context.response.end(context.request.url);
+        },
+        async (gateway) => {
+          const answers = await Promise.all(Array.from({ length: count }, (_, index) => fetch(`${gateway.url}/v1/proxy/fake/v1/r${index}`).then((response) => response.text())));
+          expect(answers).to.deep.equal(Array.from({ length: count }, (_, index) => `/v1/proxy/fake/v1/r${index}`));
+          const events = await gateway.reported(count);
+          expect(events.filter((event) => event === 'response 200')).to.have.length(count);
+          expect(events.filter((event) => event === 'closed with context')).to.have.length(count);
+          expect(events.filter((event) => event.startsWith('failed'))).to.deep.equal(['failed onResponse: observer bug on /v1/proxy/fake/v1/r2', 'failed onClosed: access line failed for /v1/proxy/fake/v1/r4']);
+        },
+        { observers: [throwingObserver((path) => path.endsWith('/r2'))], closeThrows: (exchange) => exchange.request.url!.endsWith('/r4') },
+      );
+    });
+  });
 });
