@@ -87,19 +87,29 @@ function throwingObserver(fails: (path: string) => boolean): PipelineObserver {
   };
 }
 
+/** A pipeline that answers at once: 200, `ok`. */
+const answerOk = (context: ProxyContext): void => {
+  context.response.writeHead(200, { 'content-type': 'text/plain' });
+  context.response.end('ok');
+};
+
+/** A pipeline that refuses: the device's rate limit, retry after 3 s. */
+const refuseRateLimited = (): never => {
+  throw new GatewayError('rateLimited', 'slow down', { retryAfterSeconds: 3, reason: 'rate_limited_device' });
+};
+
+/** Fetches `path` from the gateway and checks the `ok` answer. */
+async function fetchOk(gateway: OneRouteGateway, path: string): Promise<void> {
+  const response = await fetch(`${gateway.url}${path}`);
+  expect(await response.text()).to.equal('ok');
+}
+
 describe('proxy route bookkeeping (ProxyExchange)', () => {
   it('a stage that answers: observers once, then onClosed once', () =>
-    withGateway(
-      (context) => {
-        context.response.writeHead(200, { 'content-type': 'text/plain' });
-        context.response.end('ok');
-      },
-      async (gateway) => {
-        const response = await fetch(`${gateway.url}/v1/proxy/fake/v1/anything`);
-        expect(await response.text()).to.equal('ok');
-        expect(await gateway.reported()).to.deep.equal(['response 200', 'closed with context']);
-      },
-    ));
+    withGateway(answerOk, async (gateway) => {
+      await fetchOk(gateway, '/v1/proxy/fake/v1/anything');
+      expect(await gateway.reported()).to.deep.equal(['response 200', 'closed with context']);
+    }));
 
   it('a pipeline that answers later (a promise): observers once, then onClosed once', () =>
     withGateway(
@@ -117,9 +127,7 @@ describe('proxy route bookkeeping (ProxyExchange)', () => {
 
   it('a refusal: the protocol error goes out, the error and the response are heard once each, then onClosed', () =>
     withGateway(
-      () => {
-        throw new GatewayError('rateLimited', 'slow down', { retryAfterSeconds: 3, reason: 'rate_limited_device' });
-      },
+      refuseRateLimited,
       async (gateway) => {
         const response = await fetch(`${gateway.url}/v1/proxy/fake/v1/anything`);
         expect(response.status).to.equal(429);
@@ -165,16 +173,13 @@ describe('proxy route bookkeeping (ProxyExchange)', () => {
         expect(await gateway.reported()).to.deep.equal(['closed without context']);
       },
     ));
+
   describe('an observer or the access line that throws (a plugin\'s bug)', () => {
     it('is skipped for that request: the answer, the other observers and onClosed go on, and the failure is handed over', () =>
       withGateway(
-        (context) => {
-          context.response.writeHead(200, { 'content-type': 'text/plain' });
-          context.response.end('ok');
-        },
+        answerOk,
         async (gateway) => {
-          const response = await fetch(`${gateway.url}/v1/proxy/fake/v1/anything`);
-          expect(await response.text()).to.equal('ok');
+          await fetchOk(gateway, '/v1/proxy/fake/v1/anything');
           expect(await gateway.reported()).to.deep.equal(['failed onResponse: observer bug on /v1/proxy/fake/v1/anything', 'response 200', 'closed with context']);
         },
         { observers: [throwingObserver(() => true)] },
@@ -182,9 +187,7 @@ describe('proxy route bookkeeping (ProxyExchange)', () => {
 
     it('on a refusal too: the protocol error still goes out whole, and every hook is heard once', () =>
       withGateway(
-        () => {
-          throw new GatewayError('rateLimited', 'slow down', { retryAfterSeconds: 3, reason: 'rate_limited_device' });
-        },
+        refuseRateLimited,
         async (gateway) => {
           const response = await fetch(`${gateway.url}/v1/proxy/fake/v1/refused`);
           expect(response.status).to.equal(429);
