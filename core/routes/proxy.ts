@@ -34,13 +34,25 @@ export interface ProxyRouteDependencies {
 /** Where an observer failure happened. */
 export type ObserverHook = 'onResponse' | 'onError' | 'onClosed';
 
-/** What every exchange of one proxy route shares: who hears about it, and how its report is scheduled. */
-interface ExchangeReporting {
-  readonly observers: readonly PipelineObserver[];
-  readonly onClosed: ((exchange: ProxyExchange) => void) | undefined;
-  readonly onObserverError: (error: unknown, hook: ObserverHook) => void;
+/** What every exchange of one proxy route shares: who hears about it (the route's own), and how its report is scheduled. */
+interface ExchangeReporting extends Pick<ProxyRouteDependencies, 'observers' | 'onClosed' | 'onObserverError'> {
   /** Takes the finished exchange and calls its {@link ProxyExchange.reportNow} at the end of this turn (createProxyHandler). */
   readonly schedule: (exchange: ProxyExchange) => void;
+}
+
+/**
+ * Tells every observer of `hook` (`onError` with `error`), each on its own: one that throws is handed to
+ * `onObserverError` and the next one still hears.
+ */
+function notifyObservers(reporting: ExchangeReporting, hook: 'onResponse' | 'onError', context: ProxyContext, error?: unknown): void {
+  for (const observer of reporting.observers) {
+    try {
+      if (hook === 'onResponse') observer.onResponse?.(context);
+      else observer.onError?.(context, error);
+    } catch (failure) {
+      reporting.onObserverError(failure, hook);
+    }
+  }
 }
 
 /** The request id of a response (set by the request-id middleware). */
@@ -85,14 +97,7 @@ export class ProxyExchange {
       context.outcome.status = gatewayError.status;
       context.outcome.errorType = gatewayError.type;
       context.outcome.reason = gatewayError.reason;
-      const { observers, onObserverError } = this.reporting;
-      for (const observer of observers) {
-        try {
-          observer.onError?.(context, error);
-        } catch (failure) {
-          onObserverError(failure, 'onError');
-        }
-      }
+      notifyObservers(this.reporting, 'onError', context, error);
       // Admitted by the rate limits, refused later (a token budget, the provider unreachable…): the limits still show.
       setGatewayHeaders(context);
       sendGatewayError(context.response, context.requestId, gatewayError, context.request);
@@ -111,23 +116,16 @@ export class ProxyExchange {
 
   /** Tells the observers, then `onClosed`; called once per exchange, by the report schedule. Never throws. */
   reportNow(): void {
-    const { observers, onClosed, onObserverError } = this.reporting;
     const context = this.context;
     if (context) {
       if (context.outcome.status === 0) context.outcome.status = context.response.statusCode;
       context.settleUsage();
-      for (const observer of observers) {
-        try {
-          observer.onResponse?.(context);
-        } catch (error) {
-          onObserverError(error, 'onResponse');
-        }
-      }
+      notifyObservers(this.reporting, 'onResponse', context);
     }
     try {
-      onClosed?.(this);
+      this.reporting.onClosed?.(this);
     } catch (error) {
-      onObserverError(error, 'onClosed');
+      this.reporting.onObserverError(error, 'onClosed');
     }
   }
 }

@@ -104,6 +104,14 @@ async function fetchOk(gateway: OneRouteGateway, path: string): Promise<void> {
   expect(await response.text()).to.equal('ok');
 }
 
+/** Fetches `path`, refused by {@link refuseRateLimited}: checks the protocol error and returns the response. */
+async function fetchRefused(gateway: OneRouteGateway, path: string): Promise<Response> {
+  const response = await fetch(`${gateway.url}${path}`);
+  expect(response.status).to.equal(429);
+  expect(((await response.clone().json()) as { error: { reason: string } }).error.reason).to.equal('rate_limited_device');
+  return response;
+}
+
 describe('proxy route bookkeeping (ProxyExchange)', () => {
   it('a stage that answers: observers once, then onClosed once', () =>
     withGateway(answerOk, async (gateway) => {
@@ -129,10 +137,8 @@ describe('proxy route bookkeeping (ProxyExchange)', () => {
     withGateway(
       refuseRateLimited,
       async (gateway) => {
-        const response = await fetch(`${gateway.url}/v1/proxy/fake/v1/anything`);
-        expect(response.status).to.equal(429);
+        const response = await fetchRefused(gateway, '/v1/proxy/fake/v1/anything');
         expect(response.headers.get('tollgate-request-id')).to.equal('request-1');
-        expect(((await response.json()) as { error: { reason: string } }).error.reason).to.equal('rate_limited_device');
         expect(await gateway.reported()).to.deep.equal(['error rate_limited_device', 'response 429', 'closed with context']);
       },
     ));
@@ -189,10 +195,8 @@ describe('proxy route bookkeeping (ProxyExchange)', () => {
       withGateway(
         refuseRateLimited,
         async (gateway) => {
-          const response = await fetch(`${gateway.url}/v1/proxy/fake/v1/refused`);
-          expect(response.status).to.equal(429);
+          const response = await fetchRefused(gateway, '/v1/proxy/fake/v1/refused');
           expect(response.headers.get('retry-after')).to.equal('3');
-          expect(((await response.json()) as { error: { reason: string } }).error.reason).to.equal('rate_limited_device');
           expect(await gateway.reported()).to.deep.equal([
             'failed onError: onError bug on /v1/proxy/fake/v1/refused',
             'error rate_limited_device',
