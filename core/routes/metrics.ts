@@ -2,8 +2,100 @@
  * `GET /metrics`: Prometheus text exposition (format 0.0.4). Counters are kept in memory by a pipeline observer; labels
  * are bounded (provider slugs, status classes, error types), never app or device ids.
  */
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { readFileSync, readdirSync } from 'node:fs';
+import { PerformanceObserver, constants as performanceConstants, monitorEventLoopDelay, type PerformanceEntry } from 'node:perf_hooks';
 import type { PipelineObserver, ProxyContext } from '../contract';
+
+/** V8's collection kinds as Node reports them (`PerformanceEntry.detail.kind`), by the label prom-client uses. */
+const GC_KINDS: ReadonlyMap<number, string> = new Map([
+  [performanceConstants.NODE_PERFORMANCE_GC_MINOR, 'minor'],
+  [performanceConstants.NODE_PERFORMANCE_GC_MAJOR, 'major'],
+  [performanceConstants.NODE_PERFORMANCE_GC_INCREMENTAL, 'incremental'],
+  [performanceConstants.NODE_PERFORMANCE_GC_WEAKCB, 'weakcb'],
+]);
+/** Upper bounds (seconds) of the collection-pause histogram: a scavenge takes about a millisecond, a full collection more. */
+const GC_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1] as const;
+
+/** Pauses of the main thread for garbage collection, by kind: a Prometheus histogram. */
+class CollectionPauses {
+  private readonly byKind = new Map<string, { readonly buckets: number[]; count: number; sum: number }>();
+  private readonly observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) this.add(entry);
+  });
+
+  start(): void {
+    this.observer.observe({ entryTypes: ['gc'] });
+  }
+
+  stop(): void {
+    this.observer.disconnect();
+  }
+
+  private add(entry: PerformanceEntry): void {
+    const kind = GC_KINDS.get((entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind ?? -1) ?? 'other';
+    let series = this.byKind.get(kind);
+    if (!series) {
+      series = { buckets: GC_BUCKETS.map(() => 0), count: 0, sum: 0 };
+      this.byKind.set(kind, series);
+    }
+    const seconds = entry.duration / 1000;
+    series.count += 1;
+    series.sum += seconds;
+    for (let index = 0; index < GC_BUCKETS.length; index += 1) if (seconds <= GC_BUCKETS[index]!) series.buckets[index]! += 1;
+  }
+
+  lines(): string[] {
+    const lines = [
+      '# HELP nodejs_gc_duration_seconds Main-thread pauses for garbage collection, by kind (minor: scavenges of the young generation; major: full collections).',
+      '# TYPE nodejs_gc_duration_seconds histogram',
+    ];
+    for (const [kind, series] of this.byKind) {
+      GC_BUCKETS.forEach((bound, index) => lines.push(`nodejs_gc_duration_seconds_bucket{kind="${kind}",le="${bound}"} ${series.buckets[index]}`));
+      lines.push(`nodejs_gc_duration_seconds_bucket{kind="${kind}",le="+Inf"} ${series.count}`);
+      lines.push(`nodejs_gc_duration_seconds_sum{kind="${kind}"} ${series.sum.toFixed(6)}`);
+      lines.push(`nodejs_gc_duration_seconds_count{kind="${kind}"} ${series.count}`);
+    }
+    return lines;
+  }
+}
+
+/**
+ * The process's open descriptors and its limit (Linux: /proc/self). Each proxied stream holds two (the client's socket
+ * and the provider's), so the limit bounds the open streams at about half of it; Node raises the soft limit to the hard
+ * one when it starts. Nothing where /proc is absent (macOS).
+ */
+function descriptorLines(): string[] {
+  let open: number;
+  let limit: string | undefined;
+  try {
+    open = readdirSync('/proc/self/fd').length;
+    limit = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1];
+  } catch {
+    return [];
+  }
+  const lines = ['# HELP process_open_fds Open file descriptors (each proxied stream holds two).', '# TYPE process_open_fds gauge', `process_open_fds ${open}`];
+  if (limit !== undefined) lines.push('# HELP process_max_fds The most file descriptors the process may open.', '# TYPE process_max_fds gauge', `process_max_fds ${limit}`);
+  return lines;
+}
+
+/** The process's CPU time and start, as every Prometheus client library names them. */
+function processLines(startedMs: number): string[] {
+  const { user, system } = process.cpuUsage();
+  return [
+    '# HELP process_cpu_user_seconds_total User CPU time of the gateway process (all its threads), in seconds.',
+    '# TYPE process_cpu_user_seconds_total counter',
+    `process_cpu_user_seconds_total ${(user / 1e6).toFixed(6)}`,
+    '# HELP process_cpu_system_seconds_total System CPU time of the gateway process, in seconds.',
+    '# TYPE process_cpu_system_seconds_total counter',
+    `process_cpu_system_seconds_total ${(system / 1e6).toFixed(6)}`,
+    '# HELP process_cpu_seconds_total User and system CPU time of the gateway process, in seconds.',
+    '# TYPE process_cpu_seconds_total counter',
+    `process_cpu_seconds_total ${((user + system) / 1e6).toFixed(6)}`,
+    '# HELP process_start_time_seconds When the gateway process started, in seconds since the Unix epoch.',
+    '# TYPE process_start_time_seconds gauge',
+    `process_start_time_seconds ${Math.floor(startedMs / 1000)}`,
+  ];
+}
 
 export interface MetricsSources {
   /** Requests waiting for an upstream socket (a non-zero value means the pool is too small). */
@@ -27,13 +119,16 @@ export class GatewayMetrics implements PipelineObserver {
   private readonly refusals = new Map<string, number>();
   private readonly started = Date.now();
   private readonly loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  private readonly collections = new CollectionPauses();
 
   constructor() {
     this.loopDelay.enable();
+    this.collections.start();
   }
 
   stop(): void {
     this.loopDelay.disable();
+    this.collections.stop();
   }
 
   onResponse(context: ProxyContext): void {
@@ -116,6 +211,9 @@ export class GatewayMetrics implements PipelineObserver {
       '# HELP process_heap_used_bytes V8 heap in use.',
       '# TYPE process_heap_used_bytes gauge',
       `process_heap_used_bytes ${process.memoryUsage().heapUsed}`,
+      ...processLines(performance.timeOrigin),
+      ...descriptorLines(),
+      ...this.collections.lines(),
       '# HELP tollgate_uptime_seconds Seconds since the gateway started.',
       '# TYPE tollgate_uptime_seconds gauge',
       `tollgate_uptime_seconds ${Math.floor((Date.now() - this.started) / 1000)}`,
