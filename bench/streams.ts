@@ -70,6 +70,9 @@ async function main(): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 3000));
     const streaming = streams.filter((stream, index) => stream.frames > before[index]!).length;
     const rss = processRssBytes(bench.tollgatePid);
+    // The gateway's own count (its /metrics): two per stream, the app's connection and the provider's.
+    const metrics = await (await fetch(`${bench.tollgateUrl}/metrics`)).text();
+    const gauge = (name: string) => new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics)?.[1] ?? '?';
 
     const probe = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const jsonUrl = new URL(`${bench.tollgateUrl}/v1/proxy/openai/v1/chat/completions`);
@@ -102,6 +105,7 @@ async function main(): Promise<void> {
       `| streams still receiving after 3 s | ${streaming} |`,
       `| gateway RSS | ${(rss / 1024 / 1024).toFixed(0)} MB |`,
       `| RSS per open stream | ${(rss / Math.max(1, streams.length) / 1024).toFixed(1)} KB |`,
+      `| gateway descriptors open / limit (process_open_fds / process_max_fds) | ${gauge('process_open_fds')} / ${gauge('process_max_fds')} |`,
       `| time to open all | ${openSeconds.toFixed(1)} s |`,
       `| non-streamed request meanwhile, p50 / p99 (${PROBES} sequential) | ${percentile(latencies, 50).toFixed(1)} / ${percentile(latencies, 99).toFixed(1)} ms |`,
       `| failures | ${failures.size === 0 ? 'none' : [...failures].map(([what, count]) => `${what} × ${count}`).join(', ')} |`,
