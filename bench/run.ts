@@ -10,9 +10,7 @@
  * taken in mirrored order (bare node:http, bare undici, Tollgate, then Tollgate, undici, bare, …), so that the machine's
  * drift falls on all targets alike, and the ratio is the median of the rounds. The bare undici pipe
  * is the same pipe on the client Tollgate forwards with, so the comparison stays honest. Also printed: requests/s,
- * p50/p99 latency, the time to the first streamed byte added by Tollgate over the bare pipe, and the gateway's
- * main-thread pauses for garbage collection per request (read from its `/metrics` around each slice: a round whose CPU
- * stands out can be told apart as the collector's or the machine's).
+ * p50/p99 latency, and the time to the first streamed byte added by Tollgate over the bare pipe.
  *
  * Environment: BENCH_REQUESTS (requests per measurement, default 40000), BENCH_SLICES (default 8),
  * BENCH_WARMUP (requests per target and workload before the first round, default 30000), BENCH_CONNECTIONS (default 32),
@@ -40,8 +38,6 @@ interface Measurement {
   readonly cpuMicrosPerRequest: number;
   /** The part of it spent outside the main thread (V8's GC and compiler workers, libuv's pool). */
   readonly helperMicrosPerRequest: number;
-  /** The main thread's pauses for garbage collection, from the gateway's `/metrics` (the bare pipes have none). */
-  readonly gcPauseMicrosPerRequest: number | undefined;
   readonly p50: number;
   readonly p99: number;
   readonly errors: number;
@@ -53,23 +49,12 @@ interface Target {
   readonly pid: number;
   url(workload: Workload): string;
   readonly headers: Readonly<Record<string, string>>;
-  /** Its Prometheus metrics, when it has them (Tollgate): the collection pauses are read from there. */
-  readonly metricsUrl?: string;
-}
-
-/** Seconds the process paused for garbage collection so far, all kinds (`nodejs_gc_duration_seconds_sum`). */
-async function gcPauseSeconds(metricsUrl: string): Promise<number> {
-  const text = await (await fetch(metricsUrl)).text();
-  let seconds = 0;
-  for (const match of text.matchAll(/^nodejs_gc_duration_seconds_sum\{[^}]*\} (\S+)$/gm)) seconds += Number(match[1]);
-  return seconds;
 }
 
 /** What one target did over the slices of a round. */
 interface Tally {
   cpu: number;
   main: number;
-  gc: number;
   requests: number;
   seconds: number;
   errors: number;
@@ -117,21 +102,18 @@ function load(target: Target, workload: Workload, amount: number): Promise<{ res
 async function measureRound(targets: readonly Target[], workload: Workload, round: number): Promise<Measurement[]> {
   // Not measured: the workload has just changed (json, then sse), and the first slice should not pay for it.
   for (const target of targets) await load(target, workload, Math.max(1000, Math.floor(REQUESTS / 10)));
-  const tallies: Tally[] = targets.map(() => ({ cpu: 0, main: 0, gc: 0, requests: 0, seconds: 0, errors: 0, non2xx: 0, p50s: [], p99s: [] }));
+  const tallies: Tally[] = targets.map(() => ({ cpu: 0, main: 0, requests: 0, seconds: 0, errors: 0, non2xx: 0, p50s: [], p99s: [] }));
   const perSlice = Math.ceil(REQUESTS / SLICES);
   for (let slice = 0; slice < SLICES; slice += 1) {
     const order = targets.map((_, index) => (slice % 2 === 0 ? index : targets.length - 1 - index));
     for (const index of order) {
       const target = targets[index]!;
       const tally = tallies[index]!;
-      // Scraped outside the CPU reading: the scrape's own work is not counted.
-      const gcBefore = target.metricsUrl ? await gcPauseSeconds(target.metricsUrl) : 0;
       const cpuBefore = processCpuMicros(target.pid);
       const mainBefore = mainThreadCpuMicros(target.pid);
       const { result, seconds } = await load(target, workload, perSlice);
       tally.cpu += processCpuMicros(target.pid) - cpuBefore;
       tally.main += mainThreadCpuMicros(target.pid) - mainBefore;
-      if (target.metricsUrl) tally.gc += (await gcPauseSeconds(target.metricsUrl)) - gcBefore;
       tally.requests += result.requests.total;
       tally.seconds += seconds;
       tally.errors += result.errors + result.timeouts;
@@ -150,7 +132,6 @@ async function measureRound(targets: readonly Target[], workload: Workload, roun
       requestsPerSecond: tally.requests / Math.max(tally.seconds, 1e-9),
       cpuMicrosPerRequest: tally.cpu / completed,
       helperMicrosPerRequest: Math.max(0, tally.cpu - tally.main) / completed,
-      gcPauseMicrosPerRequest: target.metricsUrl ? (tally.gc * 1e6) / completed : undefined,
       p50: median(tally.p50s),
       p99: median(tally.p99s),
       errors: tally.errors,
@@ -194,7 +175,7 @@ function targetsOf(bench: BenchTargets): { bare: Target; bareUndici: Target; tol
   return {
     bare: { name: 'bare Node pipe (node:http)', pid: bench.barePid, url: (w) => `http://127.0.0.1:${bench.barePort}/v1/chat/completions${workloadQuery(w)}`, headers: {} },
     bareUndici: { name: 'bare undici pipe', pid: bench.bareUndiciPid, url: (w) => `http://127.0.0.1:${bench.bareUndiciPort}/v1/chat/completions${workloadQuery(w)}`, headers: {} },
-    tollgate: { name: 'Tollgate (full pipeline)', pid: bench.tollgatePid, url: (w) => `${bench.tollgateUrl}/v1/proxy/openai/v1/chat/completions${workloadQuery(w)}`, headers: bench.tollgateHeaders, metricsUrl: `${bench.tollgateUrl}/metrics` },
+    tollgate: { name: 'Tollgate (full pipeline)', pid: bench.tollgatePid, url: (w) => `${bench.tollgateUrl}/v1/proxy/openai/v1/chat/completions${workloadQuery(w)}`, headers: bench.tollgateHeaders },
   };
 }
 
@@ -235,12 +216,9 @@ async function main(): Promise<void> {
     lines.push(
       `Tollgate benchmark: ${REQUESTS} requests per measurement in ${SLICES} mirrored slices, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds after ${WARMUP} warm-up requests per target and workload, Node ${process.version} (the gateway as npm start runs it: node ${gatewayNodeFlags().join(' ')}), ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${os.platform()} ${os.release()}`,
       '',
-      '| round | workload | proxy | CPU µs/request | of which helper threads | GC pauses µs/request | requests/s | p50 ms | p99 ms (median of slices) | errors | non-2xx |',
-      '|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
-      ...results.map(
-        (r) =>
-          `| ${r.round} | ${r.workload} | ${r.target} | ${r.cpuMicrosPerRequest.toFixed(1)} | ${r.helperMicrosPerRequest.toFixed(1)} | ${r.gcPauseMicrosPerRequest?.toFixed(1) ?? '—'} | ${r.requestsPerSecond.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} |`,
-      ),
+      '| round | workload | proxy | CPU µs/request | of which helper threads | requests/s | p50 ms | p99 ms (median of slices) | errors | non-2xx |',
+      '|---:|---|---|---:|---:|---:|---:|---:|---:|---:|',
+      ...results.map((r) => `| ${r.round} | ${r.workload} | ${r.target} | ${r.cpuMicrosPerRequest.toFixed(1)} | ${r.helperMicrosPerRequest.toFixed(1)} | ${r.requestsPerSecond.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} |`),
       '',
     );
     for (const workload of ['json', 'sse'] as const) {

@@ -70,9 +70,6 @@ async function main(): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 3000));
     const streaming = streams.filter((stream, index) => stream.frames > before[index]!).length;
     const rss = processRssBytes(bench.tollgatePid);
-    // The gateway's own count (its /metrics): two per stream, the app's connection and the provider's.
-    const metrics = await (await fetch(`${bench.tollgateUrl}/metrics`)).text();
-    const gauge = (name: string) => new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics)?.[1] ?? '?';
 
     const probe = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const jsonUrl = new URL(`${bench.tollgateUrl}/v1/proxy/openai/v1/chat/completions`);
@@ -95,6 +92,10 @@ async function main(): Promise<void> {
       if (status !== 200) fail(`probe status ${status}`);
     }
     probe.destroy();
+    // The gateway's own count (its /metrics), read after the probes: two per stream, the app's connection and the
+    // provider's.
+    const metrics = await (await fetch(`${bench.tollgateUrl}/metrics`)).text();
+    const gauge = (name: string) => new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics)?.[1] ?? '?';
 
     const lines = [
       `Tollgate open-stream benchmark: ${STREAMS} SSE streams requested, server defaults, Node ${process.version}`,
