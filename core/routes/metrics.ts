@@ -79,7 +79,7 @@ function descriptorLines(): string[] {
 }
 
 /** The process's CPU time and start, as every Prometheus client library names them. */
-function processLines(startedMs: number): string[] {
+function processLines(): string[] {
   const { user, system } = process.cpuUsage();
   return [
     '# HELP process_cpu_user_seconds_total User CPU time of the gateway process (all its threads), in seconds.',
@@ -93,7 +93,7 @@ function processLines(startedMs: number): string[] {
     `process_cpu_seconds_total ${((user + system) / 1e6).toFixed(6)}`,
     '# HELP process_start_time_seconds When the gateway process started, in seconds since the Unix epoch.',
     '# TYPE process_start_time_seconds gauge',
-    `process_start_time_seconds ${Math.floor(startedMs / 1000)}`,
+    `process_start_time_seconds ${Math.floor(performance.timeOrigin / 1000)}`,
   ];
 }
 
@@ -211,7 +211,7 @@ export class GatewayMetrics implements PipelineObserver {
       '# HELP process_heap_used_bytes V8 heap in use.',
       '# TYPE process_heap_used_bytes gauge',
       `process_heap_used_bytes ${process.memoryUsage().heapUsed}`,
-      ...processLines(performance.timeOrigin),
+      ...processLines(),
       ...descriptorLines(),
       ...this.collections.lines(),
       '# HELP tollgate_uptime_seconds Seconds since the gateway started.',

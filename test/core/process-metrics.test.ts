@@ -5,12 +5,11 @@
 import { expect } from 'chai';
 import net from 'node:net';
 import { TestGateway } from '../support/gateway';
+import { metricSample as sample, scrapeMetrics } from '../support/metrics';
 
-function sample(text: string, series: string): number {
-  const escaped = series.replace(/[{}"=.+]/g, (character) => `\\${character}`);
-  const match = new RegExp(`^${escaped} (\\S+)$`, 'm').exec(text);
-  if (!match) throw new Error(`no sample ${series} in:\n${text}`);
-  return Number(match[1]);
+/** Waits (20 ms steps, at most 2 s) until `check` holds. */
+async function until(check: () => boolean | Promise<boolean>): Promise<void> {
+  for (let waited = 0; waited < 100 && !(await check()); waited += 1) await new Promise((resolve) => setTimeout(resolve, 20));
 }
 
 describe('/metrics: the process figures (CPU, descriptors, collection pauses)', () => {
@@ -23,11 +22,7 @@ describe('/metrics: the process figures (CPU, descriptors, collection pauses)', 
     await gateway.close();
   });
 
-  const scrape = async (): Promise<string> => {
-    const response = await fetch(`${gateway.url}/metrics`);
-    expect(response.status).to.equal(200);
-    return response.text();
-  };
+  const scrape = () => scrapeMetrics(gateway);
 
   it('counts the process CPU time as counters that only go up, user plus system', async () => {
     const first = await scrape();
@@ -63,11 +58,7 @@ describe('/metrics: the process figures (CPU, descriptors, collection pauses)', 
     );
     // Accepted by the server (its connection count), not only connected by the kernel.
     const server = gateway.gateway.server;
-    for (let waited = 0; waited < 100; waited += 1) {
-      const count = await new Promise<number>((resolve, reject) => server.getConnections((error, value) => (error ? reject(error) : resolve(value))));
-      if (count >= 25) break;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await until(async () => (await new Promise<number>((resolve, reject) => server.getConnections((error, value) => (error ? reject(error) : resolve(value))))) >= 25);
     const text = await scrape();
     const held = sample(text, 'process_open_fds');
     // The scrape's own connection comes and goes; other descriptors of this process may open meanwhile.
@@ -76,10 +67,7 @@ describe('/metrics: the process figures (CPU, descriptors, collection pauses)', 
     expect(limit).to.be.greaterThan(held);
     expect(limit).to.equal(Number(/^Max open files\s+(\d+)/m.exec((await import('node:fs')).readFileSync('/proc/self/limits', 'utf8'))![1]));
     for (const socket of sockets) socket.destroy();
-    for (let waited = 0; waited < 100; waited += 1) {
-      if (sample(await scrape(), 'process_open_fds') <= held - 40) break;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await until(async () => sample(await scrape(), 'process_open_fds') <= held - 40);
     expect(sample(await scrape(), 'process_open_fds')).to.be.at.most(held - 40);
   });
 

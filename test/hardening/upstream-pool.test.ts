@@ -9,6 +9,7 @@ import { classifyUpstreamError } from '../../core/pipeline/forward';
 import { FakeUpstream, respondChunks } from '../support/fake-upstream';
 import { TestGateway } from '../support/gateway';
 import { rawRequest } from '../support/http';
+import { metricSample, scrapeMetrics } from '../support/metrics';
 import { openStream } from '../support/nodes';
 
 const CHAT = '/v1/proxy/openai/v1/chat/completions';
@@ -16,8 +17,7 @@ const CHAT = '/v1/proxy/openai/v1/chat/completions';
 const CHUNK = `data: ${JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'hi' } }] })}\n\n`;
 
 async function metric(gateway: TestGateway, name: string): Promise<number> {
-  const text = await (await fetch(`${gateway.url}/metrics`)).text();
-  return Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
+  return metricSample(await scrapeMetrics(gateway), name);
 }
 
 describe('upstream pool: no silent queue', function () {
