@@ -357,10 +357,7 @@ describe('management API /v1/admin', () => {
     const other = await gateway.provision({ openai: 'sk-other-key-000000000000' });
     for (let index = 0; index < 4; index += 1) await (await fetch(`${gateway.url}/v1/proxy/openai/v1/models`, { headers: other.headers })).text();
     await (await fetch(`${gateway.url}/v1/proxy/openai/v1/models`, { headers: { ...other.headers, 'Tollgate-Device-Token': 'bogus' } })).text();
-    // Usage is recorded when each response closes, then written in batches.
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    await gateway.gateway.usage.flush();
-    await gateway.gateway.usage.flush();
+    await gateway.recordedUsage(other.appId, 0, (events) => events.length === 5);
     const usage = await call('GET', `/apps/${other.appId}/usage?minutes=60`);
     expect(usage.status).to.equal(200);
     expect(usage.json.totalRequests).to.equal(5);

@@ -36,7 +36,7 @@ describe('monitor-only attestation mode', () => {
     expect(upstream.last().headers.authorization).to.equal('Bearer sk-monitor-0123456789abcdef');
     expect(upstream.last().headers['tollgate-device-token']).to.equal(undefined);
     expect((await chat(device.headers)).status).to.equal(200);
-    await gateway.gateway.usage.flush();
+    await gateway.recordedUsage(device.appId, 0, (events) => events.length === 3);
     const usage = await gateway.gateway.management.usageSummary(device.appId, 0, Date.now() + 1);
     expect(usage.verification).to.deep.equal({ verified: 1, unverified: 2 });
     // An unverified request is never recorded as a device.

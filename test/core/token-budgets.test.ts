@@ -176,7 +176,7 @@ describe('token budgets (one node)', function () {
     upstream.respond(completion(90, 30));
     expect((await chat(device)).status).to.equal(200);
     expect(await chat(device)).to.include({ status: 429, reason: 'token_budget' });
-    await gateway.gateway.usage.flush();
+    await gateway.recordedUsage(device.appId, 0, (events) => events.length === 2);
     const client = new Client({ name: 'budget-usage', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${gateway.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${adminKey}` } } }));
     try {

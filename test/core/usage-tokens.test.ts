@@ -418,11 +418,8 @@ describe('token usage read from provider answers', function () {
       body: JSON.stringify(body),
     });
     const bytes = Buffer.from(await response.arrayBuffer());
-    await gateway.gateway.usage.flush();
-    const events = await gateway.gateway.management.usage(device.appId, startedAt - 1000, Date.now() + 1000);
-    const event = events.find((candidate) => candidate.createdAt >= startedAt - 5 && candidate.provider === slug);
-    expect(event, JSON.stringify(events)).to.not.equal(undefined);
-    return { status: response.status, bytes, event: event! };
+    const event = await gateway.recordedEvent(device.appId, startedAt - 1000, (candidate) => candidate.createdAt >= startedAt - 5 && candidate.provider === slug);
+    return { status: response.status, bytes, event };
   }
 
   for (const testCase of CASES) {
@@ -488,10 +485,9 @@ describe('token usage read from provider answers', function () {
     });
     expect(order).to.deep.equal(['client has first chunk', 'provider sends usage']);
     expect(body).to.equal(events.join(''));
-    await gateway.gateway.usage.flush();
-    const recorded = (await gateway.gateway.management.usage(device.appId, startedAt - 1000, Date.now() + 1000)).find((event) => event.createdAt >= startedAt - 5);
-    expect(recorded?.inputTokens).to.equal(5);
-    expect(recorded?.outputTokens).to.equal(1);
+    const recorded = await gateway.recordedEvent(device.appId, startedAt - 1000, (event) => event.createdAt >= startedAt - 5);
+    expect(recorded.inputTokens).to.equal(5);
+    expect(recorded.outputTokens).to.equal(1);
   });
 
   it('records "usage unknown" (no error) for an answer it cannot read: compressed, or not JSON', async () => {

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { startGateway, type GatewayOptions, type RunningGateway } from '../../core/server/gateway';
 import { providerVariableStem } from '../../core/configuration/configuration';
+import type { UsageEvent } from '../../core/storage/repositories';
 
 export interface TestGatewayOptions extends Omit<GatewayOptions, 'env' | 'logDestination'> {
   /** Provider slug → base URL (usually a FakeUpstream's url). */
@@ -97,6 +98,27 @@ export class TestGateway {
     const deviceId = `device-${randomBytes(4).toString('hex')}`;
     const deviceToken = await this.deviceToken(appId, appToken, deviceId);
     return { appId, appToken, deviceId, deviceToken, headers: { 'Tollgate-App-Token': appToken, 'Tollgate-Device-Token': deviceToken } };
+  }
+
+  /**
+   * The usage events of an app recorded since `fromMs`, once `done` holds for them. Usage is recorded when the gateway's
+   * response closes, which can come after the client has read the last byte, then written in batches: this flushes and
+   * reads again until `done` holds (5 s at most, then it throws listing what was recorded).
+   */
+  async recordedUsage(appId: string, fromMs: number, done: (events: UsageEvent[]) => boolean): Promise<UsageEvent[]> {
+    const deadline = Date.now() + 5_000;
+    for (;;) {
+      await this.gateway.usage.flush();
+      const events = await this.gateway.management.usage(appId, fromMs, Date.now() + 1_000);
+      if (done(events)) return events;
+      if (Date.now() > deadline) throw new Error(`the usage events expected were not recorded within 5 s; recorded: ${JSON.stringify(events)}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  /** The first usage event of an app since `fromMs` that matches, waiting for it as `recordedUsage` does. */
+  async recordedEvent(appId: string, fromMs: number, match: (event: UsageEvent) => boolean): Promise<UsageEvent> {
+    return (await this.recordedUsage(appId, fromMs, (events) => events.some(match))).find(match)!;
   }
 
   /** All captured log text, for leak checks. */
