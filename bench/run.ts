@@ -12,9 +12,17 @@
  * is the same pipe on the client Tollgate forwards with, so the comparison stays honest. Also printed: requests/s,
  * p50/p99 latency, and the time to the first streamed byte added by Tollgate over the bare pipe.
  *
+ * Every target also answers what a proxy in service answers besides its main route, through the whole run, one request
+ * every BENCH_OTHER_MS (default 200) in turn: health checks, for Tollgate also readiness, metrics scrapes, the catalog,
+ * attestation challenges, a refused request and a GET forwarded. A process that has served one request shape since it
+ * started runs code V8 specialised for that shape alone; one other request deoptimises Node's HTTP and stream code and
+ * the proxy path costs a few µs more from then on (docs/benchmarks.md, "twelfth session"). Measured without it, the
+ * benchmark would report a state no deployment is in.
+ *
  * Environment: BENCH_REQUESTS (requests per measurement, default 40000), BENCH_SLICES (default 8),
  * BENCH_WARMUP (requests per target and workload before the first round, default 30000), BENCH_CONNECTIONS (default 32),
- * BENCH_ROUNDS (default 3), BENCH_TTFB_SAMPLES (default 400), BENCH_PROFILE=<dir> (V8 CPU profile of the gateway).
+ * BENCH_ROUNDS (default 3), BENCH_TTFB_SAMPLES (default 400), BENCH_OTHER_MS (default 200; 0: no other traffic),
+ * BENCH_PROFILE=<dir> (V8 CPU profile of the gateway).
  */
 import autocannon from 'autocannon';
 import http from 'node:http';
@@ -29,6 +37,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const TTFB_SAMPLES = Number(process.env.BENCH_TTFB_SAMPLES ?? 400);
 const SLICES = Math.max(1, Number(process.env.BENCH_SLICES ?? 8));
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 30_000);
+const OTHER_MS = Number(process.env.BENCH_OTHER_MS ?? 200);
 
 interface Measurement {
   readonly target: string;
@@ -49,6 +58,46 @@ interface Target {
   readonly pid: number;
   url(workload: Workload): string;
   readonly headers: Readonly<Record<string, string>>;
+  /** What else it answers in service (the background traffic), each with the status it must get. */
+  readonly other: readonly OtherRequest[];
+}
+
+interface OtherRequest {
+  readonly url: string;
+  readonly method: 'GET' | 'POST';
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly body?: string;
+  readonly status: number;
+}
+
+/**
+ * The background traffic: every `OTHER_MS`, each target gets the next of its other requests (one at a time per target).
+ * An answer with another status than expected counts in `failures`, which makes the run fail: a figure taken while a
+ * health check or a scrape was failing would not be the gateway's.
+ */
+function startOtherTraffic(targets: readonly Target[]): { stop(): void; readonly sent: number; readonly failures: string[] } {
+  const failures: string[] = [];
+  let sent = 0;
+  if (OTHER_MS <= 0) return { stop: () => undefined, get sent() { return sent; }, failures };
+  const next = targets.map(() => 0);
+  const busy = targets.map(() => false);
+  const timer = setInterval(() => {
+    targets.forEach((target, index) => {
+      if (busy[index] || target.other.length === 0) return;
+      const other = target.other[next[index]! % target.other.length]!;
+      next[index]! += 1;
+      busy[index] = true;
+      fetch(other.url, { method: other.method, headers: other.headers, body: other.body })
+        .then(async (response) => {
+          await response.arrayBuffer();
+          sent += 1;
+          if (response.status !== other.status) failures.push(`${target.name}: ${other.method} ${new URL(other.url).pathname} answered ${response.status}, not ${other.status}`);
+        })
+        .catch((error: unknown) => failures.push(`${target.name}: ${other.method} ${new URL(other.url).pathname} failed: ${String(error)}`))
+        .finally(() => (busy[index] = false));
+    });
+  }, OTHER_MS);
+  return { stop: () => clearInterval(timer), get sent() { return sent; }, failures };
 }
 
 /** What one target did over the slices of a round. */
@@ -171,11 +220,34 @@ async function firstByteMillis(target: Target, samples: number): Promise<number[
   return values;
 }
 
+/** A bare pipe's other traffic: its own health check, and a GET it forwards. */
+const bareOther = (origin: string): OtherRequest[] => [
+  { url: `${origin}/healthz`, method: 'GET', status: 200 },
+  { url: `${origin}/v1/models`, method: 'GET', status: 200 },
+];
+
 function targetsOf(bench: BenchTargets): { bare: Target; bareUndici: Target; tollgate: Target } {
+  const bareOrigin = `http://127.0.0.1:${bench.barePort}`;
+  const undiciOrigin = `http://127.0.0.1:${bench.bareUndiciPort}`;
+  const appToken = bench.tollgateHeaders['tollgate-app-token']!;
   return {
-    bare: { name: 'bare Node pipe (node:http)', pid: bench.barePid, url: (w) => `http://127.0.0.1:${bench.barePort}/v1/chat/completions${workloadQuery(w)}`, headers: {} },
-    bareUndici: { name: 'bare undici pipe', pid: bench.bareUndiciPid, url: (w) => `http://127.0.0.1:${bench.bareUndiciPort}/v1/chat/completions${workloadQuery(w)}`, headers: {} },
-    tollgate: { name: 'Tollgate (full pipeline)', pid: bench.tollgatePid, url: (w) => `${bench.tollgateUrl}/v1/proxy/openai/v1/chat/completions${workloadQuery(w)}`, headers: bench.tollgateHeaders },
+    bare: { name: 'bare Node pipe (node:http)', pid: bench.barePid, url: (w) => `${bareOrigin}/v1/chat/completions${workloadQuery(w)}`, headers: {}, other: bareOther(bareOrigin) },
+    bareUndici: { name: 'bare undici pipe', pid: bench.bareUndiciPid, url: (w) => `${undiciOrigin}/v1/chat/completions${workloadQuery(w)}`, headers: {}, other: bareOther(undiciOrigin) },
+    tollgate: {
+      name: 'Tollgate (full pipeline)',
+      pid: bench.tollgatePid,
+      url: (w) => `${bench.tollgateUrl}/v1/proxy/openai/v1/chat/completions${workloadQuery(w)}`,
+      headers: bench.tollgateHeaders,
+      other: [
+        { url: `${bench.tollgateUrl}/healthz`, method: 'GET', status: 200 },
+        { url: `${bench.tollgateUrl}/metrics`, method: 'GET', status: 200 },
+        { url: `${bench.tollgateUrl}/v1/proxy/openai/v1/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json', 'tollgate-app-token': appToken, 'tollgate-device-token': 'dt_expired-or-forged' }, body: benchBody('json'), status: 403 },
+        { url: `${bench.tollgateUrl}/readyz`, method: 'GET', status: 200 },
+        { url: `${bench.tollgateUrl}/v1/attest/challenge`, method: 'POST', headers: { 'tollgate-app-token': appToken }, status: 200 },
+        { url: `${bench.tollgateUrl}/v1/proxy/openai/v1/models`, method: 'GET', headers: bench.tollgateHeaders, status: 200 },
+        { url: `${bench.tollgateUrl}/v1/providers`, method: 'GET', status: 200 },
+      ],
+    },
   };
 }
 
@@ -185,8 +257,9 @@ async function main(): Promise<void> {
   const bench = await startBenchTargets({ nodeArguments: process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [] });
   const lines: string[] = [];
   const results: Measurement[] = [];
+  const { bare, bareUndici, tollgate } = targetsOf(bench);
+  const other = startOtherTraffic([bare, bareUndici, tollgate]);
   try {
-    const { bare, bareUndici, tollgate } = targetsOf(bench);
     // Once, before any round: each target's steady state (the gateway's code takes about 30,000 requests to settle).
     for (const workload of ['json', 'sse'] as const) for (const target of [bare, bareUndici, tollgate]) await load(target, workload, WARMUP);
     for (let round = 1; round <= ROUNDS; round += 1) {
@@ -201,9 +274,15 @@ async function main(): Promise<void> {
       const withRedis = await startBenchTargets({ extraEnv: { TOLLGATE_REDIS_URL: server.url } });
       try {
         const withRedisTarget = { ...targetsOf(withRedis).tollgate, name: 'Tollgate + Redis store' };
-        await load(withRedisTarget, 'json', WARMUP);
-        [redis] = await measureRound([withRedisTarget], 'json', 1);
-        results.push(redis!);
+        const redisOther = startOtherTraffic([withRedisTarget]);
+        try {
+          await load(withRedisTarget, 'json', WARMUP);
+          [redis] = await measureRound([withRedisTarget], 'json', 1);
+          results.push(redis!);
+        } finally {
+          redisOther.stop();
+          other.failures.push(...redisOther.failures);
+        }
       } finally {
         withRedis.stop();
         server.stop();
@@ -214,7 +293,7 @@ async function main(): Promise<void> {
     }
 
     lines.push(
-      `Tollgate benchmark: ${REQUESTS} requests per measurement in ${SLICES} mirrored slices, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds after ${WARMUP} warm-up requests per target and workload, Node ${process.version} (the gateway as npm start runs it: node ${gatewayNodeFlags().join(' ')}), ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${os.platform()} ${os.release()}`,
+      `Tollgate benchmark: ${REQUESTS} requests per measurement in ${SLICES} mirrored slices, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds after ${WARMUP} warm-up requests per target and workload, ${OTHER_MS > 0 ? `other traffic every ${OTHER_MS} ms per target (${other.sent} requests: health checks, scrapes, challenges, refusals)` : 'no other traffic (BENCH_OTHER_MS=0)'}, Node ${process.version} (the gateway as npm start runs it: node ${gatewayNodeFlags().join(' ')}), ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${os.platform()} ${os.release()}`,
       '',
       '| round | workload | proxy | CPU µs/request | of which helper threads | requests/s | p50 ms | p99 ms (median of slices) | errors | non-2xx |',
       '|---:|---|---|---:|---:|---:|---:|---:|---:|---:|',
@@ -250,7 +329,12 @@ async function main(): Promise<void> {
       process.stderr.write('bench: some requests failed; the figures above are not comparable\n');
       process.exitCode = 1;
     }
+    if (other.failures.length > 0) {
+      process.stderr.write(`bench: the other traffic failed; the figures above are not comparable:\n${other.failures.slice(0, 10).join('\n')}\n`);
+      process.exitCode = 1;
+    }
   } finally {
+    other.stop();
     bench.stop();
   }
 }
