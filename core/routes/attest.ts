@@ -3,13 +3,11 @@
  * for a device token. Each method is served by the attestation verifier registered for it.
  */
 import { randomBytes } from 'node:crypto';
-import express, { type Request, type Response, type Router } from 'express';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { GatewayError, attestationSecretKey, type AttestationVerifier, type ChallengeStore, type DeviceKeyStore, type GatewayDirectory, type RateLimitStore } from '../contract';
 import type { DeviceTokenService } from '../attestation/device-tokens';
 import { checkAppToken } from '../pipeline/verify-token';
 import { storeUnavailable, writeRateLimitHeaders } from '../pipeline/limit-rate';
-import { requestIdOf } from './proxy';
-import { sendGatewayError, toGatewayError } from './errors';
 import { ATTEST_MAX_BODY_BYTES, clientAddress, readJsonBody } from './request-guards';
 
 /** Challenges live 5 minutes (issue "Device attestation"). */
@@ -58,11 +56,10 @@ export function createAttestRouter(dependencies: AttestRouteDependencies): Route
     }
   };
 
-  const handle = (work: (request: Request, response: Response) => Promise<void>) => (request: Request, response: Response) => {
-    work(request, response).catch((error: unknown) => {
-      response.locals.error = error;
-      sendGatewayError(response, requestIdOf(response), toGatewayError(error), request);
-    });
+  // A failure goes to the gateway's error handler, as every other route's: answered with the protocol's error body, an
+  // internal error logged, a dependency refusal logged and counted in tollgate_dependency_refusals_total.
+  const handle = (work: (request: Request, response: Response) => Promise<void>) => (request: Request, response: Response, next: NextFunction) => {
+    work(request, response).catch(next);
   };
 
   router.post(

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { FakeUpstream, respondJson } from '../support/fake-upstream';
 import { TestGateway } from '../support/gateway';
 import { FaultyConsumeStore } from '../support/faulty-store-plugin';
+import { metricSample, scrapeMetrics } from '../support/metrics';
 
 const FAULTY_STORE_PLUGIN = path.resolve(__dirname, '..', 'support', 'faulty-store-plugin.js');
 
@@ -60,6 +61,11 @@ describe('rate limits: the longest Retry-After, and a store that cannot count', 
         expect(upstream.requests.length).to.equal(before);
         const attest = await fetch(`${gateway.url}/v1/attest/challenge`, { method: 'POST', headers: { 'tollgate-app-token': app.appToken } });
         expect(attest.status).to.equal(503);
+        expect(((await attest.json()) as { error: { reason: string } }).error.reason).to.equal('rate_limit_store_unavailable');
+        // Both refusals are logged and counted, the attestation's as the proxy's.
+        expect(metricSample(await scrapeMetrics(gateway), 'tollgate_dependency_refusals_total{cause="rate_limit_store_unavailable"}')).to.equal(2);
+        const refusalLines = gateway.logs.map((line) => JSON.parse(line) as { msg: string; reason?: string }).filter((line) => line.msg.startsWith('request refused') && line.reason === 'rate_limit_store_unavailable');
+        expect(refusalLines).to.have.length(2);
       } finally {
         await gateway.close();
       }
