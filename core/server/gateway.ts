@@ -306,9 +306,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   container.register(CHALLENGE_STORE, { useValue: challenges });
   plugins.reportDependencyState('database', true);
   const usage = new UsageRecorder(database, {
-    // Written 20 ms after a batch's first event: held longer, events outlive young-generation collections at load
-    // (docs/benchmarks.md, seventh session). "Last used" on the keys is written at most once a second.
-    flushIntervalMs: 20,
+    // Written 100 ms after a batch's first event. Every 20 ms, SQLite wrote its pages once per 20-30 rows, almost one
+    // pwrite per request (docs/benchmarks.md, thirteenth session); held much longer, events outlive young-generation
+    // collections at load (seventh session). "Last used" on the keys is written at most once a second.
+    flushIntervalMs: 100,
     batchSize: 500,
     maxBuffered: 50_000,
     // Failed batches stay buffered and are retried with back-off; this is told once per outage.

@@ -189,10 +189,9 @@ describe('management API /v1/admin', () => {
     expect((await call('POST', `/apps/${device.appId}/devices/unknown-device/revoke`)).status).to.equal(404);
   });
 
-  /** Usage events are recorded when each response closes, then written in batches. */
-  const settle = async () => {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    await gateway.gateway.usage.flush();
+  /** Waits until the app's `count` usage events are written (TestGateway.recordedUsage), then for the key marks of the batch. */
+  const settle = async (appId: string, count: number) => {
+    await gateway.recordedUsage(appId, 0, (events) => events.length === count);
     await gateway.gateway.usage.flush();
   };
 
@@ -201,7 +200,7 @@ describe('management API /v1/admin', () => {
     const secrets = async () => (await call('GET', `/apps/${app.appId}/secrets`)).json as Array<{ provider: string; lastUsedAt: string | null; masked: string }>;
     expect((await secrets())[0]!.lastUsedAt).to.equal(null);
     for (let index = 0; index < 2; index += 1) expect((await fetch(`${gateway.url}/v1/proxy/openai/v1/models`, { headers: app.headers }).then(async (response) => (await response.text(), response.status)))).to.equal(200);
-    await settle();
+    await settle(app.appId, 2);
     const log = (await call('GET', `/apps/${app.appId}/requests?limit=1`)).json.requests[0];
     const used = (await secrets())[0]!;
     // The time of the newest forwarded request, as the request log has it; no value, only the mask.
@@ -210,7 +209,7 @@ describe('management API /v1/admin', () => {
     // A request the gateway refused never reached the provider with the key: "last used" stays.
     await new Promise((resolve) => setTimeout(resolve, 5));
     expect((await fetch(`${gateway.url}/v1/proxy/openai/v1/models`, { headers: { ...app.headers, 'Tollgate-Device-Token': 'bogus' } }).then(async (response) => (await response.text(), response.status)))).to.equal(403);
-    await settle();
+    await settle(app.appId, 3);
     expect((await secrets())[0]!.lastUsedAt).to.equal(log.createdAt);
     // A new value has not been used yet.
     await call('PUT', `/apps/${app.appId}/secrets/openai`, { value: 'sk-last-used-replaced-0123456789ab' });
@@ -337,7 +336,7 @@ describe('management API /v1/admin', () => {
     // One device: status and its last request; its traffic alone in the usage summary.
     const headers = (id: string) => ({ 'Tollgate-App-Token': appToken, 'Tollgate-Device-Token': tokens[id]! });
     for (const id of ['pager-a-1', 'pager-a-1', 'pager-b-1']) await (await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers: { ...headers(id), 'content-type': 'application/json' }, body: '{}' })).text();
-    await settle();
+    await settle(appId, 3);
     const detail = await call('GET', `/apps/${appId}/devices/pager-a-1`);
     expect(detail.status).to.equal(200);
     const newest = (await call('GET', `/apps/${appId}/requests?device=pager-a-1&limit=1`)).json.requests[0];

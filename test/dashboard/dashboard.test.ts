@@ -220,6 +220,7 @@ describe('dashboard in Chromium', function () {
     deviceId = 'browser-device-1';
     const deviceToken = await gateway.deviceToken(appId, app.appToken, deviceId);
     deviceHeaders = { 'Tollgate-App-Token': app.appToken, 'Tollgate-Device-Token': deviceToken, 'content-type': 'application/json' };
+    const sentFrom = Date.now();
     for (let index = 0; index < 3; index += 1) {
       const response = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers: deviceHeaders, body: '{"model":"gpt-4o-mini","messages":[]}' });
       const body = await response.text();
@@ -229,8 +230,7 @@ describe('dashboard in Chromium', function () {
     expect(refused.status).to.equal(403);
     await refused.text();
     expect(upstream.last().headers.authorization).to.equal(`Bearer ${CANARY}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    await gateway.gateway.usage.flush();
+    await gateway.recordedUsage(appId, sentFrom, (events) => events.length === 4);
 
     await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Usage' }).click();
     await page.getByRole('heading', { name: 'Browser app · Usage' }).waitFor();
@@ -271,13 +271,13 @@ describe('dashboard in Chromium', function () {
     await page.getByText('Settings saved.').waitFor();
     await page.getByTestId('monitor-banner').waitFor();
     const before = upstream.requests.length;
+    const sentFrom = Date.now();
     const response = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers: { 'Tollgate-App-Token': deviceHeaders['Tollgate-App-Token']!, 'content-type': 'application/json' }, body: '{"model":"gpt-4o-mini","messages":[]}' });
     expect(response.status).to.equal(200);
     await response.text();
     expect(upstream.requests.length).to.equal(before + 1);
     expect(upstream.last().headers.authorization).to.equal(`Bearer ${CANARY}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    await gateway.gateway.usage.flush();
+    await gateway.recordedUsage(appId, sentFrom, (events) => events.length === 1);
     await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Usage' }).click();
     await page.getByTestId('chart-verification').waitFor();
     const bars = await page.locator('#chart-verification rect.bar').evaluateAll((rects) => rects.map((rect) => `${rect.getAttribute('data-label')}|${rect.getAttribute('data-value')}`));
@@ -298,11 +298,11 @@ describe('dashboard in Chromium', function () {
     const app = await gateway.gateway.management.getApp(appId);
     expect(app.previousToken, 'the rotation kept the old token for its grace period').to.not.equal(null);
     const otherToken = await gateway.deviceToken(appId, deviceHeaders['Tollgate-App-Token']!, 'browser-device-2');
+    const sentFrom = Date.now();
     const other = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers: { ...deviceHeaders, 'Tollgate-Device-Token': otherToken }, body: '{}' });
     expect(other.status).to.equal(200);
     await other.text();
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    await gateway.gateway.usage.flush();
+    await gateway.recordedUsage(appId, sentFrom, (events) => events.length === 1);
     await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Requests' }).click();
     await page.getByRole('heading', { name: 'Browser app · Requests' }).waitFor();
     await page.getByLabel('Device').fill(deviceId);
