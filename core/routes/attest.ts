@@ -3,7 +3,8 @@
  * for a device token. Each method is served by the attestation verifier registered for it.
  */
 import { randomBytes } from 'node:crypto';
-import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import express, { type Request, type Response, type Router } from 'express';
 import { GatewayError, attestationSecretKey, type AttestationVerifier, type ChallengeStore, type DeviceKeyStore, type GatewayDirectory, type RateLimitStore } from '../contract';
 import type { DeviceTokenService } from '../attestation/device-tokens';
 import { checkAppToken } from '../pipeline/verify-token';
@@ -27,6 +28,8 @@ export interface AttestRouteDependencies {
   readonly trustProxy?: boolean;
   readonly clock: () => number;
   readonly devices: DeviceKeyStore;
+  /** Answers a failed request (the gateway's handler for every route: error body, logging, refusal counts). */
+  readonly onFailure: (error: unknown, request: IncomingMessage, response: ServerResponse) => void;
 }
 
 
@@ -56,10 +59,11 @@ export function createAttestRouter(dependencies: AttestRouteDependencies): Route
     }
   };
 
-  // A failure goes to the gateway's error handler, as every other route's: answered with the protocol's error body, an
-  // internal error logged, a dependency refusal logged and counted in tollgate_dependency_refusals_total.
-  const handle = (work: (request: Request, response: Response) => Promise<void>) => (request: Request, response: Response, next: NextFunction) => {
-    work(request, response).catch(next);
+  // A failure is answered at once by the gateway's failure handler, as every other route's: the protocol's error body,
+  // an internal error logged, a dependency refusal logged and counted in tollgate_dependency_refusals_total. Not through
+  // Express's next(): that reaches the error handler a turn later, after a cut connection's access line was written.
+  const handle = (work: (request: Request, response: Response) => Promise<void>) => (request: Request, response: Response) => {
+    work(request, response).catch((error: unknown) => dependencies.onFailure(error, request, response));
   };
 
   router.post(

@@ -487,6 +487,13 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       next(error);
     }
   });
+  /** A route's failure, answered with the protocol's error body; an internal error logged, a refusal counted. */
+  const answerFailure = (error: unknown, request: IncomingMessage, response: ServerResponse) => {
+    const gatewayError = toGatewayError(error);
+    if (gatewayError.type === 'internalError') logger.error({ err: error }, 'request failed');
+    else if (gatewayError.type === 'serviceUnavailable') refused(gatewayError, requestIdOf(response));
+    sendGatewayError(response, requestIdOf(response), gatewayError, request);
+  };
   const dashboardAuth = new DashboardAuth(database, { clock });
   const setupToken = await dashboardAuth.issueSetupToken();
   app.use(
@@ -514,6 +521,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   app.use(
     '/v1/attest',
     createAttestRouter({
+      onFailure: (error, request, response) => answerFailure(error, request, response),
       directory,
       verifiers,
       challenges,
@@ -532,12 +540,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   app.use((_request: Request, response: Response) => {
     sendGatewayError(response, requestIdOf(response), new GatewayError('invalidRequest', 'No such route.', { status: 404, reason: 'no_route' }));
   });
-  app.use((error: unknown, request: Request, response: Response, _next: NextFunction) => {
-    const gatewayError = toGatewayError(error);
-    if (gatewayError.type === 'internalError') logger.error({ err: error }, 'request failed');
-    else if (gatewayError.type === 'serviceUnavailable') refused(gatewayError, requestIdOf(response));
-    sendGatewayError(response, requestIdOf(response), gatewayError, request);
-  });
+  app.use((error: unknown, request: Request, response: Response, _next: NextFunction) => answerFailure(error, request, response));
 
   const accessLine = infoLineWriter(logger, 'request');
   /**
