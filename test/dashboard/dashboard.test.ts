@@ -463,16 +463,18 @@ describe('dashboard in Chromium', function () {
     const headers = { ...deviceHeaders, 'Tollgate-Device-Token': token };
     const left = 60_000 - (Date.now() % 60_000);
     if (left < 10_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
+    const budgetFrom = Date.now();
+    const budgetEvents = (count: number) => gateway.recordedUsage(appId, budgetFrom, (events) => events.filter((event) => event.deviceId === 'budget-device').length === count);
     const first = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers, body: '{"model":"gpt-4o-mini","messages":[]}' });
     expect(first.status).to.equal(200);
     await first.text();
-    // The charge lands when the answer ends (asynchronously, after the client has it).
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The charge lands when the answer ends (after the client has it), with the request's usage event.
+    await budgetEvents(1);
     const refused = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers, body: '{"model":"gpt-4o-mini","messages":[]}' });
     expect(refused.status).to.equal(429);
     expect(((await refused.json()) as { error: { reason: string } }).error.reason).to.equal('token_budget');
     expect(Number(refused.headers.get('retry-after'))).to.be.within(1, 60);
-    await gateway.gateway.usage.flush();
+    await budgetEvents(2);
 
     // The refusal is its own series: in the per-minute chart and among the error types.
     await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Usage' }).click();
