@@ -79,12 +79,11 @@ interface OtherRequest {
 function startOtherTraffic(targets: readonly Target[]): { stop(): void; readonly sent: number; readonly failures: string[] } {
   const failures: string[] = [];
   let sent = 0;
-  if (OTHER_MS <= 0) return { stop: () => undefined, get sent() { return sent; }, failures };
   const next = targets.map(() => 0);
   const busy = targets.map(() => false);
-  const timer = setInterval(() => {
+  const send = () => {
     targets.forEach((target, index) => {
-      if (busy[index] || target.other.length === 0) return;
+      if (busy[index]) return;
       const other = target.other[next[index]! % target.other.length]!;
       next[index]! += 1;
       busy[index] = true;
@@ -97,7 +96,8 @@ function startOtherTraffic(targets: readonly Target[]): { stop(): void; readonly
         .catch((error: unknown) => failures.push(`${target.name}: ${other.method} ${new URL(other.url).pathname} failed: ${String(error)}`))
         .finally(() => (busy[index] = false));
     });
-  }, OTHER_MS);
+  };
+  const timer = OTHER_MS > 0 ? setInterval(send, OTHER_MS) : undefined;
   return { stop: () => clearInterval(timer), get sent() { return sent; }, failures };
 }
 

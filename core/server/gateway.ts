@@ -521,7 +521,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   app.use(
     '/v1/attest',
     createAttestRouter({
-      onFailure: (error, request, response) => answerFailure(error, request, response),
+      onFailure: answerFailure,
       directory,
       verifiers,
       challenges,

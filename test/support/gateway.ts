@@ -103,15 +103,17 @@ export class TestGateway {
   /**
    * The usage events of an app recorded since `fromMs`, once `done` holds for them. Usage is recorded when the gateway's
    * response closes, which can come after the client has read the last byte, then written in batches: this flushes and
-   * reads again until `done` holds (5 s at most, then it throws listing what was recorded).
+   * reads again until `done` holds (`waitMs` at most, then it throws saying what was recorded).
    */
-  async recordedUsage(appId: string, fromMs: number, done: (events: UsageEvent[]) => boolean): Promise<UsageEvent[]> {
-    const deadline = Date.now() + 5_000;
+  async recordedUsage(appId: string, fromMs: number, done: (events: UsageEvent[]) => boolean, waitMs = 5_000): Promise<UsageEvent[]> {
+    const deadline = Date.now() + waitMs;
     for (;;) {
       await this.gateway.usage.flush();
       const events = await this.gateway.management.usage(appId, fromMs, Date.now() + 1_000);
       if (done(events)) return events;
-      if (Date.now() > deadline) throw new Error(`the usage events expected were not recorded within 5 s; recorded: ${JSON.stringify(events)}`);
+      if (Date.now() > deadline) {
+        throw new Error(`the usage events expected were not recorded within ${waitMs} ms; ${events.length} recorded: ${JSON.stringify(events.slice(0, 5))}${events.length > 5 ? ' …' : ''}`);
+      }
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }
