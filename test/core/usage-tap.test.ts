@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { crc32 } from 'node:zlib';
-import { MAX_FRAME_BYTES, MAX_JSON_BODY_BYTES, MEMBER_SCAN_MIN_BYTES, UsageTap, topLevelMembers } from '../../core/pipeline/usage-tap';
+import { MAX_FRAME_BYTES, MAX_JSON_BODY_BYTES, UsageTap, topLevelMembers } from '../../core/pipeline/usage-tap';
 import { ANTHROPIC_USAGE, BEDROCK_USAGE, EMBEDDINGS_USAGE, GEMINI_USAGE, OPENAI_USAGE } from '../../providers/_shared';
 import type { UsageExtractor } from '../../core/contract';
 
@@ -161,15 +161,26 @@ describe('usage tap', () => {
       }
     });
 
-    it('the tap reads the same usage from a small answer (parsed whole) and a large one (members only), a JSON array included', () => {
-      for (const filler of ['', 'x'.repeat(MEMBER_SCAN_MIN_BYTES)]) {
+    it('the tap reads only the declared members of an answer of any size, and the same usage as the whole document parsed, a JSON array included', () => {
+      // What the extractor is handed: the declared members alone (scanned), or the whole document (no members declared).
+      const seen: string[][] = [];
+      const scanned: UsageExtractor = { ...OPENAI_USAGE, read: (document) => (seen.push(Object.keys(document as object)), OPENAI_USAGE.read(document)) };
+      const { members: _members, ...wholeOnly } = OPENAI_USAGE;
+      const parsed: UsageExtractor = { ...wholeOnly, read: (document) => (seen.push(Object.keys(document as object)), OPENAI_USAGE.read(document)) };
+      for (const filler of ['', 'x'.repeat(20_000)]) {
         const answer = `{"id":"c","model":"gpt-x","choices":[{"message":{"content":"${filler}{\\"usage\\":{\\"prompt_tokens\\":999}}"}}],"usage":{"prompt_tokens":3,"completion_tokens":4}}`;
-        const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'application/json' }, 'chat/completions');
-        feed(tap, Buffer.from(answer), 4096);
-        expect(tap.finish(), `${answer.length} bytes`).to.deep.equal({ inputTokens: 3, outputTokens: 4, model: 'gpt-x' });
+        for (const [extractor, keys] of [
+          [scanned, ['model', 'usage']],
+          [parsed, ['id', 'model', 'choices', 'usage']],
+        ] as const) {
+          seen.length = 0;
+          const tap = new UsageTap(extractor, { 'content-type': 'application/json' }, 'chat/completions');
+          feed(tap, Buffer.from(answer), 4096);
+          expect(tap.finish(), `${answer.length} bytes`).to.deep.equal({ inputTokens: 3, outputTokens: 4, model: 'gpt-x' });
+          expect(seen, `${answer.length} bytes`).to.deep.equal([keys]);
+        }
       }
       const embeddings = JSON.stringify({ object: 'list', data: [{ object: 'embedding', index: 0, embedding: Array.from({ length: 3000 }, (_, index) => index / 3000) }], model: 'emb-x', usage: { prompt_tokens: 9, total_tokens: 9 } });
-      expect(embeddings.length).to.be.above(MEMBER_SCAN_MIN_BYTES);
       const embeddingTap = new UsageTap(EMBEDDINGS_USAGE, { 'content-type': 'application/json' }, 'embeddings');
       feed(embeddingTap, Buffer.from(embeddings), 1000);
       expect(embeddingTap.finish()).to.deep.equal({ inputTokens: 9, outputTokens: 0, model: 'emb-x' });
