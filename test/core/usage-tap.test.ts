@@ -164,9 +164,10 @@ describe('usage tap', () => {
     it('the tap reads only the declared members of an answer of any size, and the same usage as the whole document parsed, a JSON array included', () => {
       // What the extractor is handed: the declared members alone (scanned), or the whole document (no members declared).
       const seen: string[][] = [];
-      const scanned: UsageExtractor = { ...OPENAI_USAGE, read: (document) => (seen.push(Object.keys(document as object)), OPENAI_USAGE.read(document)) };
+      const read = (document: unknown) => (seen.push(Object.keys(document as object)), OPENAI_USAGE.read(document));
       const { members: _members, ...wholeOnly } = OPENAI_USAGE;
-      const parsed: UsageExtractor = { ...wholeOnly, read: (document) => (seen.push(Object.keys(document as object)), OPENAI_USAGE.read(document)) };
+      const scanned: UsageExtractor = { ...OPENAI_USAGE, read };
+      const parsed: UsageExtractor = { ...wholeOnly, read };
       for (const filler of ['', 'x'.repeat(20_000)]) {
         const answer = `{"id":"c","model":"gpt-x","choices":[{"message":{"content":"${filler}{\\"usage\\":{\\"prompt_tokens\\":999}}"}}],"usage":{"prompt_tokens":3,"completion_tokens":4}}`;
         for (const [extractor, keys] of [
