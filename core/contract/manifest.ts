@@ -225,6 +225,35 @@ export interface UsageExtractor {
 }
 
 /**
+ * Where a route's JSON request body names the model, the output-token limit and streaming: the facts token budgets
+ * (a reservation is estimated from the declared output limit) and model policy (allow-lists, aliases, the output clamp)
+ * act on. Core never knows these names: a provider declares them per route, citing its API reference. Member paths are
+ * dotted (`generationConfig.maxOutputTokens`). Routes are matched like {@link AccountRoute} patterns, on the provider
+ * path below the version.
+ *
+ * @example { methods: ['POST'], path: 'chat/completions', model: 'model', outputLimit: ['max_completion_tokens', 'max_tokens'],
+ *            defaultOutputTokens: 4096, stream: 'stream', streamUsageRequest: { stream_options: { include_usage: true } } }
+ */
+export interface RequestBodyFields {
+  readonly methods: readonly HttpMethod[];
+  /** Route pattern (same syntax as {@link AccountRoute.path}). */
+  readonly path: string;
+  /** Member naming the model; absent where the model is in the path (see {@link UsageExtractor.modelFromPath}). */
+  readonly model?: string;
+  /** Members that may hold the output-token limit, first present wins; the first is the one written by a clamp. */
+  readonly outputLimit?: readonly string[];
+  /** Output tokens to reserve when the request names no limit (the provider's documented default). */
+  readonly defaultOutputTokens?: number;
+  /** Member whose `true` asks for a streamed answer; absent where streaming is chosen by the path. */
+  readonly stream?: string;
+  /**
+   * Members merged into a streaming request's body so that the stream reports usage when the client did not ask for it
+   * (OpenAI's `stream_options.include_usage`). The gateway then removes what the client did not ask for from the stream.
+   */
+  readonly streamUsageRequest?: Readonly<Record<string, unknown>>;
+}
+
+/**
  * A cheap, harmless request that proves a stored key works ("test this key": the dashboard, `POST
  * /v1/admin/apps/{appId}/secrets/{provider}/test`, `tollgate secrets test`). A `GET` the provider documents as needing
  * the key and changing nothing, typically listing models; cite the documentation page beside it. The gateway sends it
@@ -314,6 +343,8 @@ export interface ProviderManifest {
   readonly usage?: UsageExtractor;
   /** The request that tests a stored key (see {@link KeyCheck}); absent: the key cannot be tested. */
   readonly keyCheck?: KeyCheck;
+  /** Where request bodies name the model, output limit and streaming, per route (see {@link RequestBodyFields}). */
+  readonly requestFields?: readonly RequestBodyFields[];
 }
 
 /**
