@@ -98,7 +98,7 @@ export class LimitRateStage implements PipelineStage {
       throw storeUnavailable(error);
     }
     if (results instanceof Promise) return results.then((settled) => this.decide(context, subject, settled), (error: unknown) => Promise.reject(storeUnavailable(error)));
-    this.decide(context, subject, results);
+    return this.decide(context, subject, results);
   }
 
   /**
