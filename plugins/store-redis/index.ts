@@ -6,6 +6,9 @@
  *   that nodes with skewed clocks agree. Scripts run atomically, so N requests fired at N nodes at once admit exactly
  *   the limit.
  * - Challenges: `SET key app PX ttl NX` to issue, `GETDEL` to consume, so a challenge is used once across the fleet.
+ * - Token budgets: a request's reservation is one script over its budget counters (all or nothing against their limits),
+ *   its settlement another, so N requests fired at N nodes at once admit only the reservations that fit
+ *   (core/pipeline/token-reservation.ts).
  * - Open-request slots are leases: one sorted set per app and device, each member a request scored by its lease expiry;
  *   the acquiring script prunes expired members first, so a crashed node's slots free themselves within one lease
  *   (docs/decisions/2026-11-24-stream-slot-leases.md). Releases of one event-loop turn share one pipeline per hash slot.
