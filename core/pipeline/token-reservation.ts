@@ -146,10 +146,10 @@ export function reserveTokenBudgets(store: RateLimitStore, context: ProxyContext
   const app = context.get('app');
   const budgets = budgetsFor(app.settings, app.id, context.get('device').deviceId, context.provider.slug, nowMs);
   if (budgets.length === 0) return;
-  const reserve = (body: Buffer): void | Promise<void> => {
+  const reserve = (body: Buffer, unreadBytes = 0): void | Promise<void> => {
     const estimate = estimateTokens(context.provider, context.request.method ?? 'GET', context.route.providerPath, body, true);
     if (estimate.body !== body) context.requestBody = estimate.body;
-    const tokens = Math.max(1, estimate.inputTokens + estimate.outputTokens);
+    const tokens = Math.max(1, estimate.inputTokens + Math.ceil(unreadBytes / BYTES_PER_INPUT_TOKEN) + estimate.outputTokens);
     const keys = budgets.map((budget) => budget.key);
     const limits = budgets.map((budget) => budget.limit);
     const ttls = budgets.map((budget) => ttlOf(budget, nowMs, nowMs));
@@ -173,10 +173,25 @@ export function reserveTokenBudgets(store: RateLimitStore, context: ProxyContext
   };
   if (!declaresBody(context.request)) return reserve(Buffer.alloc(0));
   if (context.requestBody) return reserve(context.requestBody);
+  if (!requestFieldsFor(context.provider, context.request.method ?? 'GET', context.route.providerPath)) {
+    // A route without declared body fields (uploads, audio, images): its body is not read (a 25 MB recording is not
+    // buffered for a budget); a JSON or text body counts its declared length as input, media count none (providers
+    // bill them in their own units: docs/decisions/2026-11-28-token-budget-reservations.md).
+    return reserve(Buffer.alloc(0), countedLength(context));
+  }
   return readRequestBody(context, maxBodyBytes).then(reserve, (error: unknown) => {
     // Over the body limit is the client's error as it is; a body cut short is the client going away, not the store.
     throw error instanceof GatewayError ? error : new GatewayError('invalidRequest', 'The client closed the connection before the request was complete.', { reason: 'client_aborted', cause: error });
   });
+}
+
+/** The declared length of a JSON or text body not read; 0 for other media or an undeclared length. */
+function countedLength(context: ProxyContext): number {
+  const headers = context.request.headers;
+  const type = String(headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (!(type === 'application/json' || type.endsWith('+json') || type.startsWith('text/'))) return 0;
+  const length = Number(headers['content-length']);
+  return Number.isFinite(length) && length > 0 ? length : 0;
 }
 
 /** The `token_budget` refusal: which budgets the reservation does not fit, and until when. */

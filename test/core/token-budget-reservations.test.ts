@@ -202,6 +202,29 @@ describe('token budgets by reservation (one node)', function () {
     expect(await chat(spender)).to.include({ status: 429, reason: 'token_budget' });
   });
 
+  it('a route without declared body fields is not read: media reserve 1 token, a JSON body its length; both settle to the usage', async () => {
+    // A 64 KiB "recording" on the transcription route (https://platform.openai.com/docs/api-reference/audio/createTranscription):
+    // counted as bytes / 4 it would need 16,384 tokens and be refused; it reserves 1 and goes up byte for byte.
+    const spender = await device({ deviceDailyTokens: 100 });
+    upstream.respond((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ text: 'hello', usage: { type: 'tokens', input_tokens: 60, output_tokens: 10, total_tokens: 70 } }));
+    });
+    const audio = Buffer.alloc(64 * 1024, 7);
+    const transcribed = await rawRequest(gateway.url, { method: 'POST', path: '/v1/proxy/openai/v1/audio/transcriptions', headers: { ...spender.headers, 'content-type': 'audio/mpeg' }, body: audio });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(transcribed.status).to.equal(200);
+    expect(upstream.last().body.equals(audio)).to.equal(true);
+    // 70 of 100 charged: a JSON body of 124 bytes on an undeclared route reserves 31 tokens and no longer fits.
+    const prompt = JSON.stringify({ model: 'gpt-image-1', prompt: 'x'.repeat(89) });
+    expect(Buffer.byteLength(prompt)).to.equal(124);
+    const image = () => rawRequest(gateway.url, { method: 'POST', path: '/v1/proxy/openai/v1/images/generations', headers: { ...spender.headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(prompt)) }, body: prompt });
+    const refused = await image();
+    expect(refused.status).to.equal(429);
+    expect((refused.json() as { error: { reason: string } }).error.reason).to.equal('token_budget');
+    expect(upstream.requests).to.have.length(1);
+  });
+
   it('refuses a request whose reservation alone is larger than the budget, saying so', async () => {
     const spender = await device({ deviceDailyTokens: 50 });
     const refused = await chat(spender);
