@@ -69,8 +69,27 @@ export interface RateLimitStore {
   spend(key: string, amount: number, ttlMs: number): number | Promise<number>;
   /** The counters under `keys`, in order (0 for an absent one). Keys named together share one `{…}` hash tag. */
   spent(keys: readonly string[]): number[] | Promise<number[]>;
+  /**
+   * Token-budget reservations: adds `amount` to every counter under `keys` only when each then stays within its
+   * `limits[i]` (all or nothing, atomically across every node), keeping each for `ttlsMs[i]` from now. Returns whether
+   * it was added and the totals (after the add when admitted, as found when refused). Optional: a store without it is
+   * served by `spent` then `spend`, which is not atomic (core/pipeline/token-reservation.ts).
+   */
+  reserve?(keys: readonly string[], limits: readonly number[], amount: number, ttlsMs: readonly number[]): BudgetReservation | Promise<BudgetReservation>;
+  /**
+   * Settles a reservation: adds `delta` (the tokens reported minus the tokens reserved; negative gives tokens back) to
+   * every counter under `keys` in one atomic step, never below 0, keeping each for `ttlsMs[i]` from now. Optional: a
+   * store without it is served by `spend` per key.
+   */
+  settle?(keys: readonly string[], delta: number, ttlsMs: readonly number[]): void | Promise<void>;
   /** Releases resources (timers, connections). */
   close?(): void | Promise<void>;
+}
+
+/** The answer of {@link RateLimitStore.reserve}. */
+export interface BudgetReservation {
+  readonly admitted: boolean;
+  readonly totals: readonly number[];
 }
 
 /** One-time attestation challenges, bound to an app, single use. */

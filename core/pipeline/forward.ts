@@ -34,6 +34,8 @@ import { ERROR_BODY_INSPECT_BYTES, credentialForms, inspectsBody, redactErrorBod
 import { declaresBody, readRequestBodyThen } from './request-body';
 import { rewriteResponseUrls } from './response-urls';
 import { RequestPrefix, UsageTap } from './usage-tap';
+import { UsageEventFilter, usageEventFilterFor } from './usage-event-filter';
+import { reservationOf } from './token-reservation';
 
 /**
  * undici's Agent class, loaded without undici's entry point: that entry point installs an undici Agent as the process's
@@ -140,6 +142,8 @@ class Forwarding implements Dispatcher.DispatchHandler {
   private abandoned: Error | undefined;
   private queueTimer: NodeJS.Timeout | undefined;
   private tap: UsageTap | undefined;
+  /** Drops the usage-only event the gateway asked for and the client did not (usage-event-filter.ts). */
+  private filter: UsageEventFilter | undefined;
   /** The start of the client's body, for the usage tap (the model name when the answer names none). */
   private requestTap: RequestPrefix | undefined;
   private status = 0;
@@ -285,8 +289,14 @@ class Forwarding implements Dispatcher.DispatchHandler {
   }
 
   private relayHead(headers: IncomingHttpHeaders): void {
+    const usage = this.context.provider.usage;
+    if (usage && this.status >= 200 && this.status < 300 && reservationOf(this.context)?.addedStreamUsage) {
+      this.filter = usageEventFilterFor(headers, usage);
+      // The client gets fewer bytes than the provider sent.
+      if (this.filter) delete headers['content-length'];
+    }
     this.response.writeHead(this.status, headers as Record<string, string | string[]>);
-    if (this.context.provider.usage && this.status >= 200 && this.status < 300) {
+    if (usage && this.status >= 200 && this.status < 300) {
       this.tap = new UsageTap(this.context.provider.usage, headers, this.context.route.providerPath, this.requestTap);
     }
     // What the tap needed from the request was read: a long stream does not hold it.
@@ -305,9 +315,10 @@ class Forwarding implements Dispatcher.DispatchHandler {
       this.relayHead(inspected.headers);
       chunk = Buffer.concat(inspected.chunks);
     }
-    this.context.outcome.bytesOut += chunk.length;
-    const flowing = this.response.write(chunk);
-    // After the write: the tap only observes what the client already has.
+    const relayed = this.filter ? this.filter.push(chunk) : chunk;
+    this.context.outcome.bytesOut += relayed.length;
+    const flowing = relayed.length === 0 || this.response.write(relayed);
+    // After the write: the tap only observes what the client already has (and what the filter held back).
     this.tap?.observe(chunk);
     if (flowing) return true;
     this.response.once('drain', this.resumeUpstream!);
@@ -326,7 +337,11 @@ class Forwarding implements Dispatcher.DispatchHandler {
       this.response.end(body);
     } else {
       // End the client's response first: parsing a buffered JSON body must not hold back its last chunk.
-      this.response.end();
+      const rest = this.filter?.flush();
+      if (rest && rest.length > 0) {
+        this.context.outcome.bytesOut += rest.length;
+        this.response.end(rest);
+      } else this.response.end();
     }
     this.settle();
   }

@@ -109,6 +109,9 @@ export class InjectKeyStage implements PipelineStage {
         if (headers[lower] === undefined) headers[lower] = value;
       }
     }
+    // The usage tap reads answers as sent: ask for them uncompressed (RFC 9110 §12.5.3), so that a client's default
+    // `Accept-Encoding: gzip` cannot hide the usage. One that is compressed anyway is charged its reservation.
+    if (manifest.usage) headers['accept-encoding'] = 'identity';
     if (auth.kind === 'header') {
       headers[auth.header.toLowerCase()] = auth.scheme ? `${auth.scheme} ${secret.value.reveal()}` : secret.value.reveal();
     }

@@ -16,7 +16,7 @@ import {
   type SlotRequest,
 } from '../contract';
 import type { Configuration } from '../configuration/configuration';
-import { checkTokenBudgets } from './token-budget';
+import { reserveTokenBudgets } from './token-reservation';
 import { InFlightList, type InFlightMember } from './in-flight-list';
 
 /**
@@ -98,7 +98,7 @@ export class LimitRateStage implements PipelineStage {
       throw storeUnavailable(error);
     }
     if (results instanceof Promise) return results.then((settled) => this.decide(context, subject, settled), (error: unknown) => Promise.reject(storeUnavailable(error)));
-    this.decide(context, subject, results);
+    return this.decide(context, subject, results);
   }
 
   /**
@@ -152,10 +152,10 @@ export class LimitRateStage implements PipelineStage {
       });
     }
     context.set('limit', { outcomes });
-    // Token budgets (token-budget.ts): refused once a day's budget is used up.
+    // Token budgets (token-reservation.ts): the request's estimate is reserved, or it is refused.
     let budgets: void | Promise<void>;
     try {
-      budgets = checkTokenBudgets(this.store, context, this.clock());
+      budgets = reserveTokenBudgets(this.store, context, this.clock(), this.configuration.maxBodyBytes);
     } catch (error) {
       return this.refuseAfterLimits(error, tried, acquired);
     }

@@ -1,12 +1,13 @@
 /**
  * Token budgets (issue 20): per device, per app and per provider, in tokens per fixed UTC day and per fixed UTC minute.
  *
- * - Checked before forwarding (from `limitRate`, after the request limits) against what is already spent: a request is
- *   refused only once a budget is used up, so the request that crosses it completes and the next is refused with
- *   `rateLimited`, reason `token_budget`, and `Retry-After` to the end of the window that is used up (00:00 UTC for a
- *   day, the next whole UTC minute for a minute; the later one when several are used up).
- * - Charged when the answer ends, with the input + output tokens the usage tap read (usage unknown charges nothing),
- *   to the window the answer ends in.
+ * - Proxied requests are admitted by reservation (token-reservation.ts, from `limitRate`): an estimate is reserved when
+ *   the request is admitted and settled to the reported usage, in the windows the request started in. Refusals are
+ *   `rateLimited`, reason `token_budget`, with `Retry-After` to the end of the window that is full (00:00 UTC for a
+ *   day, the next whole UTC minute for a minute; the later one when several are).
+ * - This file keeps the after-the-fact path too: {@link checkTokenBudgets} (refused once a budget is used up) and
+ *   {@link chargeTokenBudgets} / {@link chargeTokens} (add tokens already spent, to the window they are charged in),
+ *   for usage that has no request to reserve for (e.g. a long-lived session's usage reports).
  * - Counted in the rate-limit store (`spend`/`spent`), so every node of a fleet sharing Redis sees the same totals.
  *   Keys start with the app's `{…}` hash tag like the rate-limit keys and carry their window (the UTC day, or the
  *   minute's number since the epoch), so they need no reset and expire on their own after their window ends.
@@ -92,6 +93,16 @@ const POLICY_NAMES: Record<BudgetPolicy, string> = {
   'provider-minute': 'provider per minute',
 };
 
+/** The name of a budget's policy in messages (`device per day`). */
+export function budgetPolicyName(policy: BudgetPolicy): string {
+  return POLICY_NAMES[policy];
+}
+
+/** When the counter of `budget` for the window holding `nowMs` expires (unix ms): its window's end plus a grace. */
+export function budgetExpiresAt(budget: Budget, nowMs: number): number {
+  return Math.floor(nowMs / budget.windowMs) * budget.windowMs + budget.windowMs + (budget.windowMs === DAY_MS ? KEEP_AFTER_DAY_MS : KEEP_AFTER_MINUTE_MS);
+}
+
 /**
  * Refuses the request when a budget is used up; resolves (or returns) when none is. Store failures are thrown as they
  * are: the caller maps them to `rate_limit_store_unavailable` (fail closed, as the request limits).
@@ -116,6 +127,21 @@ export function checkTokenBudgets(store: RateLimitStore, context: ProxyContext, 
   const spent = store.spent(budgets.map((budget) => budget.key));
   if (spent instanceof Promise) return spent.then(decide);
   decide(spent);
+}
+
+/**
+ * Adds `tokens` already spent by `deviceId` with `provider` to every budget of the app that applies, in the windows
+ * that hold `nowMs` (the after-the-fact charge). Undefined (no promise) when no budget applies or tokens <= 0.
+ */
+export function chargeTokens(store: RateLimitStore, settings: AppSettings, appId: string, deviceId: string, provider: string, tokens: number, nowMs: number): Promise<void> | undefined {
+  if (!(tokens > 0)) return undefined;
+  const budgets = budgetsFor(settings, appId, deviceId, provider, nowMs);
+  if (budgets.length === 0) return undefined;
+  try {
+    return Promise.all(budgets.map((budget) => store.spend(budget.key, tokens, budgetExpiresAt(budget, nowMs) - nowMs))).then(() => undefined);
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
 
 /**

@@ -102,6 +102,16 @@ export function validateManifest(manifest: ProviderManifest, origin = 'built-in'
   for (const name of [...(channels.headers ?? []), ...(channels.headerPrefixes ?? [])]) if (!/^[A-Za-z0-9-]+$/.test(name)) fail(slug, `clientCredentials header "${name}" is not a header name`);
   for (const name of [...(channels.queryParameters ?? []), ...(channels.queryParameterPrefixes ?? [])]) if (!/^[A-Za-z0-9_.-]+$/.test(name)) fail(slug, `clientCredentials query parameter "${name}" is not a parameter name`);
   if (manifest.tenant && manifest.tenant.allowedHosts.length === 0) fail(slug, 'tenant.allowedHosts must name at least one host pattern');
+  for (const fields of manifest.requestFields ?? []) {
+    const problem = routePatternProblem(fields?.path);
+    if (problem) fail(slug, `requestFields route "${String(fields?.path)}" ${problem}`);
+    if (!Array.isArray(fields.methods) || fields.methods.length === 0 || fields.methods.some((method) => !METHODS.includes(method))) fail(slug, `requestFields route "${fields.path}" needs methods among ${METHODS.join(', ')}`);
+    const members = [fields.model, fields.stream, ...(fields.outputLimit ?? [])].filter((member) => member !== undefined);
+    for (const member of members) if (typeof member !== 'string' || !/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/.test(member)) fail(slug, `requestFields route "${fields.path}": "${String(member)}" is not a dotted member path`);
+    if (fields.defaultOutputTokens !== undefined && !(Number.isInteger(fields.defaultOutputTokens) && fields.defaultOutputTokens >= 0)) fail(slug, `requestFields route "${fields.path}": defaultOutputTokens must be a whole number`);
+    const usage = fields.streamUsageRequest;
+    if (usage !== undefined && (usage === null || typeof usage !== 'object' || Array.isArray(usage))) fail(slug, `requestFields route "${fields.path}": streamUsageRequest must be an object of members`);
+  }
   const check = manifest.keyCheck;
   if (check !== undefined) {
     if (check.method !== 'GET') fail(slug, 'keyCheck.method must be GET (a key check changes nothing)');

@@ -72,6 +72,7 @@ import { adminSecurityHeaders, createDashboardRouter } from '../admin/dashboard-
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { UsageRecorder } from '../storage/usage-recorder';
 import { chargeTokenBudgets } from '../pipeline/token-budget';
+import { reservationOf, settleTokenBudgets } from '../pipeline/token-reservation';
 import { DevelopmentAttestationVerifier } from '../attestation/development-verifier';
 import { MemoryChallengeStore } from '../stores/memory-challenge-store';
 import { MemoryRateLimitStore } from '../stores/memory-rate-limit-store';
@@ -382,9 +383,11 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         reasoningTokens: context.outcome.usage?.reasoningTokens ?? null,
         model: context.outcome.usage?.model ?? null,
       });
-      // Token budgets count what the provider reported; a failed charge is logged, never fails the finished request.
-      if (context.outcome.usage) {
-        chargeTokenBudgets(rateLimits, context, clock())?.catch((error: unknown) => {
+      // Token budgets: the reservation is settled to what the provider reported (token-reservation.ts); a request
+      // admitted before any budget applied is charged after the fact. A failure is logged, never fails the request.
+      const charged = reservationOf(context) ? settleTokenBudgets(rateLimits, context, clock()) : context.outcome.usage ? chargeTokenBudgets(rateLimits, context, clock()) : undefined;
+      if (charged) {
+        charged.catch((error: unknown) => {
           logger.warn({ requestId: context.requestId, cause: causeOf(error) }, 'tokens could not be added to the token budgets');
         });
       }

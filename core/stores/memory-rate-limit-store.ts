@@ -8,7 +8,7 @@
  * For `limit` units per `window`: the emission interval is T = window / limit. A request at time `now` is admitted when
  * `max(TAT, now) + T - window <= now`; TAT then advances by T.
  */
-import type { RateLimitRule, RateLimitRuleResult, RateLimitStore } from '../contract';
+import type { BudgetReservation, RateLimitRule, RateLimitRuleResult, RateLimitStore } from '../contract';
 
 const SWEEP_INTERVAL_MS = 60_000;
 
@@ -97,6 +97,20 @@ export class MemoryRateLimitStore implements RateLimitStore {
     return keys.map((key) => {
       const current = this.counters.get(key);
       return current && current.expiresAt > nowMs ? current.total : 0;
+    });
+  }
+
+  /** All or nothing over `keys`: one synchronous step, so concurrent requests of this process cannot interleave. */
+  reserve(keys: readonly string[], limits: readonly number[], amount: number, ttlsMs: readonly number[], nowMs = Date.now()): BudgetReservation {
+    const totals = this.spent(keys, nowMs);
+    if (totals.some((total, index) => total + amount > limits[index]!)) return { admitted: false, totals };
+    return { admitted: true, totals: keys.map((key, index) => this.spend(key, amount, ttlsMs[index]!, nowMs)) };
+  }
+
+  settle(keys: readonly string[], delta: number, ttlsMs: readonly number[], nowMs = Date.now()): void {
+    keys.forEach((key, index) => {
+      const total = this.spend(key, delta, ttlsMs[index]!, nowMs);
+      if (total < 0) this.counters.set(key, { total: 0, expiresAt: nowMs + ttlsMs[index]! });
     });
   }
 

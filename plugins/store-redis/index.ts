@@ -6,6 +6,9 @@
  *   that nodes with skewed clocks agree. Scripts run atomically, so N requests fired at N nodes at once admit exactly
  *   the limit.
  * - Challenges: `SET key app PX ttl NX` to issue, `GETDEL` to consume, so a challenge is used once across the fleet.
+ * - Token budgets: a request's reservation is one script over its budget counters (all or nothing against their limits),
+ *   its settlement another, so N requests fired at N nodes at once admit only the reservations that fit
+ *   (core/pipeline/token-reservation.ts).
  * - Open-request slots are leases: one sorted set per app and device, each member a request scored by its lease expiry;
  *   the acquiring script prunes expired members first, so a crashed node's slots free themselves within one lease
  *   (docs/decisions/2026-11-24-stream-slot-leases.md). Releases of one event-loop turn share one pipeline per hash slot.
@@ -21,7 +24,7 @@
  */
 import calculateSlot from 'cluster-key-slot';
 import Redis, { Cluster } from 'ioredis';
-import type { ChallengeStore, RateLimitRule, RateLimitRuleResult, RateLimitStore, SlotRequest, TollgatePlugin } from '../../core/contract';
+import type { BudgetReservation, ChallengeStore, RateLimitRule, RateLimitRuleResult, RateLimitStore, SlotRequest, TollgatePlugin } from '../../core/contract';
 
 /**
  * GCRA over every rule of a request, all-or-nothing, with Redis's own clock. KEYS: one per rule, then optionally the
@@ -97,10 +100,51 @@ if redis.call('PTTL', KEYS[1]) < lease + 1000 then redis.call('PEXPIRE', KEYS[1]
 return 1
 `;
 
+/**
+ * Token-budget reservation, all or nothing. KEYS: the budget counters of one request (one `{app}` hash tag). ARGV:
+ * the amount, then per key its limit and TTL (ms). Adds the amount to every counter only when each stays within its
+ * limit. Returns 1 or 0, then the totals (after the add when admitted).
+ */
+const RESERVE_SCRIPT = `
+local amount = tonumber(ARGV[1])
+local totals = {}
+local fits = 1
+for index = 1, #KEYS do
+  local total = tonumber(redis.call('GET', KEYS[index])) or 0
+  totals[index] = total
+  if total + amount > tonumber(ARGV[index * 2]) then fits = 0 end
+end
+if fits == 1 then
+  for index = 1, #KEYS do
+    totals[index] = redis.call('INCRBY', KEYS[index], amount)
+    redis.call('PEXPIRE', KEYS[index], ARGV[index * 2 + 1])
+  end
+end
+local reply = {fits}
+for index = 1, #KEYS do table.insert(reply, totals[index]) end
+return reply
+`;
+
+/**
+ * Settles a reservation. KEYS: the counters it was made in. ARGV: the delta (reported minus reserved), then per key
+ * its TTL (ms). A counter never goes below 0 (one that expired meanwhile is not made negative).
+ */
+const SETTLE_SCRIPT = `
+local delta = tonumber(ARGV[1])
+for index = 1, #KEYS do
+  local total = redis.call('INCRBY', KEYS[index], delta)
+  if total < 0 then redis.call('SET', KEYS[index], 0) end
+  redis.call('PEXPIRE', KEYS[index], ARGV[index + 1])
+end
+return 1
+`;
+
 type RedisClient = Redis | Cluster;
 type ScriptedClient = RedisClient & {
   tollgateGcra(count: number, ...args: string[]): Promise<number[]>;
   tollgateRenew(key: string, holder: string, lease: string): Promise<number>;
+  tollgateReserve(count: number, ...args: string[]): Promise<number[]>;
+  tollgateSettle(count: number, ...args: string[]): Promise<number>;
 };
 
 function waitForReady(client: RedisClient, timeoutMs: number): Promise<void> {
@@ -149,6 +193,8 @@ export class RedisRateLimitStore implements RateLimitStore {
   ) {
     redis.defineCommand('tollgateGcra', { lua: GCRA_SCRIPT });
     redis.defineCommand('tollgateRenew', { lua: RENEW_SCRIPT, numberOfKeys: 1 });
+    redis.defineCommand('tollgateReserve', { lua: RESERVE_SCRIPT });
+    redis.defineCommand('tollgateSettle', { lua: SETTLE_SCRIPT });
   }
 
   private get scripted(): ScriptedClient {
@@ -264,6 +310,21 @@ export class RedisRateLimitStore implements RateLimitStore {
     if (keys.length === 0) return [];
     const values = await this.redis.mget(...keys.map((key) => `${this.prefix}tok:${key}`));
     return values.map((value) => (value === null ? 0 : Number(value)));
+  }
+
+  /** Token-budget reservation: one script over the request's counters (RESERVE_SCRIPT), atomic across the fleet. */
+  async reserve(keys: readonly string[], limits: readonly number[], amount: number, ttlsMs: readonly number[]): Promise<BudgetReservation> {
+    if (keys.length === 0) return { admitted: true, totals: [] };
+    const argv = [String(Math.round(amount)), ...keys.flatMap((_key, index) => [String(limits[index]), String(Math.max(1, Math.ceil(ttlsMs[index]!)))])];
+    const [admitted, ...totals] = (await this.scripted.tollgateReserve(keys.length, ...keys.map((key) => `${this.prefix}tok:${key}`), ...argv)).map(Number);
+    return { admitted: admitted === 1, totals };
+  }
+
+  /** Settles a reservation: one script over the same counters (SETTLE_SCRIPT). */
+  async settle(keys: readonly string[], delta: number, ttlsMs: readonly number[]): Promise<void> {
+    if (keys.length === 0) return;
+    const argv = [String(Math.round(delta)), ...ttlsMs.map((ttl) => String(Math.max(1, Math.ceil(ttl))))];
+    await this.scripted.tollgateSettle(keys.length, ...keys.map((key) => `${this.prefix}tok:${key}`), ...argv);
   }
 
   async close(): Promise<void> {

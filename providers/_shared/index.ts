@@ -2,10 +2,12 @@
  * Shared building blocks for provider manifests. Most providers speak OpenAI's wire format; for them a manifest is a
  * call to {@link openAiCompatible} with the provider's own facts.
  */
-import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute, type Capability, type KeyCheck, type ProviderManifest, type RoutePolicy, type StreamFormat } from '../../core/contract';
+import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute, type Capability, type KeyCheck, type ProviderManifest, type RequestBodyFields, type RoutePolicy, type StreamFormat } from '../../core/contract';
 import { OPENAI_USAGE } from './usage';
+import { OPENAI_REQUEST_FIELDS } from './request-fields';
 
 export * from './usage';
+export * from './request-fields';
 
 /** `Authorization: Bearer <key>`, the most common auth style. */
 export const BEARER = Object.freeze({ kind: 'header', header: 'Authorization', scheme: 'Bearer' } as const);
@@ -78,6 +80,8 @@ export interface OpenAiCompatibleOptions {
   exampleModel?: string;
   /** The key check (see `KeyCheck`), with the page that documents it cited beside it. */
   keyCheck?: KeyCheck;
+  /** Where request bodies name the model and output limit; default: OpenAI's shapes (request-fields.ts). */
+  requestFields?: readonly RequestBodyFields[];
 }
 
 /** A manifest for an OpenAI-compatible provider: Bearer auth, OpenAI SSE streaming, the OpenAI route allow-list. */
@@ -96,6 +100,7 @@ export function openAiCompatible(options: OpenAiCompatibleOptions): ProviderMani
     ...(options.notes ? { notes: options.notes } : {}),
     examples: openAiExamples(options.exampleModel ?? 'MODEL_NAME', options.capabilities ?? ['chat']),
     usage: OPENAI_USAGE,
+    requestFields: options.requestFields ?? OPENAI_REQUEST_FIELDS,
     ...(options.keyCheck ? { keyCheck: options.keyCheck } : {}),
   });
 }

@@ -36,4 +36,11 @@ export const manifest = defineProvider({
   // "List Models" needs the key and changes nothing: https://docs.anthropic.com/en/api/models-list
   keyCheck: { method: 'GET', version: 'v1', path: 'models' },
   usage: ANTHROPIC_USAGE,
+  // Messages (https://docs.anthropic.com/en/api/messages): `model`, `max_tokens` (required), `stream`; a stream always
+  // reports its usage (message_start, message_delta). Legacy Text Completions
+  // (https://docs.anthropic.com/en/api/complete): `max_tokens_to_sample` (required).
+  requestFields: [
+    { methods: ['POST'], path: 'messages', model: 'model', outputLimit: ['max_tokens'], stream: 'stream' },
+    { methods: ['POST'], path: 'complete', model: 'model', outputLimit: ['max_tokens_to_sample'], stream: 'stream' },
+  ],
 });

@@ -8,7 +8,7 @@
  *   own, so a prefix of `/deployments` here doubled it.
  * Auth: `api-key: <key>`.
  */
-import { OPENAI_ACCOUNT_ROUTES, OPENAI_COMPATIBLE_ROUTES, OPENAI_USAGE } from '../_shared';
+import { OPENAI_ACCOUNT_ROUTES, OPENAI_COMPATIBLE_ROUTES, OPENAI_USAGE, openAiRequestFields } from '../_shared';
 import { PLUGIN_CONTRACT_VERSION, defineProvider } from '../../core/contract';
 
 export const manifest = defineProvider({
@@ -26,4 +26,7 @@ export const manifest = defineProvider({
   tenant: { baseUrl: 'required', allowedHosts: ['*.openai.azure.com', '*.cognitiveservices.azure.com'], pathPattern: '^/openai$' },
   notes: 'Per-resource host from the secret record. v1-deployments maps to /openai (clients send deployments/{deployment}/…?api-version=…).',
   usage: OPENAI_USAGE,
+  // Azure serves OpenAI's request shapes, under `v1` and under `deployments/{deployment}/` (the model is the deployment):
+  // https://learn.microsoft.com/azure/ai-foundry/openai/reference (`max_completion_tokens`, `stream_options`).
+  requestFields: [...openAiRequestFields(), ...openAiRequestFields({ prefix: 'deployments/{deployment}/' })],
 });

@@ -69,4 +69,14 @@ export const manifest = defineProvider({
   tenant: { baseUrl: 'optional', allowedHosts: ['bedrock-runtime.*.amazonaws.com', 'bedrock-runtime-fips.*.amazonaws.com'], pathPattern: '^$' },
   notes: 'Secret: JSON AWS credentials. Streams are AWS binary event-stream frames, passed through intact.',
   usage: BEDROCK_USAGE,
+  // Converse and ConverseStream (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html):
+  // the model is in the path, the limit is `inferenceConfig.maxTokens`. InvokeModel bodies are the model's own: Claude's
+  // `max_tokens` (https://docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-anthropic-claude-messages.html),
+  // Llama's `max_gen_len`, Titan's `textGenerationConfig.maxTokenCount`.
+  requestFields: [
+    { methods: ['POST'], path: 'model/{model}/converse', outputLimit: ['inferenceConfig.maxTokens'], defaultOutputTokens: 4096 },
+    { methods: ['POST'], path: 'model/{model}/converse-stream', outputLimit: ['inferenceConfig.maxTokens'], defaultOutputTokens: 4096 },
+    { methods: ['POST'], path: 'model/{model}/invoke', outputLimit: ['max_tokens', 'max_gen_len', 'textGenerationConfig.maxTokenCount'], defaultOutputTokens: 4096 },
+    { methods: ['POST'], path: 'model/{model}/invoke-with-response-stream', outputLimit: ['max_tokens', 'max_gen_len', 'textGenerationConfig.maxTokenCount'], defaultOutputTokens: 4096 },
+  ],
 });

@@ -28,4 +28,12 @@ export const manifest = defineProvider({
   },
   notes: 'v2 chat: SSE with event names; v1 generate: NDJSON.',
   usage: COHERE_USAGE,
+  // v2 Chat (https://docs.cohere.com/reference/chat) and v1 Generate (https://docs.cohere.com/reference/generate):
+  // `model`, `max_tokens`, `stream`; the stream's `message-end` / final event carries the usage. Cohere documents no
+  // default limit for Chat (the model's maximum): 4,096 is reserved when none is set.
+  requestFields: [
+    { methods: ['POST'], path: 'chat', model: 'model', outputLimit: ['max_tokens'], defaultOutputTokens: 4096, stream: 'stream' },
+    { methods: ['POST'], path: 'generate', model: 'model', outputLimit: ['max_tokens'], defaultOutputTokens: 4096, stream: 'stream' },
+    { methods: ['POST'], path: 'embed', model: 'model' },
+  ],
 });

@@ -49,4 +49,11 @@ export const manifest = defineProvider({
   // "models.list" needs the key and changes nothing: https://ai.google.dev/api/models#method:-models.list
   keyCheck: { method: 'GET', version: 'v1beta', path: 'models' },
   usage: GEMINI_USAGE,
+  // generateContent and streamGenerateContent (https://ai.google.dev/api/generate-content#generationconfig): the model is
+  // in the path, the limit is `generationConfig.maxOutputTokens` (absent: the model's own maximum, 8,192 for the 2.x
+  // Flash models, https://ai.google.dev/gemini-api/docs/models); streams always carry `usageMetadata`.
+  requestFields: [
+    { methods: ['POST'], path: 'models/{model}:generateContent', outputLimit: ['generationConfig.maxOutputTokens'], defaultOutputTokens: 8192 },
+    { methods: ['POST'], path: 'models/{model}:streamGenerateContent', outputLimit: ['generationConfig.maxOutputTokens'], defaultOutputTokens: 8192 },
+  ],
 });

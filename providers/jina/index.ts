@@ -13,4 +13,6 @@ export const manifest = defineProvider({
   streaming: [],
   routes: { methods: ['POST'], allow: ['embeddings', 'rerank', 'classify'] },
   usage: EMBEDDINGS_USAGE,
+  // Embeddings (https://jina.ai/embeddings): `model`; no output tokens.
+  requestFields: [{ methods: ['POST'], path: 'embeddings', model: 'model' }, { methods: ['POST'], path: 'rerank', model: 'model' }],
 });

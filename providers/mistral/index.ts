@@ -1,5 +1,5 @@
 /** Mistral AI (https://docs.mistral.ai/api/): OpenAI-compatible, Bearer, OpenAI SSE; also FIM and embeddings. */
-import { openAiCompatible, OPENAI_COMPATIBLE_ROUTES } from '../_shared';
+import { openAiCompatible, openAiRequestFields, OPENAI_COMPATIBLE_ROUTES, OPENAI_DEFAULT_OUTPUT_TOKENS } from '../_shared';
 import type { AccountRoute } from '../../core/contract';
 
 /**
@@ -28,4 +28,12 @@ export const manifest = openAiCompatible({
     allow: [...(OPENAI_COMPATIBLE_ROUTES.allow ?? []), 'fim/completions', 'agents/completions', 'ocr'],
     account: [...(OPENAI_COMPATIBLE_ROUTES.account ?? []), ...ACCOUNT],
   },
+  // Chat (https://docs.mistral.ai/api/#tag/chat), FIM (https://docs.mistral.ai/api/#tag/fim) and agents completions:
+  // `model`, `max_tokens`, `stream`. Mistral's stream reports `usage` in its last chunk without being asked and its API
+  // documents no `stream_options`, so nothing is merged into the body.
+  requestFields: [
+    ...openAiRequestFields({ streamUsageRequest: false }),
+    { methods: ['POST'], path: 'fim/completions', model: 'model', outputLimit: ['max_tokens'], defaultOutputTokens: OPENAI_DEFAULT_OUTPUT_TOKENS, stream: 'stream' },
+    { methods: ['POST'], path: 'agents/completions', outputLimit: ['max_tokens'], defaultOutputTokens: OPENAI_DEFAULT_OUTPUT_TOKENS, stream: 'stream' },
+  ],
 });

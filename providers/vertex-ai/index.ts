@@ -127,4 +127,10 @@ export const manifest = defineProvider({
   tenant: { baseUrl: 'optional', allowedHosts: ['aiplatform.googleapis.com', '*-aiplatform.googleapis.com'], pathPattern: '^$' },
   notes: 'Secret: a service-account JSON key. Paths: projects/{p}/locations/{r}/publishers/{pub}/models/{m}:streamGenerateContent?alt=sse.',
   usage: GEMINI_USAGE,
+  // The same request body as Gemini's (https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/inference#generationconfig):
+  // the model is in the path, the limit is `generationConfig.maxOutputTokens`.
+  requestFields: [
+    { methods: ['POST'], path: 'projects/{project}/locations/{location}/publishers/{publisher}/models/{model}:generateContent', outputLimit: ['generationConfig.maxOutputTokens'], defaultOutputTokens: 8192 },
+    { methods: ['POST'], path: 'projects/{project}/locations/{location}/publishers/{publisher}/models/{model}:streamGenerateContent', outputLimit: ['generationConfig.maxOutputTokens'], defaultOutputTokens: 8192 },
+  ],
 });

@@ -13,4 +13,6 @@ export const manifest = defineProvider({
   streaming: [],
   routes: { methods: ['POST'], allow: ['embeddings', 'multimodalembeddings', 'contextualizedembeddings', 'rerank'] },
   usage: EMBEDDINGS_USAGE,
+  // Embeddings and rerank (https://docs.voyageai.com/reference/embeddings-api): `model`; no output tokens.
+  requestFields: [{ methods: ['POST'], path: 'embeddings', model: 'model' }, { methods: ['POST'], path: 'rerank', model: 'model' }],
 });

@@ -8,7 +8,7 @@
  * the `@` lives in declared versions: `v1-cf` maps to `/run/@cf` and `v1-hf` to `/run/@hf`, and the client sends
  * `…/v1/proxy/workers-ai/v1-cf/black-forest-labs/flux-1-schnell`. Only the image model families below are allowed there.
  */
-import { BEARER, OPENAI_COMPATIBLE_ROUTES, OPENAI_USAGE } from '../_shared';
+import { BEARER, OPENAI_COMPATIBLE_ROUTES, OPENAI_REQUEST_FIELDS, OPENAI_USAGE } from '../_shared';
 
 /** Model authors of Workers AI text-to-image models (https://developers.cloudflare.com/workers-ai/models/?tasks=Text-to-Image). */
 const IMAGE_MODEL_AUTHORS = ['black-forest-labs/', 'stabilityai/', 'bytedance/', 'lykon/', 'leonardo/', 'runwayml/'];
@@ -27,4 +27,6 @@ export const manifest = defineProvider({
   tenant: { baseUrl: 'required', allowedHosts: ['api.cloudflare.com'], pathPattern: '^/client/v4/accounts/[0-9a-f]{32}/ai$' },
   notes: 'Per-account base URL from the secret record; SSE format not verified against Cloudflare docs.',
   usage: OPENAI_USAGE,
+  // The OpenAI-compatible endpoints under v1 (https://developers.cloudflare.com/workers-ai/configuration/open-ai-compatibility/).
+  requestFields: OPENAI_REQUEST_FIELDS,
 });

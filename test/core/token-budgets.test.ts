@@ -1,8 +1,8 @@
 /**
  * Token budgets on one node (in-process rate-limit store): set through the management API, the CLI and MCP, cleared by
- * null / 0 / an empty value; device, app and provider budgets, per UTC day and per UTC minute, refuse the request after
- * the one that crossed them, with reason `token_budget` and `Retry-After` to the end of their window; tokens of a stream
- * count as the provider reported them in its last event; usage unknown counts nothing. The fleet case (two nodes on
+ * null / 0 / an empty value; device, app and provider budgets, per UTC day and per UTC minute, refuse a request whose
+ * reservation does not fit, with reason `token_budget` and `Retry-After` to the end of their window; tokens of a stream
+ * count as the provider reported them in its last event; usage unknown is charged the reservation. The fleet case (two nodes on
  * Redis) is test/scale/token-budgets.test.ts.
  */
 import { expect } from 'chai';
@@ -16,6 +16,12 @@ import { FakeUpstream, sseEvents, type Responder } from '../support/fake-upstrea
 import { TestGateway, type Provisioned } from '../support/gateway';
 
 const CLI = path.resolve(__dirname, '..', '..', 'bin', 'tollgate.js');
+
+/**
+ * The request every test sends: 29 bytes (8 input tokens at 4 bytes a token) and an output limit of 10 tokens
+ * (`max_tokens`, https://platform.openai.com/docs/api-reference/chat/create): each reserves 18 tokens on admission.
+ */
+const CHAT_BODY = '{"model":"m","max_tokens":10}';
 
 /** OpenAI chat completion with the given usage (https://platform.openai.com/docs/api-reference/chat/object). */
 function completion(input: number, output: number): Responder {
@@ -43,7 +49,7 @@ describe('token budgets (one node)', function () {
   });
 
   const chat = async (device: Provisioned, slug = 'openai', path = 'v1/chat/completions') => {
-    const response = await fetch(`${gateway.url}/v1/proxy/${slug}/${path}`, { method: 'POST', headers: { ...device.headers, 'content-type': 'application/json' }, body: '{"model":"m"}' });
+    const response = await fetch(`${gateway.url}/v1/proxy/${slug}/${path}`, { method: 'POST', headers: { ...device.headers, 'content-type': 'application/json' }, body: CHAT_BODY });
     const text = await response.text();
     // The charge is made when the answer ends; let it land before the next request (no waiting on time).
     await new Promise((resolve) => setImmediate(resolve));
@@ -63,9 +69,9 @@ describe('token budgets (one node)', function () {
     const otherToken = await gateway.deviceToken(spender.appId, spender.appToken, 'second-device');
     const other: Provisioned = { ...spender, deviceId: 'second-device', deviceToken: otherToken, headers: { 'Tollgate-App-Token': spender.appToken, 'Tollgate-Device-Token': otherToken } };
 
-    upstream.respond(completion(600, 399));
-    expect((await chat(spender)).status).to.equal(200); // 999 of 1,000
-    expect((await chat(spender)).status).to.equal(200); // crosses: 1,998
+    upstream.respond(completion(600, 380));
+    expect((await chat(spender)).status).to.equal(200); // 980 of 1,000
+    expect((await chat(spender)).status).to.equal(200); // its 18 reserved fit (998); it reports 980 and crosses: 1,960
     const refused = await chat(spender);
     expect(refused).to.include({ status: 429, reason: 'token_budget' });
     expect(Number(refused.retryAfter)).to.be.within(1, 86_400);
@@ -102,15 +108,21 @@ describe('token budgets (one node)', function () {
     expect(await chat(second)).to.include({ status: 429, reason: 'token_budget' });
   });
 
-  it('a response whose usage is unknown counts nothing', async () => {
-    const device = await gateway.provision({ openai: 'sk-budget-three-0123456789abcdef' }, { deviceDailyTokens: 10 });
-    // A stream without usage (the client did not set stream_options.include_usage; the gateway does not add it).
+  // Before reservations a response whose usage was unknown counted nothing, which let any device step around its budget
+  // (a compressed answer, a stream without usage): it is now charged what it reserved.
+  it('a response whose usage is unknown is charged its reservation, never nothing', async () => {
+    const device = await gateway.provision({ openai: 'sk-budget-three-0123456789abcdef' }, { deviceDailyTokens: 40 });
+    // An answer that reports no usage (an SSE stream without a usage chunk, https://platform.openai.com/docs/api-reference/chat-streaming).
     upstream.respond((_request, response) => {
       response.writeHead(200, { 'content-type': 'text/event-stream' });
       response.end(sseEvents([{ id: 'c', object: 'chat.completion.chunk', model: 'gpt-4o-mini', choices: [{ index: 0, delta: { content: 'x' } }] }]).join(''));
     });
-    for (let index = 0; index < 3; index += 1) expect((await chat(device)).status).to.equal(200);
-    expect(JSON.parse(upstream.last().body.toString())).to.deep.equal({ model: 'm' });
+    expect((await chat(device)).status).to.equal(200); // 18 of 40
+    expect((await chat(device)).status).to.equal(200); // 36 of 40
+    expect(await chat(device)).to.include({ status: 429, reason: 'token_budget' });
+    expect(upstream.requests).to.have.length(2);
+    // Not a streaming request: its body went up byte for byte.
+    expect(upstream.last().body.toString()).to.equal(CHAT_BODY);
   });
 
   it('is set and cleared by the CLI (0 or empty clears; SLUG=0 removes one provider) and by MCP update_app', async () => {
@@ -259,7 +271,7 @@ describe('per-minute token budgets and per-provider device budgets (one node, a 
   });
 
   const chat = async (device: Provisioned, slug = 'openai', path = 'v1/chat/completions') => {
-    const response = await fetch(`${gateway.url}/v1/proxy/${slug}/${path}`, { method: 'POST', headers: { ...device.headers, 'content-type': 'application/json' }, body: '{"model":"m"}' });
+    const response = await fetch(`${gateway.url}/v1/proxy/${slug}/${path}`, { method: 'POST', headers: { ...device.headers, 'content-type': 'application/json' }, body: CHAT_BODY });
     const text = await response.text();
     await new Promise((resolve) => setImmediate(resolve));
     const error = response.status === 429 ? (JSON.parse(text) as { error: { reason: string; message: string } }).error : undefined;

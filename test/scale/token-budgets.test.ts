@@ -55,7 +55,7 @@ describe('token budgets shared by two nodes through Redis', function () {
   }
 
   const chat = (url: string, headers: Record<string, string>) =>
-    rawRequest(url, { method: 'POST', path: '/v1/proxy/openai/v1/chat/completions', headers: { ...headers, 'content-type': 'application/json' }, body: '{"model":"gpt-4o-mini","messages":[]}' });
+    rawRequest(url, { method: 'POST', path: '/v1/proxy/openai/v1/chat/completions', headers: { ...headers, 'content-type': 'application/json' }, body: '{"model":"gpt-4o-mini","messages":[],"max_tokens":100}' });
 
   before(async function () {
     postgres = await requireService(this, startPostgres);
@@ -99,7 +99,8 @@ describe('token budgets shared by two nodes through Redis', function () {
 
     expect((await chat(urls[0], spender)).status).to.equal(200);
     expect(await counterReaches('budget-device-1', 600)).to.equal(600);
-    // 600 of 1,000 spent: the next request is admitted, and it crosses the budget (to 1,200).
+    // 600 of 1,000 spent: the next request's reservation (114 tokens: 55 bytes of body and its 100-token output limit)
+    // fits, so it is admitted; it reports 600 and crosses the budget (to 1,200).
     const crossing = await chat(urls[1], spender);
     expect(crossing.status).to.equal(200);
     expect(JSON.parse(crossing.text())).to.deep.equal(COMPLETION);
