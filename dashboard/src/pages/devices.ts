@@ -13,7 +13,7 @@ export async function devicesTab(app: App): Promise<(Node | null)[]> {
     h('h2', {}, 'Devices'),
     ...(await deviceListContent(app)),
     h('h2', {}, 'Development tokens'),
-    h('p', { class: 'muted' }, app.settings.allowDevelopmentAttestation ? 'For simulators and emulators, in debug builds only. Refused in production.' : 'Development attestation is off for this app (Overview → settings).'),
+    h('p', { class: 'muted' }, app.settings.allowDevelopmentAttestation ? 'For simulators and emulators, in debug builds only. Refused in production.' : 'Development attestation is off for this app (Policy → Attestation).'),
     table(
       ['Token', 'Label', 'Created', 'State'],
       tokens.map((token) => [
