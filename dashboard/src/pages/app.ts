@@ -2,7 +2,9 @@
 import { api, type App } from '../api.js';
 import { h } from '../dom.js';
 import { show } from '../ui.js';
+import { alertsTab } from './alerts.js';
 import { devicesTab } from './devices.js';
+import { endUsersTab } from './end-users.js';
 import { integrateTab } from './integrate.js';
 import { overviewTab } from './overview.js';
 import { policyTab } from './policy.js';
@@ -17,13 +19,15 @@ const TABS: ReadonlyArray<readonly [string, string, Tab]> = [
   ['policy', 'Policy', policyTab],
   ['secrets', 'Secrets', secretsTab],
   ['devices', 'Devices', devicesTab],
+  ['users', 'Users', endUsersTab],
   ['requests', 'Requests', requestsTab],
   ['usage', 'Usage', async (app) => usageContent(`/apps/${app.id}/usage`)],
+  ['alerts', 'Alerts', alertsTab],
   ['integrate', 'Integrate', integrateTab],
 ];
 
 /** Older addresses of the policy's sections, still linked from elsewhere. */
-const ALIASES: Record<string, readonly [string, string]> = { limits: ['policy', 'limits'], routes: ['policy', 'routes'], settings: ['policy', 'attestation'] };
+const ALIASES: Record<string, readonly [string, string]> = { limits: ['policy', 'limits'], routes: ['policy', 'routes'], settings: ['policy', 'attestation'], sessions: ['policy', 'sessions'] };
 
 export function tabs(app: App, current: string): HTMLElement {
   return h('nav', { class: 'tabs', 'aria-label': `${app.name} sections` }, ...TABS.map(([tab, label]) => h('a', { href: `#/apps/${app.id}${tab ? `/${tab}` : ''}`, 'aria-current': tab === current ? 'page' : null }, label)));

@@ -8,6 +8,7 @@ import { refresh } from '../state.js';
 import { onSubmit, say, text } from '../ui.js';
 import { tokenBudgetFieldset, tokenBudgetPatch } from './budgets.js';
 import { routesSection } from './policy-routes.js';
+import { sessionsSection, usersSection } from './policy-sessions-users.js';
 
 const select = (name: string, current: unknown, options: ReadonlyArray<readonly [string, string]>) =>
   h('select', { name }, ...options.map(([value, label]) => h('option', { value, selected: current === value }, label)));
@@ -92,7 +93,7 @@ function limitsSection(app: App): HTMLFormElement {
 }
 
 export async function policyTab(app: App): Promise<(Node | null)[]> {
-  const contents = h('nav', { class: 'section-links', 'aria-label': 'Policy sections' }, h('a', { href: '#section-attestation' }, 'Attestation'), h('a', { href: '#section-routes' }, 'Providers and routes'), h('a', { href: '#section-limits' }, 'Limits and budgets'));
+  const contents = h('nav', { class: 'section-links', 'aria-label': 'Policy sections' }, h('a', { href: '#section-attestation' }, 'Attestation'), h('a', { href: '#section-routes' }, 'Providers and routes'), h('a', { href: '#section-limits' }, 'Limits and budgets'), h('a', { href: '#section-sessions' }, 'Realtime sessions'), h('a', { href: '#section-users' }, 'Signed-in users'));
   // In-page links scroll to their section without changing the hash route.
   contents.addEventListener('click', (event) => {
     const target = (event.target as HTMLElement).closest('a');
@@ -105,5 +106,7 @@ export async function policyTab(app: App): Promise<(Node | null)[]> {
     h('section', { id: 'section-attestation', 'aria-labelledby': 'heading-attestation' }, h('h2', { id: 'heading-attestation' }, 'Attestation'), attestationSection(app)),
     h('section', { id: 'section-routes', 'aria-labelledby': 'heading-routes' }, h('h2', { id: 'heading-routes' }, 'Providers and routes'), await routesSection(app)),
     h('section', { id: 'section-limits', 'aria-labelledby': 'heading-limits' }, h('h2', { id: 'heading-limits' }, 'Limits and budgets'), limitsSection(app)),
+    h('section', { id: 'section-sessions', 'aria-labelledby': 'heading-sessions' }, h('h2', { id: 'heading-sessions' }, 'Realtime sessions'), sessionsSection(app)),
+    h('section', { id: 'section-users', 'aria-labelledby': 'heading-users' }, h('h2', { id: 'heading-users' }, 'Signed-in users'), usersSection(app)),
   ];
 }
