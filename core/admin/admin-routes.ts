@@ -116,6 +116,9 @@ const REQUEST_LOG_QUERY: readonly QueryParameter[] = [
   { name: 'provider', description: 'only this provider slug', schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,39}$' } },
   { name: 'outcome', description: 'ok (2xx/3xx) or error (refused by the gateway or a provider error)', schema: { type: 'string', enum: ['ok', 'error'] } },
   { name: 'q', description: 'a piece of the route, request id or error reason', schema: { type: 'string', minLength: 1, maxLength: 200 } },
+  { name: 'minutes', description: 'only the last N minutes (at most 90 days)', schema: { type: 'integer', minimum: 1, maximum: 129_600 } },
+  { name: 'status', description: 'a status class (2xx, 3xx, 4xx, 5xx) or one status code', schema: { type: 'string', pattern: '^([2-5]xx|[1-5][0-9][0-9])$' } },
+  { name: 'errorType', description: 'only this error type (a gateway error type, or providerError for a provider that answered non-2xx)', schema: { type: 'string', pattern: '^[A-Za-z]{1,40}$' } },
   { name: 'before', description: 'the cursor: rows older than this id (nextBefore of the previous page)', schema: { type: 'integer', minimum: 1 } },
   { name: 'limit', description: 'rows per page (default 50, at most 500; the CSV export defaults to 10,000)', schema: { type: 'integer', minimum: 1, maximum: 10_000 } },
 ];
@@ -145,6 +148,9 @@ function requestLogQuery(appId: string, query: Readonly<Record<string, unknown>>
     provider: textQuery(query, 'provider', /^[a-z0-9][a-z0-9-]{0,39}$/),
     outcome,
     search: textQuery(query, 'q', /^[^\u0000-\u001f]{1,200}$/),
+    minutes: query.minutes === undefined ? undefined : integerQuery(query, 'minutes', 60, 1, 129_600),
+    status: textQuery(query, 'status', /^([2-5]xx|[1-5][0-9][0-9])$/),
+    errorType: textQuery(query, 'errorType', /^[A-Za-z]{1,40}$/),
     before: query.before === undefined ? undefined : integerQuery(query, 'before', 1, 1, Number.MAX_SAFE_INTEGER),
     limit: integerQuery(query, 'limit', defaultLimit, 1, 10_000),
   };

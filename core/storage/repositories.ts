@@ -451,6 +451,12 @@ export interface RequestLogQuery {
   readonly outcome?: 'ok' | 'error' | undefined;
   /** A substring of the route, request id or reason. */
   readonly search?: string | undefined;
+  /** Only the last N minutes. */
+  readonly minutes?: number | undefined;
+  /** A status class (`4xx`) or one status code (`429`). */
+  readonly status?: string | undefined;
+  /** A gateway error type, or `providerError` for a provider's own non-2xx answer. */
+  readonly errorType?: string | undefined;
   readonly before?: number | undefined;
   readonly limit: number;
 }
@@ -529,6 +535,14 @@ export class UsageRepository {
         builder.whereRaw("route like ? escape '\\'", [pattern]).orWhereRaw("request_id like ? escape '\\'", [pattern]).orWhereRaw("reason like ? escape '\\'", [pattern]),
       );
     }
+    if (query.minutes !== undefined) rows = rows.andWhere('created_at', '>=', Date.now() - query.minutes * 60_000);
+    if (query.status !== undefined) {
+      const status = query.status;
+      const low = status.endsWith('xx') ? Number(status[0]) * 100 : Number(status);
+      rows = rows.andWhere('status', '>=', low).andWhere('status', '<=', status.endsWith('xx') ? low + 99 : low);
+    }
+    if (query.errorType === 'providerError') rows = rows.whereNull('error_type').andWhere('status', '>=', 400);
+    else if (query.errorType !== undefined) rows = rows.andWhere({ error_type: query.errorType });
     if (query.before !== undefined) rows = rows.andWhere('id', '<', query.before);
     const found = (await rows.orderBy('id', 'desc').limit(query.limit)) as Row[];
     return found.map((row) => ({

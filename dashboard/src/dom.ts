@@ -1,5 +1,5 @@
 /** A tiny element builder. Text always goes in as text nodes: no user data is ever parsed as HTML. */
-type Child = Node | string | number | null | undefined | false;
+export type Child = Node | string | number | null | undefined | false;
 type Attributes = Record<string, string | number | boolean | null | undefined | EventListener>;
 
 export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attributes: Attributes = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
@@ -12,6 +12,24 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attributes: Att
   }
   append(element, children);
   return element;
+}
+
+/**
+ * Text whose words never break inside: a browser may break a line after a hyphen or a slash (`device-2091d0ea`,
+ * `v1/chat/completions`), so each such word is kept on one line (`.nw`). Spaces still break lines.
+ */
+export function words(text: string): DocumentFragment {
+  const fragment = document.createDocumentFragment();
+  for (const part of text.split(/(\s+)/)) {
+    if (!part) continue;
+    if (/[-/]/.test(part) && !/\s/.test(part)) {
+      const word = document.createElement('span');
+      word.className = 'nw';
+      word.textContent = part;
+      fragment.appendChild(word);
+    } else fragment.appendChild(document.createTextNode(part));
+  }
+  return fragment;
 }
 
 export function append(parent: Node, children: Child[]): void {
@@ -27,7 +45,7 @@ let nextId = 0;
 export function field(label: string, input: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement, hint?: string): HTMLElement {
   nextId += 1;
   input.id ||= `control-${nextId}`;
-  const wrapper = h('div', { class: 'field' }, h('label', { for: input.id }, label), input);
+  const wrapper = h('div', { class: 'field' }, h('label', { for: input.id }, words(label)), input);
   if (hint) {
     input.setAttribute('aria-describedby', `${input.id}-hint`);
     wrapper.appendChild(h('span', { class: 'muted', id: `${input.id}-hint` }, hint));
@@ -36,17 +54,12 @@ export function field(label: string, input: HTMLInputElement | HTMLSelectElement
 }
 
 export function checkbox(label: string, name: string, checked: boolean): HTMLLabelElement {
-  return h('label', { class: 'check' }, h('input', { type: 'checkbox', name, checked }), label);
+  return h('label', { class: 'check' }, h('input', { type: 'checkbox', name, checked }), h('span', {}, words(label)));
 }
 
-export function table(headers: string[], rows: Child[][], caption?: string): HTMLTableElement {
-  return h(
-    'table',
-    {},
-    caption ? h('caption', { class: 'muted' }, caption) : null,
-    h('thead', {}, h('tr', {}, ...headers.map((header) => h('th', { scope: 'col' }, header)))),
-    h('tbody', {}, ...rows.map((row) => h('tr', {}, ...row.map((cell) => h('td', {}, cell))))),
-  );
+/** A table; every table stacks into labelled rows on a narrow screen (see {@link stackTable}). */
+export function table(headers: string[], rows: Child[][], caption?: string, testId?: string): HTMLTableElement {
+  return stackTable(headers, rows, caption, testId);
 }
 
 /**
@@ -59,7 +72,7 @@ export function stackTable(headers: string[], rows: Child[][], caption?: string,
     { class: 'stack', 'data-testid': testId },
     caption ? h('caption', { class: 'muted' }, caption) : null,
     h('thead', {}, h('tr', {}, ...headers.map((header) => h('th', { scope: 'col' }, header)))),
-    h('tbody', {}, ...rows.map((row) => h('tr', {}, ...row.map((cell, index) => h('td', { 'data-label': headers[index] || null }, cell))))),
+    h('tbody', {}, ...rows.map((row) => h('tr', {}, ...row.map((cell, index) => h('td', { 'data-label': headers[index] || null }, typeof cell === 'string' ? words(cell) : cell))))),
   );
 }
 

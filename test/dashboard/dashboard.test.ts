@@ -72,6 +72,20 @@ describe('dashboard in Chromium', function () {
     expect(unlabelled, `controls without a label on ${name}`).to.deep.equal([]);
   }
 
+  /** A time-series chart's points as `label|series|value`, from the numbers table drawn with it (the plot is a canvas). */
+  async function timeSeries(chart: string): Promise<string[]> {
+    type Cell = { textContent: string | null; getAttribute(name: string): string | null };
+    type Table = { querySelectorAll(selector: string): Iterable<Cell> & ArrayLike<Cell> };
+    return page.locator(`table[data-chart="${chart}"]`).evaluate((table: unknown) => {
+      const element = table as Table;
+      const names = Array.from(element.querySelectorAll('thead th')).slice(1).map((th) => th.textContent ?? '');
+      return Array.from(element.querySelectorAll('tbody tr')).flatMap((tr) => {
+        const { label, values } = JSON.parse(tr.getAttribute('data-values') ?? '{}') as { label: string; values: number[] };
+        return names.map((name, index) => `${label}|${name}|${values[index]}`);
+      });
+    });
+  }
+
   it('creates the first administrator from the one-time set-up link', async () => {
     await page.goto(`${gateway.url}/dashboard/setup#token=${gateway.gateway.setupToken}`);
     await page.getByRole('heading', { name: 'Set up Tollgate' }).waitFor();
@@ -136,7 +150,7 @@ describe('dashboard in Chromium', function () {
   });
 
   it('edits limits, with a clear error for bad input that changes nothing', async () => {
-    await page.getByRole('link', { name: 'Limits' }).click();
+    await page.getByRole('link', { name: 'Policy' }).click();
     await page.getByLabel('Requests per minute per device').fill('120');
     await page.getByLabel(/Per-provider limits/).fill('openai=0');
     await page.getByRole('button', { name: 'Save limits' }).click();
@@ -162,7 +176,7 @@ describe('dashboard in Chromium', function () {
   });
 
   it('opens account routes per provider with their warnings, and takes extra routes', async () => {
-    await page.getByRole('link', { name: 'Routes' }).click();
+    await page.getByRole('link', { name: 'Policy' }).click();
     const openai = page.getByLabel('Open OpenAI account routes');
     await openai.waitFor();
     expect(await openai.isChecked()).to.equal(false);
@@ -190,7 +204,7 @@ describe('dashboard in Chromium', function () {
   });
 
   it('clears a limit and a setting when the field is emptied', async () => {
-    await page.getByRole('link', { name: 'Limits' }).click();
+    await page.getByRole('link', { name: 'Policy' }).click();
     await page.getByLabel('Requests per day per device').fill('500');
     await page.getByRole('button', { name: 'Save limits' }).click();
     await page.getByText('Limits saved.').waitFor();
@@ -201,7 +215,7 @@ describe('dashboard in Chromium', function () {
     expect((await gateway.gateway.management.getApp(appId)).settings.deviceDailyQuota ?? null).to.equal(null);
     expect(await page.getByLabel('Requests per day per device').inputValue()).to.equal('');
 
-    await page.getByRole('link', { name: 'Overview' }).click();
+    await page.getByRole('link', { name: 'Policy' }).click();
     await page.getByLabel('Apple app id (TEAMID.BUNDLE)').fill('ABCDE12345.com.example.browser');
     await page.getByRole('button', { name: 'Save settings' }).click();
     await page.getByText('Settings saved.').waitFor();
@@ -241,8 +255,8 @@ describe('dashboard in Chromium', function () {
     }
     expect(await page.getByTestId('chart-requests-legend').textContent()).to.equal('requestserrorstoken budget refusals');
     expect(await page.getByTestId('total-requests').textContent()).to.equal('4 requests in this window.');
-    const bars = async (chart: string) => page.locator(`#${chart} rect.bar`).evaluateAll((rects) => rects.map((rect) => `${rect.getAttribute('data-label')}|${rect.getAttribute('data-series')}|${rect.getAttribute('data-value')}`));
-    const perMinute = await bars('chart-requests');
+    const bars = async (chart: string) => page.locator(`#${chart} [data-series].bar`).evaluateAll((rects) => rects.map((rect) => `${rect.getAttribute('data-label')}|${rect.getAttribute('data-series')}|${rect.getAttribute('data-value')}`));
+    const perMinute = await timeSeries('chart-requests');
     expect(perMinute.filter((bar) => bar.includes('|requests|'))).to.have.length(60);
     expect(perMinute.filter((bar) => bar.includes('|requests|')).reduce((sum, bar) => sum + Number(bar.split('|')[2]), 0)).to.equal(4);
     expect(await bars('chart-errors')).to.deep.equal(['attestationFailed|errors|1']);
@@ -258,14 +272,14 @@ describe('dashboard in Chromium', function () {
     await gateway.gateway.management.setPrice({ provider: 'openai', model: 'gpt-4o-mini', inputUsdPerMillion: 1000, outputUsdPerMillion: 2000 });
     await page.getByRole('button', { name: 'Refresh now' }).click();
     await page.getByTestId('chart-spend-devices').waitFor();
-    expect(await page.getByTestId('total-spend').textContent()).to.equal('Estimated spend: $0.0750.');
+    expect(await page.getByTestId('total-spend').textContent()).to.equal('Estimated spend: $0.075.');
     expect(await bars('chart-spend-devices')).to.deep.equal([`${deviceId}|USD|0.075`]);
     await gateway.gateway.management.deletePrice({ provider: 'openai', model: 'gpt-4o-mini' });
     await checkpoint('usage');
   });
 
   it('monitor-only mode forwards a request without a device token and counts it as unverified', async () => {
-    await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Overview' }).click();
+    await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Policy' }).click();
     await page.getByLabel('Attestation mode').selectOption('monitor');
     await page.getByRole('button', { name: 'Save settings' }).click();
     await page.getByText('Settings saved.').waitFor();
@@ -280,11 +294,11 @@ describe('dashboard in Chromium', function () {
     await gateway.recordedUsage(appId, sentFrom, (events) => events.length === 1);
     await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Usage' }).click();
     await page.getByTestId('chart-verification').waitFor();
-    const bars = await page.locator('#chart-verification rect.bar').evaluateAll((rects) => rects.map((rect) => `${rect.getAttribute('data-label')}|${rect.getAttribute('data-value')}`));
+    const bars = await page.locator('#chart-verification [data-series].bar').evaluateAll((rects) => rects.map((rect) => `${rect.getAttribute('data-label')}|${rect.getAttribute('data-value')}`));
     expect(bars).to.deep.equal(['verified|3', 'unverified|1']);
     await checkpoint('monitor');
     // Back to enforce: the same request is refused again.
-    await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Overview' }).click();
+    await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Policy' }).click();
     await page.getByLabel('Attestation mode').selectOption('enforce');
     await page.getByRole('button', { name: 'Save settings' }).click();
     await page.getByText('Settings saved.').waitFor();
@@ -479,15 +493,15 @@ describe('dashboard in Chromium', function () {
     // The refusal is its own series: in the per-minute chart and among the error types.
     await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Usage' }).click();
     await page.getByTestId('chart-requests').waitFor();
-    const bars = async (chart: string) => page.locator(`#${chart} rect.bar`).evaluateAll((rects) => rects.map((rect) => `${rect.getAttribute('data-label')}|${rect.getAttribute('data-series')}|${rect.getAttribute('data-value')}`));
-    const refusals = (await bars('chart-requests')).filter((bar) => bar.includes('|token budget refusals|'));
+    const bars = async (chart: string) => page.locator(`#${chart} [data-series].bar`).evaluateAll((rects) => rects.map((rect) => `${rect.getAttribute('data-label')}|${rect.getAttribute('data-series')}|${rect.getAttribute('data-value')}`));
+    const refusals = (await timeSeries('chart-requests')).filter((bar) => bar.includes('|token budget refusals|'));
     expect(refusals).to.have.length(60);
     expect(refusals.reduce((sum, bar) => sum + Number(bar.split('|')[2]), 0)).to.equal(1);
     expect(await bars('chart-errors')).to.include('tokenBudget|errors|1');
     expect((await bars('chart-tokens-devices')).some((bar) => bar.startsWith('budget-device|input|'))).to.equal(true);
 
     // Emptied fields clear the budgets again.
-    await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Limits' }).click();
+    await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Policy' }).click();
     await page.getByLabel('Tokens per minute per device').fill('');
     await page.getByLabel(/Per-provider budgets per minute/).fill('');
     await page.getByLabel(/Per-provider budgets per device/).fill('');
@@ -522,9 +536,11 @@ describe('dashboard in Chromium', function () {
     await page.getByTestId('chart-spend-models').waitFor();
     const tokens = await reportedTokens();
     expect(tokens.input).to.be.greaterThan(0);
-    const spend = (input: number, output: number) => `Estimated spend: $${((tokens.input * input + tokens.output * output) / 1_000_000).toFixed(4)}.`;
+    // Dollars with cents from $1, two significant digits below (dashboard/src/format.ts).
+    const dollars = (usd: number) => (usd >= 1 ? usd.toFixed(2) : String(Number(usd.toPrecision(2))));
+    const spend = (input: number, output: number) => `Estimated spend: $${dollars((tokens.input * input + tokens.output * output) / 1_000_000)}.`;
     expect(await page.getByTestId('total-spend').textContent()).to.equal(spend(1000, 2000));
-    const bars = async (chart: string) => page.locator(`#${chart} rect.bar`).evaluateAll((rects) => rects.map((rect) => `${rect.getAttribute('data-label')}|${rect.getAttribute('data-series')}|${rect.getAttribute('data-value')}`));
+    const bars = async (chart: string) => page.locator(`#${chart} [data-series].bar`).evaluateAll((rects) => rects.map((rect) => `${rect.getAttribute('data-label')}|${rect.getAttribute('data-series')}|${rect.getAttribute('data-value')}`));
     expect(await bars('chart-spend-models')).to.deep.equal([`gpt-4o-mini-2024-07-18|USD|${+((tokens.input * 1000 + tokens.output * 2000) / 1_000_000).toFixed(6)}`]);
 
     // Edit: the row fills the form; a new output price changes the spend.

@@ -1,0 +1,132 @@
+/**
+ * The request log of an app: filters (time range, status, error type, provider, device, text), paging by cursor
+ * (newest first), model, tokens and estimated spend per row, a detail view per row, and CSV export of what the
+ * filters select.
+ */
+import { api, type App, type Price, type RequestLog } from '../api.js';
+import { field, formValues, h, table } from '../dom.js';
+import { duration, money } from '../format.js';
+import { loadProviders } from '../state.js';
+import { badge, button, copyBox, onSubmit, when } from '../ui.js';
+
+type Entry = RequestLog['requests'][number] & { inputTokens?: number | null; outputTokens?: number | null; model?: string | null };
+
+const RANGES: ReadonlyArray<readonly [string, string]> = [['', 'any time'], ['15', 'last 15 minutes'], ['60', 'last hour'], ['1440', 'last day'], ['10080', 'last 7 days']];
+const STATUSES: ReadonlyArray<readonly [string, string]> = [['', 'any'], ['2xx', '2xx'], ['4xx', '4xx'], ['5xx', '5xx'], ['429', '429']];
+const ERROR_TYPES = ['unauthorized', 'attestationFailed', 'rateLimited', 'secretNotFound', 'providerNotFound', 'invalidRequest', 'upstreamUnavailable', 'upstreamTimeout', 'serviceUnavailable', 'internalError', 'providerError'];
+const FILTERS = ['device', 'provider', 'minutes', 'status', 'errorType', 'q'] as const;
+
+/** The price of a model as the usage summary finds it: exact, or without a dated version suffix. */
+function priceOf(prices: readonly Price[], provider: string, model: string | null | undefined): Price | undefined {
+  if (!model) return undefined;
+  const undated = model.replace(/-\d{4}-\d{2}-\d{2}$/, '');
+  return prices.find((price) => price.provider === provider && price.model === model) ?? prices.find((price) => price.provider === provider && price.model === undated);
+}
+
+function spend(prices: readonly Price[], entry: Entry): string {
+  const price = priceOf(prices, entry.provider, entry.model);
+  if (!price || entry.inputTokens === null || entry.inputTokens === undefined) return '';
+  return money(((entry.inputTokens ?? 0) * price.inputUsdPerMillion + (entry.outputTokens ?? 0) * price.outputUsdPerMillion) / 1_000_000);
+}
+
+const errorText = (entry: Entry) => (entry.errorType ? `${entry.errorType}${entry.reason ? ` (${entry.reason})` : ''}` : entry.status >= 400 ? 'providerError' : '');
+
+/** Every recorded field of one request. */
+function detail(entry: Entry, prices: readonly Price[]): HTMLElement {
+  const facts: Array<[string, Node | string]> = [
+    ['Request id', entry.requestId ? copyBox(entry.requestId, 'Copy request id') : ''],
+    ['Time', when(entry.createdAt)],
+    ['Device', entry.deviceId ?? 'none (refused before attestation)'],
+    ['Route', `${entry.method ?? ''} ${entry.provider}/${entry.route ?? ''}`.trim()],
+    ['Status', String(entry.status)],
+    ['Error', errorText(entry) || 'none'],
+    ['Model', entry.model ?? 'not reported'],
+    ['Tokens in / out', entry.inputTokens === null || entry.inputTokens === undefined ? 'not reported' : `${entry.inputTokens} / ${entry.outputTokens ?? 0}`],
+    ['Estimated spend', spend(prices, entry) || 'no price for this model'],
+    ['Latency', duration(entry.latencyMs)],
+    ['Bytes in / out', `${entry.bytesIn} / ${entry.bytesOut}${entry.truncated ? ' (cut short)' : ''}`],
+  ];
+  return h('dl', { class: 'facts', 'data-testid': 'request-detail' }, ...facts.flatMap(([label, value]) => [h('dt', {}, label), h('dd', {}, value)]));
+}
+
+export async function requestsTab(app: App): Promise<(Node | null)[]> {
+  const initial = new URLSearchParams(location.hash.split('?')[1] ?? '');
+  const [catalog, prices] = await Promise.all([loadProviders(), api<Price[]>('GET', '/prices')]);
+  const options = (entries: ReadonlyArray<readonly [string, string]>, name: string) => entries.map(([value, label]) => h('option', { value, selected: (initial.get(name) ?? '') === value }, label));
+  const form = h(
+    'form',
+    { class: 'inline filters', 'aria-label': 'Filter requests' },
+    field('Time', h('select', { name: 'minutes' }, ...options(RANGES, 'minutes'))),
+    field('Status', h('select', { name: 'status' }, ...options(STATUSES, 'status'))),
+    field('Error type', h('select', { name: 'errorType' }, ...options([['', 'any'], ...ERROR_TYPES.map((type) => [type, type] as const)], 'errorType'))),
+    field('Provider', h('select', { name: 'provider' }, h('option', { value: '' }, 'any'), ...catalog.map((provider) => h('option', { value: provider.slug, selected: initial.get('provider') === provider.slug }, provider.name)))),
+    field('Device', h('input', { name: 'device', value: initial.get('device') ?? '', placeholder: 'device id' })),
+    field('Search', h('input', { name: 'q', type: 'search', value: initial.get('q') ?? '', placeholder: 'route, request id or reason' })),
+    h('button', { type: 'submit', class: 'primary' }, 'Show'),
+  );
+  const output = h('div', { 'aria-live': 'polite' });
+  const cursors: Array<number | null> = [null];
+  const filters = () => {
+    const values = formValues(form);
+    const query = new URLSearchParams();
+    for (const key of FILTERS) if (values[key]) query.set(key, String(values[key]));
+    return query;
+  };
+  const render = async () => {
+    const query = filters();
+    const before = cursors[cursors.length - 1];
+    if (before) query.set('before', String(before));
+    query.set('limit', '50');
+    const log = (await api<RequestLog>('GET', `/apps/${app.id}/requests?${query}`)) as { requests: Entry[]; nextBefore: number | null };
+    const rows = table(
+      ['Time', 'Device', 'Route', 'Model', 'Status', 'Tokens in / out', 'Spend', 'Latency', ''],
+      log.requests.map((entry) => [
+        new Date(entry.createdAt).toLocaleString([], { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' }),
+        entry.deviceId ? h('code', {}, entry.deviceId) : '',
+        h('span', {}, h('span', { class: 'muted' }, entry.provider), ' ', h('code', { title: entry.requestId ?? '' }, `${entry.method ?? ''} ${entry.route ?? ''}`.trim())),
+        entry.model ? h('code', {}, entry.model) : '',
+        h('span', {}, badge(String(entry.status), entry.status < 400 && !entry.errorType ? 'ok' : 'bad'), errorText(entry) ? h('span', { class: 'error-type' }, ' ', errorText(entry)) : null),
+        entry.inputTokens === null || entry.inputTokens === undefined ? '' : `${entry.inputTokens} / ${entry.outputTokens ?? 0}`,
+        spend(prices, entry),
+        duration(entry.latencyMs),
+        h('button', { type: 'button', class: 'link', 'aria-expanded': 'false', 'data-request': String(entry.id) }, 'Details'),
+      ]),
+      log.requests.length ? undefined : 'No request matches these filters.',
+      'request-log',
+    );
+    // Details open under their row (a row of their own, spanning the table).
+    rows.addEventListener('click', (event) => {
+      const toggle = (event.target as HTMLElement).closest('button[data-request]');
+      if (!toggle) return;
+      const row = toggle.closest('tr')!;
+      const open = row.nextElementSibling?.classList.contains('detail-row') ? row.nextElementSibling : null;
+      if (open) {
+        open.remove();
+        toggle.setAttribute('aria-expanded', 'false');
+        return;
+      }
+      const entry = log.requests.find((candidate) => String(candidate.id) === toggle.getAttribute('data-request'))!;
+      row.after(h('tr', { class: 'detail-row' }, h('td', { colspan: 9 }, detail(entry, prices))));
+      toggle.setAttribute('aria-expanded', 'true');
+    });
+    const exportQuery = filters();
+    output.replaceChildren(
+      rows,
+      h(
+        'p',
+        { class: 'pager' },
+        button('Newer', async () => { cursors.pop(); await render(); }, cursors.length > 1 ? '' : 'hidden'),
+        ' ',
+        button('Older', async () => { cursors.push(log.nextBefore); await render(); }, log.nextBefore ? '' : 'hidden'),
+        ' ',
+        h('a', { href: `/v1/admin/apps/${encodeURIComponent(app.id)}/requests.csv?${exportQuery}`, download: 'tollgate-requests.csv' }, 'Export CSV'),
+      ),
+    );
+  };
+  onSubmit(form, async () => {
+    cursors.splice(1);
+    await render();
+  });
+  await render();
+  return [h('p', { class: 'muted' }, 'One row per request through the gateway, newest first. Kept for TOLLGATE_REQUEST_LOG_RETENTION_DAYS (default 30).'), form, output];
+}
