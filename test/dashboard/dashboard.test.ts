@@ -455,7 +455,7 @@ describe('dashboard in Chromium', function () {
   it('sets token budgets per minute and per provider in the limits form; a bad line is refused naming its field', async () => {
     await page.goto(`${gateway.url}/dashboard/#/apps/${appId}/limits`);
     await page.getByTestId('token-budgets').waitFor();
-    await page.getByLabel('Tokens per minute per device').fill('1');
+    await page.getByLabel('Tokens per minute per device').fill('40');
     await page.getByLabel(/Per-provider budgets per minute/).fill('openai=lots');
     await page.getByRole('button', { name: 'Save limits' }).click();
     // The form's own error (the admin key shown once above the page is an alert too).
@@ -467,24 +467,25 @@ describe('dashboard in Chromium', function () {
     await page.getByLabel(/Per-provider budgets per device/).fill('openai=500000');
     await page.getByRole('button', { name: 'Save limits' }).click();
     await page.getByText('Limits saved.').waitFor();
-    expect((await gateway.gateway.management.getApp(appId)).settings).to.deep.include({ deviceMinuteTokens: 1, providerMinuteTokens: { openai: 100000 }, providerDeviceDailyTokens: { openai: 500000 } });
-    expect(await page.getByLabel('Tokens per minute per device').inputValue()).to.equal('1');
+    expect((await gateway.gateway.management.getApp(appId)).settings).to.deep.include({ deviceMinuteTokens: 40, providerMinuteTokens: { openai: 100000 }, providerDeviceDailyTokens: { openai: 500000 } });
+    expect(await page.getByLabel('Tokens per minute per device').inputValue()).to.equal('40');
     expect(await page.getByLabel(/Per-provider budgets per device/).inputValue()).to.equal('openai=500000');
     await checkpoint('token-budgets');
 
-    // A new device: its first request crosses the 1-token minute, the next in the same UTC minute is refused.
+    // A new device: its first request reserves 34 of the 40-token minute (54 body bytes / 4 + max_tokens 20) and is
+    // charged the 18 tokens the answer reports; the next, reserving 34 more, does not fit in the same UTC minute.
     const token = await gateway.deviceToken(appId, deviceHeaders['Tollgate-App-Token']!, 'budget-device');
     const headers = { ...deviceHeaders, 'Tollgate-Device-Token': token };
     const left = 60_000 - (Date.now() % 60_000);
     if (left < 10_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
     const budgetFrom = Date.now();
     const budgetEvents = (count: number) => gateway.recordedUsage(appId, budgetFrom, (events) => events.filter((event) => event.deviceId === 'budget-device').length === count);
-    const first = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers, body: '{"model":"gpt-4o-mini","messages":[]}' });
+    const first = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers, body: '{"model":"gpt-4o-mini","messages":[],"max_tokens":20}' });
     expect(first.status).to.equal(200);
     await first.text();
     // The charge lands when the answer ends (after the client has it), with the request's usage event.
     await budgetEvents(1);
-    const refused = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers, body: '{"model":"gpt-4o-mini","messages":[]}' });
+    const refused = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers, body: '{"model":"gpt-4o-mini","messages":[],"max_tokens":20}' });
     expect(refused.status).to.equal(429);
     expect(((await refused.json()) as { error: { reason: string } }).error.reason).to.equal('token_budget');
     expect(Number(refused.headers.get('retry-after'))).to.be.within(1, 60);
