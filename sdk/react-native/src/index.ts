@@ -15,6 +15,10 @@ import { optionsGatewayUrl, TollgateClient, TollgateStream, type CallOptions, ty
 import { TollgateError } from './errors';
 import { findNativeModule, nativeGatewayUrl } from './native';
 import type { StreamEvent } from './streams';
+import type { Me } from './me';
+import type { RealtimeOptions, RealtimeSession } from './realtime';
+import type { AbortSignalLike } from './transport';
+import type { UserTokenProvider } from './user-token';
 
 function notInitialized(): TollgateError {
   return new TollgateError(
@@ -34,6 +38,7 @@ export class TollgateSingleton {
   private instance: TollgateClient | null = null;
   /** Why the last `initialize` failed when the app did not wait for it (e.g. `gateway_url_missing`). */
   private failure: TollgateError | null = null;
+  private userTokenProvider: UserTokenProvider | null = null;
 
   /**
    * Configures the SDK; call once at app start, before the app renders: `await Tollgate.initialize({ appToken })`.
@@ -55,6 +60,7 @@ export class TollgateSingleton {
       delete (resolved as { baseUrl?: string }).baseUrl;
       const client = new TollgateClient(resolved);
       await client.ready();
+      if (this.userTokenProvider) client.setUserTokenProvider(this.userTokenProvider);
       this.instance = client;
     } catch (error) {
       const failure =
@@ -105,6 +111,37 @@ export class TollgateSingleton {
       };
     });
   }
+
+  /** See {@link TollgateClient.realtime}. */
+  realtime(endpointOrOptions: string | RealtimeOptions): Promise<RealtimeSession> {
+    return this.instance ? this.instance.realtime(endpointOrOptions) : Promise.reject(this.unavailable());
+  }
+
+  /** See {@link TollgateClient.me}. */
+  me(options?: { readonly signal?: AbortSignalLike }): Promise<Me> {
+    return this.instance ? this.instance.me(options) : Promise.reject(this.unavailable());
+  }
+
+  /**
+   * See {@link TollgateClient.setUserTokenProvider}. May be called before `initialize` finished: the callback is
+   * handed to the client once there is one.
+   */
+  setUserTokenProvider(provider: UserTokenProvider | null): void {
+    this.userTokenProvider = provider;
+    this.instance?.setUserTokenProvider(provider);
+  }
+
+  /** See {@link TollgateClient.providerBaseUrl}. */
+  providerBaseUrl(prefix: string): string {
+    return this.client.providerBaseUrl(prefix);
+  }
+
+  /**
+   * A `fetch` for provider SDKs (see {@link TollgateClient.fetch}); usable before `initialize` finished (each call
+   * waits for nothing and fails with the initialization error if there is none).
+   */
+  readonly fetch = (input: Parameters<TollgateClient['fetch']>[0], init?: Parameters<TollgateClient['fetch']>[1]): Promise<unknown> =>
+    this.instance ? this.instance.fetch(input, init) : Promise.reject(this.unavailable());
 
   /** See {@link TollgateClient.warmUp}. */
   warmUp(): Promise<void> {
@@ -198,3 +235,10 @@ export { DeviceTokenCache } from './device-token-cache';
 export { findNativeModule, nativeError, NativeDeviceSession, type TollgateNativeModule } from './native';
 export { sha256, sha256Hex } from './sha256';
 export type { AbortSignalLike, FetchFunction } from './transport';
+export { parseMe, type Me, type MeLimit } from './me';
+export { RealtimeSession, type RealtimeMessage, type RealtimeOptions, type WebSocketConstructor, type WebSocketLike } from './realtime';
+export { buildUpgrade, closeError, readClose, type BuiltUpgrade, type CloseAction, type CloseReading, type UpgradeInput, type UpgradeMode } from './realtime-rules';
+export { UserTokenCache, USER_TOKEN_MARGIN_MS, type UserTokenProvider } from './user-token';
+export { ServerClock, CLOCK_OFFSET_THRESHOLD_MS } from './server-clock';
+export { MultipartBuilder, encodeMultipart, isFormData, prepareFormData, type MultipartPart } from './multipart';
+export { createTollgateFetch } from './fetch-adapter';
