@@ -3,7 +3,7 @@
 // pick sdk/ios), add the Info.plist key TollgateGatewayURL (your gateway, e.g. https://gateway.example.com), replace
 // the app token, and run. No provider key appears anywhere: the gateway adds it.
 import SwiftUI
-import Tollgate
+import TollgateSDK
 
 @main
 struct TollgateExampleApp: App {

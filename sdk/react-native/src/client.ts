@@ -32,6 +32,7 @@ import { buildUpgrade } from './realtime-rules';
 import { ServerClock } from './server-clock';
 import { isFormData, prepareFormData } from './multipart';
 import { createTollgateFetch } from './fetch-adapter';
+import { hasNativeHttp, nativeFetch } from './native-transport';
 import { UserTokenCache, type UserTokenProvider } from './user-token';
 
 /** Automatic retries of `rateLimited` (the gateway's own 429). Off unless set, for the client or per call. */
@@ -78,6 +79,12 @@ export interface TollgateOptions {
   readonly fetch?: FetchFunction;
   /** Automatic retries of `rateLimited`; off by default. */
   readonly retry?: RetryOptions;
+  /**
+   * Lets `stream` deliver a response whole, at its end, when the fetch cannot stream (React Native's built-in fetch
+   * without the native module's transport). Off by default: such a stream fails with invalidRequest
+   * `streaming_unavailable` instead of silently buffering.
+   */
+  readonly bufferedStreams?: boolean;
   /** Unix ms clock (tests). */
   readonly clock?: () => number;
   /** Attest in the background right away so that the first call does not wait (default true). Failures are kept for the first call to report. */
@@ -238,6 +245,8 @@ export class TollgateClient {
   private readonly retry: ResolvedRetry;
   private readonly session: DeviceSession | null;
   private readonly unavailable: TollgateError | null;
+  /** @internal See {@link TollgateOptions.bufferedStreams}. */
+  readonly bufferedStreams: boolean;
   /** Set when the gateway answered `assertion_required`: every request from then on carries `Tollgate-Assertion`. */
   private assertions = false;
   /** The device token cache (exposed for diagnostics and tests). */
@@ -254,7 +263,10 @@ export class TollgateClient {
     }
     const gatewayUrl = optionsGatewayUrl(options);
     this.builder = new RequestBuilder(gatewayUrl, options.appToken, SDK_HEADER);
-    const fetchImpl = options.fetch ?? globalFetch();
+    const native = options.nativeModule === undefined ? findNativeModule() : options.nativeModule;
+    // Default transport: the native SDKs' (streams, never follows a redirect); React Native's fetch only without one.
+    const fetchImpl = options.fetch ?? (hasNativeHttp(native) ? nativeFetch(native) : globalFetch());
+    this.bufferedStreams = options.bufferedStreams === true;
     if (!fetchImpl) throw invalidRequest('No fetch implementation is available: pass `fetch` in the options.', 'bad_options');
     this.transport = fetchImpl;
     const clock = options.clock ?? (() => Date.now());
@@ -266,7 +278,6 @@ export class TollgateClient {
     const development = options.development;
     const developmentToken = development && typeof development.token === 'string' && development.token.trim() !== '' ? development.token.trim() : null;
     if (developmentToken !== null) checkHeaderValue('developmentToken', developmentToken);
-    const native = options.nativeModule === undefined ? findNativeModule() : options.nativeModule;
     this.session = null;
     this.unavailable = null;
     if (native) {
@@ -526,6 +537,7 @@ export class TollgateClient {
           const action = await call.race(this.session.reportError(token, error.reason ?? null));
           if (action === 'stop') {
             this.deviceTokens.stop(error);
+            if (extra.passErrors) return bufferedResponse(response, bytes);
             throw error;
           }
           if (!retriedForDevice && (action === 'refresh' || action === 'attest' || action === 'assert')) {
@@ -668,7 +680,14 @@ class EventIterator implements AsyncIterator<StreamEvent> {
       if (body && typeof body.getReader === 'function') {
         this.reader = body.getReader();
       } else {
-        // No streaming support in this fetch (React Native's built-in fetch): the body arrives whole.
+        if (!this.client.bufferedStreams) {
+          response.body && (response.body as { cancel?: () => Promise<void> }).cancel?.().catch(() => undefined);
+          throw invalidRequest(
+            "This fetch cannot stream (React Native's built-in fetch delivers the body at its end): link the TollgateNative module (its transport streams), pass a streaming fetch, or set bufferedStreams: true.",
+            'streaming_unavailable',
+          );
+        }
+        // Buffered streams allowed by the app: the body arrives whole.
         const bytes = await this.call.race(readAllBytes(response, this.call));
         this.feed(bytes);
         this.end();

@@ -212,7 +212,34 @@ export function createTollgateFetch(client: TollgateClient): (input: string | { 
     } catch (error) {
       call.abort();
       call.dispose();
+      // A gateway refusal remembered by the SDK (device_revoked stops every later call before sending): answered as
+      // the gateway answered it, so that the provider SDK reports it the same way every time.
+      if (error instanceof TollgateError && error.status !== undefined && error.errorType !== undefined) return toPlatformResponse(errorResponse(error), new CallController(), url);
       throw error;
     }
+  };
+}
+
+/** The gateway's error answer (protocol.md, "Errors") for a TollgateError that came from one. */
+function errorResponse(error: TollgateError): ResponseLike {
+  const body = encodeUtf8(
+    JSON.stringify({ error: { type: error.errorType, ...(error.reason ? { reason: error.reason } : {}), message: error.message, ...(error.requestId ? { requestId: error.requestId } : {}) } }),
+  );
+  const headers = new Map<string, string>([
+    ['content-type', 'application/json'],
+    ['tollgate-error', error.errorType!],
+  ]);
+  let sent = false;
+  return {
+    status: error.status!,
+    headers: { get: (name: string) => headers.get(name.toLowerCase()) ?? null, forEach: (callback: (value: string, name: string) => void) => headers.forEach(callback) },
+    body: {
+      getReader: () => ({
+        read: async () => (sent ? { done: true, value: undefined } : ((sent = true), { done: false, value: body })),
+        cancel: async () => undefined,
+      }),
+    },
+    arrayBuffer: async () => body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer,
+    text: async () => utf8ToString(body),
   };
 }

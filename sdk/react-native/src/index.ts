@@ -242,3 +242,4 @@ export { UserTokenCache, USER_TOKEN_MARGIN_MS, type UserTokenProvider } from './
 export { ServerClock, CLOCK_OFFSET_THRESHOLD_MS } from './server-clock';
 export { MultipartBuilder, encodeMultipart, isFormData, prepareFormData, type MultipartPart } from './multipart';
 export { createTollgateFetch } from './fetch-adapter';
+export { hasNativeHttp, nativeFetch, type NativeHttpModule } from './native-transport';

@@ -216,12 +216,18 @@ function connect(
           response.on('end', finish);
           response.on('error', finish);
         });
-        refused.then(refuse, () => undefined);
-        try {
-          socket.close();
-        } catch {
-          // Already failed.
-        }
+        // Closed only once the body was read: closing a connecting ws socket destroys the response under the reader.
+        refused.then(
+          (error) => {
+            refuse(error);
+            try {
+              socket.close();
+            } catch {
+              // Already failed.
+            }
+          },
+          () => undefined,
+        );
       });
     }
     const session = new RealtimeSession(socket, options.maxBufferedMessages ?? 1024, host, deviceToken);

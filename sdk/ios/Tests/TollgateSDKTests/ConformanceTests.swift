@@ -3,15 +3,15 @@ import Foundation
 import FoundationNetworking
 #endif
 import XCTest
-@testable import Tollgate
+@testable import TollgateSDK
 
 /// Runs every vector of sdk/conformance/*.json (sdk/conformance/README.md): one test per file, each iterating all of
 /// its vectors, with every failure message naming the vector. Stream vectors are fed three ways: as chunked in the
 /// vector, as one whole chunk, and one byte at a time.
 final class ConformanceTests: XCTestCase {
-    /// `sdk/conformance`, found from this file: Tests/TollgateTests/ConformanceTests.swift → sdk/ios → sdk.
+    /// `sdk/conformance`, found from this file: Tests/TollgateSDKTests/ConformanceTests.swift → sdk/ios → sdk.
     static let directory: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent() // TollgateTests
+        .deletingLastPathComponent() // TollgateSDKTests
         .deletingLastPathComponent() // Tests
         .deletingLastPathComponent() // ios
         .deletingLastPathComponent() // sdk
