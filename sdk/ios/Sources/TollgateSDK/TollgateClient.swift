@@ -85,6 +85,8 @@ final class ClientEngine: @unchecked Sendable {
 
     private let lock = NSLock()
     private var assertionsRequired = false
+    /// The signed-in user's ID token (``TollgateClient/setUserTokenProvider(_:)``).
+    let userTokens: UserTokenCache
 
     init(builder: RequestBuilder, transport: HTTPTransport, deviceTokens: DeviceTokenSource,
          clock: @escaping @Sendable () -> Int64, retry: RetryPolicy, assertionPolicy: AssertionPolicy,
@@ -97,6 +99,7 @@ final class ClientEngine: @unchecked Sendable {
         self.assertionPolicy = assertionPolicy
         self.signer = signer
         self.rawChunkSize = max(1, rawChunkSize)
+        userTokens = UserTokenCache(clock: clock)
     }
 
     private var shouldAssert: Bool {
@@ -130,22 +133,28 @@ final class ClientEngine: @unchecked Sendable {
     ///   and every later request carries one (under ``AssertionPolicy/whenRequired``); `stop` (`device_revoked`) and
     ///   `none` → the error reaches the caller;
     /// - rateLimited: retried per ``RetryPolicy`` (off by default), waiting `Retry-After` within the budget.
-    func perform<Body>(_ request: TollgateRequest,
+    func perform<Body>(_ request: TollgateRequest, route: String? = nil,
                     exchange: (HTTPCall) async throws -> (HTTPResponseHead, Body),
                     errorBody: (Body) async throws -> Data) async throws -> (HTTPResponseHead, Body) {
-        _ = try builder.build(request, deviceToken: "placeholder", requestTimeMs: clock())
+        if route == nil { _ = try builder.build(request, deviceToken: "placeholder", requestTimeMs: clock()) }
         if let body = request.body, !body.data.isEmpty, ["GET", "HEAD"].contains(request.method.uppercased()) {
             throw TollgateError.invalid("A \(request.method.uppercased()) request cannot have a body.")
         }
         var retries = 0
         var waitedSeconds = 0.0
         var retriedOnce = false
+        var retriedUser = false
+        var forceUser = false
         while true {
             try Task.checkCancellation()
             do {
                 let token = try await deviceTokens.deviceToken()
-                let built = try builder.build(request, deviceToken: token, requestTimeMs: clock())
+                let userToken = try await userTokens.token(forceRefresh: forceUser)
+                forceUser = false
+                let built = try route.map { try builder.buildRoute(method: request.method, route: $0, deviceToken: token, requestTimeMs: clock()) }
+                    ?? builder.build(request, deviceToken: token, requestTimeMs: clock())
                 var headers = built.headers
+                if let userToken { headers.append((name: "Tollgate-User-Token", value: userToken)) }
                 var assertionSent = false
                 if shouldAssert, let signer = signer {
                     let assertion: String?
@@ -190,6 +199,13 @@ final class ClientEngine: @unchecked Sendable {
                 }
                 let error = ErrorMapper.map(status: head.status, headers: head.headers, body: bytes, nowMs: clock())
                     ?? TollgateError.network("Unexpected HTTP \(head.status).")
+                if error.kind == .unauthorized, error.reason == "user_token_expired", !retriedUser, await userTokens.hasProvider {
+                    // user-token.json: ask the callback once more (forced) and resend once; a second expiry surfaces.
+                    retriedUser = true
+                    await userTokens.invalidate(userToken)
+                    forceUser = true
+                    continue
+                }
                 if error.kind == .attestationFailed {
                     let action = await deviceTokens.report(deviceToken: token, reason: error.reason)
                     switch action {
@@ -222,6 +238,29 @@ final class ClientEngine: @unchecked Sendable {
                 throw error
             }
         }
+    }
+
+    /// `GET /v1/me` with the headers of a proxied request (``TollgateClient/me()``).
+    func me() async throws -> Me {
+        let (_, body) = try await perform(TollgateRequest(method: "GET", endpoint: "me/v1"), route: "/v1/me",
+                                          exchange: { try await self.transport.data(for: $0) }, errorBody: { $0 })
+        return try Me.parse(body)
+    }
+
+    /// The upgrade of a realtime session with fresh tokens (and an assertion over its digest when the app requires
+    /// them), and the device token it carries.
+    func realtimeUpgrade(endpoint: String, mode: RealtimeUpgradeMode, protocols: [String],
+                         forceUser: Bool) async throws -> (upgrade: RealtimeUpgrade, deviceToken: String, userToken: String?) {
+        let token = try await deviceTokens.deviceToken()
+        var userToken: String?
+        if mode == .headers { userToken = try await userTokens.token(forceRefresh: forceUser) }
+        var upgrade = try RealtimeUpgrade.build(builder: builder, appToken: builder.appTokenValue, endpoint: endpoint, mode: mode,
+                                                deviceToken: token, userToken: userToken, requestTimeMs: clock(), protocols: protocols)
+        if mode == .headers, shouldAssert, let signer = signer, let assertion = try await signer(upgrade.digest), !assertion.isEmpty {
+            try RequestBuilder.checkHeaderValue("Tollgate-Assertion", assertion)
+            upgrade = upgrade.adding(header: "Tollgate-Assertion", value: assertion)
+        }
+        return (upgrade, token, userToken)
     }
 
     // MARK: - Stream
@@ -337,7 +376,7 @@ private final class ConnectionHandle: @unchecked Sendable {
 /// let reply = try await client.request(endpoint: "openai/v1/chat/completions", method: "POST", body: json)
 /// ```
 public final class TollgateClient: @unchecked Sendable {
-    private let resolve: @Sendable () throws -> ClientEngine
+    let resolve: @Sendable () throws -> ClientEngine
 
     init(resolve: @escaping @Sendable () throws -> ClientEngine) {
         self.resolve = resolve
