@@ -151,3 +151,32 @@ public struct RealtimeUpgrade: Sendable {
                                canonicalRequest: built.canonicalRequest, digest: built.digest)
     }
 }
+
+/// A first-come, first-served async lock: `acquire` waits until every earlier holder released it. Used to keep
+/// App Attest assertions (whose counter must increase at the gateway) in the order they reach the gateway.
+actor AsyncSerialQueue {
+    private var busy = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func acquire() async {
+        if !busy {
+            busy = true
+            return
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            waiters.append(continuation)
+        }
+    }
+
+    func release() {
+        if waiters.isEmpty {
+            busy = false
+        } else {
+            // Ownership passes to the next waiter directly: `busy` stays true.
+            waiters.removeFirst().resume()
+        }
+    }
+}
+
+/// Internal signal: the assertion failed for a key that is gone; get a new token and sign again.
+struct RetryWithNewToken: Error {}

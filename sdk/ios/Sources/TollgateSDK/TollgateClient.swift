@@ -87,6 +87,8 @@ final class ClientEngine: @unchecked Sendable {
     private var assertionsRequired = false
     /// The signed-in user's ID token (``TollgateClient/setUserTokenProvider(_:)``).
     let userTokens: UserTokenCache
+    /// Serializes signing and sending while requests carry assertions (App Attest counters arrive in order).
+    let assertionOrder = AsyncSerialQueue()
 
     init(builder: RequestBuilder, transport: HTTPTransport, deviceTokens: DeviceTokenSource,
          clock: @escaping @Sendable () -> Int64, retry: RetryPolicy, assertionPolicy: AssertionPolicy,
@@ -156,38 +158,52 @@ final class ClientEngine: @unchecked Sendable {
                 var headers = built.headers
                 if let userToken { headers.append((name: "Tollgate-User-Token", value: userToken)) }
                 var assertionSent = false
-                if shouldAssert, let signer = signer {
-                    let assertion: String?
-                    do {
-                        assertion = try await signer(built.digest)
-                    } catch let error as TollgateError {
-                        if error.kind == .attestationFailed, error.reason != "device_revoked", !retriedOnce {
-                            // e.g. the App Attest key is gone after a reinstall: a new token (and key), once.
-                            retriedOnce = true
-                            await deviceTokens.invalidate(token)
-                            continue
+                // App Attest assertions carry a counter that the gateway requires to increase: signing and sending are
+                // serialized per key (one request between its assertion and its response head at a time), so that
+                // parallel requests reach the gateway in the order they were signed.
+                let serialized = shouldAssert && signer != nil
+                if serialized { await assertionOrder.acquire() }
+                let response: (HTTPResponseHead, Body)
+                do {
+                    if serialized, let signer = signer {
+                        let assertion: String?
+                        do {
+                            assertion = try await signer(built.digest)
+                        } catch let error as TollgateError {
+                            if error.kind == .attestationFailed, error.reason != "device_revoked", !retriedOnce {
+                                // e.g. the App Attest key is gone after a reinstall: a new token (and key), once.
+                                retriedOnce = true
+                                await deviceTokens.invalidate(token)
+                                throw RetryWithNewToken()
+                            }
+                            throw error
+                        } catch {
+                            if Task.isCancelled { throw CancellationError() }
+                            throw TollgateError.attestation("The device could not sign the request: \(ErrorMapper.describe(error))", reason: "assertion_failed")
                         }
+                        if let assertion, !assertion.isEmpty {
+                            try RequestBuilder.checkHeaderValue("Tollgate-Assertion", assertion)
+                            headers.append((name: "Tollgate-Assertion", value: assertion))
+                            assertionSent = true
+                        }
+                    }
+                    let call = HTTPCall(method: built.method, url: built.url, headers: headers, body: built.body)
+                    do {
+                        response = try await exchange(call)
+                    } catch let error as TollgateError {
                         throw error
                     } catch {
                         if Task.isCancelled { throw CancellationError() }
-                        throw TollgateError.attestation("The device could not sign the request: \(ErrorMapper.describe(error))", reason: "assertion_failed")
+                        throw ErrorMapper.noResponse(error)
                     }
-                    if let assertion, !assertion.isEmpty {
-                        try RequestBuilder.checkHeaderValue("Tollgate-Assertion", assertion)
-                        headers.append((name: "Tollgate-Assertion", value: assertion))
-                        assertionSent = true
-                    }
-                }
-                let call = HTTPCall(method: built.method, url: built.url, headers: headers, body: built.body)
-                let response: (HTTPResponseHead, Body)
-                do {
-                    response = try await exchange(call)
-                } catch let error as TollgateError {
-                    throw error
+                } catch is RetryWithNewToken {
+                    if serialized { await assertionOrder.release() }
+                    continue
                 } catch {
-                    if Task.isCancelled { throw CancellationError() }
-                    throw ErrorMapper.noResponse(error)
+                    if serialized { await assertionOrder.release() }
+                    throw error
                 }
+                if serialized { await assertionOrder.release() }
                 let (head, body) = response
                 if (200...299).contains(head.status) { return response }
                 let bytes: Data
