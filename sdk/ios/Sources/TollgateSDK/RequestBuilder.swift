@@ -100,6 +100,9 @@ public struct RequestBuilder: Sendable {
     /// The app token (for the subprotocol form of a realtime upgrade).
     var appTokenValue: String { appToken }
 
+    /// The gateway address without a trailing `/` (the key of its ``ServerClock``).
+    var baseValue: String { base }
+
     /// A gateway route outside the proxy (`GET /v1/me`) with the headers of a proxied request and no body; the
     /// digest covers the route's path as it covers `/v1/proxy/…`.
     func buildRoute(method: String, route: String, deviceToken: String, requestTimeMs: Int64) throws -> BuiltRequest {

@@ -115,6 +115,11 @@ final class ClientEngine: @unchecked Sendable {
         }
     }
 
+    /// `Tollgate-Request-Time`: the device clock plus the gateway's offset (``ServerClock``).
+    private func requestTimeMs() -> Int64 {
+        clock() + ServerClock.forGateway(builder.baseValue).offsetMs
+    }
+
     private func learnAssertionsRequired() {
         lock.lock()
         assertionsRequired = true
@@ -153,8 +158,9 @@ final class ClientEngine: @unchecked Sendable {
                 let token = try await deviceTokens.deviceToken()
                 let userToken = try await userTokens.token(forceRefresh: forceUser)
                 forceUser = false
-                let built = try route.map { try builder.buildRoute(method: request.method, route: $0, deviceToken: token, requestTimeMs: clock()) }
-                    ?? builder.build(request, deviceToken: token, requestTimeMs: clock())
+                let requestTime = requestTimeMs()
+                let built = try route.map { try builder.buildRoute(method: request.method, route: $0, deviceToken: token, requestTimeMs: requestTime) }
+                    ?? builder.build(request, deviceToken: token, requestTimeMs: requestTime)
                 var headers = built.headers
                 if let userToken { headers.append((name: "Tollgate-User-Token", value: userToken)) }
                 var assertionSent = false
@@ -205,6 +211,7 @@ final class ClientEngine: @unchecked Sendable {
                 }
                 if serialized { await assertionOrder.release() }
                 let (head, body) = response
+                ServerClock.forGateway(builder.baseValue).observe(head.header("Date"), receivedAtMs: clock())
                 if (200...299).contains(head.status) { return response }
                 let bytes: Data
                 do {
@@ -271,7 +278,7 @@ final class ClientEngine: @unchecked Sendable {
         var userToken: String?
         if mode == .headers { userToken = try await userTokens.token(forceRefresh: forceUser) }
         var upgrade = try RealtimeUpgrade.build(builder: builder, appToken: builder.appTokenValue, endpoint: endpoint, mode: mode,
-                                                deviceToken: token, userToken: userToken, requestTimeMs: clock(), protocols: protocols)
+                                                deviceToken: token, userToken: userToken, requestTimeMs: requestTimeMs(), protocols: protocols)
         if mode == .headers, shouldAssert, let signer = signer, let assertion = try await signer(upgrade.digest), !assertion.isEmpty {
             try RequestBuilder.checkHeaderValue("Tollgate-Assertion", assertion)
             upgrade = upgrade.adding(header: "Tollgate-Assertion", value: assertion)

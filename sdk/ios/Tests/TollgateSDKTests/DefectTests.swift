@@ -141,4 +141,34 @@ final class DefectTests: XCTestCase {
         let arrived = transport.inner.calls.compactMap { call in call.headers.first { $0.name == "Tollgate-Assertion" }?.value }
         XCTAssertEqual(arrived, (1...8).map { "a\($0)" }, "counters arrive in increasing order")
     }
+
+    // MARK: Clocks
+
+    func testExpiryComesFromExpiresInOnAClockAnHourAhead() throws {
+        // The gateway's time is t0 (2025-11-24T16:00:00Z); the phone's clock says t0 + 1 h.
+        let received = SessionTests.t0 + 3_600_000
+        let body = Data(#"{"deviceToken":"x.y.z","expiresAt":"2025-11-24T17:00:00.000Z","expiresIn":3600,"deviceId":"d1"}"#.utf8)
+        let token = try AttestationAPI.parseAnswer(status: 200, body: body, receivedAtMs: received, method: "development")
+        XCTAssertEqual(token.expiresAtMs, received + 3_600_000, "an hour from receipt, on the device clock")
+        XCTAssertFalse(token.needsRefresh(nowMs: received + 60_000), "not due at once")
+        // Without expiresIn, the absolute time is moved to the device clock by the measured offset.
+        let absolute = Data(#"{"deviceToken":"x.y.z","expiresAt":"2025-11-24T17:00:00.000Z"}"#.utf8)
+        let shifted = try AttestationAPI.parseAnswer(status: 200, body: absolute, receivedAtMs: received, method: "development",
+                                                     serverOffsetMs: -3_600_000)
+        XCTAssertEqual(shifted.expiresAtMs, received + 3_600_000)
+    }
+
+    func testRequestTimeFollowsTheGatewayDateHeader() async throws {
+        let base = "https://clock-skew.example.com"
+        let device = SessionTests.t0 + 3_600_000
+        let dated = Answer(status: 200, headers: [(name: "Date", value: "Mon, 24 Nov 2025 16:00:00 GMT"), (name: "Content-Type", value: "application/json")],
+                           body: Data("{}".utf8))
+        let transport = Transport([dated, dated])
+        let client = try TollgateClient(baseURL: URL(string: base)!, appToken: "at_0123456789abcdefghijABCDEFGHIJkl",
+                                        deviceTokens: StaticDeviceToken("e30.e30.c2ln"), transport: transport, clock: { device })
+        _ = try await client.request(endpoint: "openai/v1/models", method: "GET")
+        _ = try await client.request(endpoint: "openai/v1/models", method: "GET")
+        let times = transport.calls.map { call in call.headers.first { $0.name == "Tollgate-Request-Time" }?.value }
+        XCTAssertEqual(times, [String(device), String(SessionTests.t0 + 500)], "the second request is stamped with the gateway's time")
+    }
 }
