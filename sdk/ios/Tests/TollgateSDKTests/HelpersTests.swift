@@ -49,4 +49,31 @@ final class HelpersTests: XCTestCase {
         XCTAssertEqual(form.contentType, "multipart/form-data; boundary=B")
         XCTAssertEqual(form.body.defaultContentType, "multipart/form-data; boundary=B")
     }
+
+    #if canImport(Darwin)
+    /// A provider SDK's URLSession (MacPaw OpenAI, SwiftOpenAI take one) routed through Tollgate: the Tollgate headers
+    /// replace the SDK's placeholder key, the body is sent as given, and the streamed answer comes back.
+    func testURLProtocolRoutesAProviderSessionThroughTollgate() async throws {
+        let base = "https://urlprotocol.example.com"
+        let answer = ClientTests.ScriptedTransport.Answer(status: 200, headers: [(name: "Content-Type", value: "text/event-stream")],
+                                                          body: Data("data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\n".utf8))
+        let transport = ClientTests.ScriptedTransport([answer])
+        let client = try TollgateClient(baseURL: URL(string: base)!, appToken: "at_0123456789abcdefghijABCDEFGHIJkl",
+                                        deviceTokens: StaticDeviceToken("e30.e30.c2ln"), transport: transport)
+        let session = URLSession(configuration: TollgateURLProtocol.configuration(client: client, gatewayURL: base))
+        var request = URLRequest(url: URL(string: base + "/v1/proxy/openai/v1/chat/completions")!)
+        request.httpMethod = "POST"
+        request.setValue("Bearer unused", forHTTPHeaderField: "Authorization")
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data(#"{"stream":true}"#.utf8)
+        let (data, response) = try await session.data(for: request)
+        XCTAssertEqual((response as? HTTPURLResponse)?.statusCode, 200)
+        XCTAssertTrue(String(decoding: data, as: UTF8.self).contains("Hi"))
+        let sent = try XCTUnwrap(transport.calls.first)
+        XCTAssertEqual(sent.url, base + "/v1/proxy/openai/v1/chat/completions")
+        XCTAssertNil(sent.headers.first { $0.name.lowercased() == "authorization" }, "the placeholder key never travels")
+        XCTAssertEqual(sent.headers.first { $0.name == "Tollgate-App-Token" }?.value, "at_0123456789abcdefghijABCDEFGHIJkl")
+        XCTAssertEqual(sent.body, Data(#"{"stream":true}"#.utf8))
+    }
+    #endif
 }
