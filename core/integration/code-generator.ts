@@ -159,18 +159,18 @@ function swift(request: IntegrationRequest, endpoint: string, example: Capabilit
   return {
     language: 'swift',
     install:
-      `// Swift Package Manager: Xcode ▸ File ▸ Add Package Dependencies… ▸ Add Local… ▸ sdk/ios of a Tollgate checkout\n` +
-      `// (or its repository URL), then add the Tollgate library to the app target. In a Package.swift:\n` +
-      `dependencies: [\n    .package(path: "../tollgate/sdk/ios"),   // or .package(url: "<repository URL>", from: "1.2.0")\n],\n` +
-      `targets: [\n    .target(name: "MyApp", dependencies: [.product(name: "Tollgate", package: "Tollgate")]),\n]\n\n` +
-      `// CocoaPods instead (module TollgateSDK: write \`import TollgateSDK\`), in the Podfile, then \`pod install\`:\n` +
-      `// pod 'TollgateSDK', :path => '../tollgate/sdk/ios'\n\n` +
+      `// Swift Package Manager: Xcode ▸ File ▸ Add Package Dependencies… ▸ the repository URL, from 1.2.0, then add the\n` +
+      `// TollgateSDK library to the app target. In a Package.swift:\n` +
+      `dependencies: [\n    .package(url: "https://github.com/tollgate-dev/tollgate.git", from: "1.2.0"),\n],\n` +
+      `targets: [\n    .target(name: "MyApp", dependencies: [.product(name: "TollgateSDK", package: "tollgate")]),\n]\n\n` +
+      `// CocoaPods instead, in the Podfile, then \`pod install\`:\n` +
+      `// pod 'TollgateSDK', '~> 1.2'\n\n` +
       `// Signing & Capabilities: add App Attest (entitlement com.apple.developer.devicecheck.appattest-environment).`,
     configuration: [infoPlist('<App>/Info.plist', request.gatewayUrl)],
     initializationPlace: 'your App initializer (or application(_:didFinishLaunchingWithOptions:)), before any request',
-    initialization: `import SwiftUI\nimport Tollgate\n\n@main\nstruct MyApp: App {\n    init() {\n${configure}\n    }\n    var body: some Scene { WindowGroup { ContentView() } }\n}`,
+    initialization: `import SwiftUI\nimport TollgateSDK\n\n@main\nstruct MyApp: App {\n    init() {\n${configure}\n    }\n    var body: some Scene { WindowGroup { ContentView() } }\n}`,
     request:
-      `import Foundation\nimport Tollgate\n\n// handle(_:) is yours.\nfunc ${functionName(request)}() async {\n    do {\n${indent(call, 8)}\n` +
+      `import Foundation\nimport TollgateSDK\n\n// handle(_:) is yours.\nfunc ${functionName(request)}() async {\n    do {\n${indent(call, 8)}\n` +
       `    } catch TollgateError.attestationFailed(let details) where details.reason == "device_revoked" {\n        // The operator revoked this device: no call succeeds until the app restarts.\n        print("Tollgate: device revoked")\n` +
       `    } catch TollgateError.attestationFailed(let details) {\n        // Not the genuine app on a real device (or no development token on a simulator).\n        print("Tollgate: attestation failed (\\(details.reason ?? "-")): \\(details.message)")\n` +
       `    } catch TollgateError.unauthorized(let details) {\n        // The app token is wrong, rotated, or the app is disabled: ship the current token.\n        print("Tollgate: unauthorized (\\(details.reason ?? "-"))")\n` +
@@ -231,7 +231,7 @@ function dart(request: IntegrationRequest, endpoint: string, example: Capability
     install:
       `# pubspec.yaml of your app, then \`flutter pub get\`\ndependencies:\n  tollgate:\n    path: ../tollgate/sdk/flutter     # or a git dependency on the repository, path: sdk/flutter\n\n` +
       `# iOS: in ios/Podfile (inside target 'Runner', with platform :ios, '15.0'), then \`cd ios && pod install\`;\n` +
-      `# add the App Attest capability to the Runner target.\n#   pod 'TollgateSDK', :path => '../../tollgate/sdk/ios'\n` +
+      `# add the App Attest capability to the Runner target.\n#   pod 'TollgateSDK', '~> 1.2'\n` +
       `# Android: nothing to add (minSdk 26).`,
     configuration: [infoPlist('ios/Runner/Info.plist', request.gatewayUrl), androidManifest('android/app/src/main/AndroidManifest.xml', request.gatewayUrl)],
     initializationPlace: 'main(), before runApp',

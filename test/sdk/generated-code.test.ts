@@ -202,12 +202,12 @@ describe('generated integration code', function () {
 
   describe('native snippets use the SDKs\' public API (patterns checked against the SDK sources)', () => {
     it('Swift: every Tollgate call, error case, field and the Info.plist key exist in sdk/ios', () => {
-      const source = sources(path.join(SDK, 'ios', 'Sources', 'Tollgate'), ['.swift']);
-      const errors = readFileSync(path.join(SDK, 'ios', 'Sources', 'Tollgate', 'TollgateError.swift'), 'utf8');
-      expect(readFileSync(path.join(SDK, 'ios', 'Package.swift'), 'utf8')).to.match(/\.library\(\s*name: "Tollgate"/);
+      const source = sources(path.join(SDK, 'ios', 'Sources', 'TollgateSDK'), ['.swift']);
+      const errors = readFileSync(path.join(SDK, 'ios', 'Sources', 'TollgateSDK', 'TollgateError.swift'), 'utf8');
+      expect(readFileSync(path.join(SDK, '..', 'Package.swift'), 'utf8')).to.match(/\.library\(\s*name: "TollgateSDK"/);
       for (const generated of everySnippet('ios')) {
         const code = `${generated.initialization}\n${generated.request}`;
-        expect(code).to.match(/^import Tollgate$/m);
+        expect(code).to.match(/^import TollgateSDK$/m);
         for (const call of calls(code, 'Tollgate')) {
           const labels = call.args.map((arg) => /^(\w+):/.exec(arg)?.[1] ?? '_');
           const overloads = declarations(source, new RegExp(`public static func ${call.name}\\(`, 'g')).map((params) =>
@@ -219,7 +219,7 @@ describe('generated integration code', function () {
         for (const [, field] of code.matchAll(/details\.(\w+)/g)) expect(errors, `Details.${field}`).to.match(new RegExp(`public var ${field}: `));
         for (const kind of ['attestationFailed', 'unauthorized', 'rateLimited', 'secretNotFound', 'networkError', 'invalidRequest', 'providerError']) expect(code).to.include(`TollgateError.${kind}`);
         expect(generated.configuration.map((entry) => entry.content).join('\n')).to.include('<key>TollgateGatewayURL</key>\n<string>https://gateway.example.com</string>');
-        expect(generated.install).to.match(/\.package\(path: "[^"]*sdk\/ios"\)/).and.match(/pod 'TollgateSDK'/);
+        expect(generated.install).to.match(/\.package\(url: "[^"]+\.git", from: "1\.2\.0"\)/).and.match(/pod 'TollgateSDK'/);
         if (generated.development) expect(generated.initialization).to.match(/#if DEBUG && targetEnvironment\(simulator\)\n[^#]*"dt_[^"]+"\n\s*#else\n\s*let developmentToken: String\? = nil\n\s*#endif/);
         else expect(code).to.match(/try Tollgate\.configure\(appToken: "at_YOUR_APP_TOKEN"\)/).and.not.include('dt_');
       }
