@@ -289,8 +289,12 @@ final class ClientEngine: @unchecked Sendable {
     // MARK: - Stream
 
     /// Sends `request` and yields events as bytes arrive (see ``TollgateClient/stream(_:format:)``).
+    /// Events parsed but not read yet, at most: past it the pump waits for the app (bounded memory; TCP then slows
+    /// the gateway down) instead of buffering without limit.
+    static let maxBufferedEvents = 256
+
     func stream(_ request: TollgateRequest, format: StreamFormat?) -> AsyncThrowingStream<StreamEvent, Error> {
-        AsyncThrowingStream { continuation in
+        AsyncThrowingStream(bufferingPolicy: .bufferingOldest(Self.maxBufferedEvents)) { continuation in
             let connection = ConnectionHandle()
             let task = Task {
                 do {
@@ -331,8 +335,8 @@ final class ClientEngine: @unchecked Sendable {
     private func pump(_ body: HTTPBodyStream, parser: StreamParser, raw: Bool,
                       into continuation: AsyncThrowingStream<StreamEvent, Error>.Continuation) async throws {
         var pending: [UInt8] = []
-        func deliver(_ result: StreamParseResult) throws {
-            for event in result.events { continuation.yield(event) }
+        func deliver(_ result: StreamParseResult) async throws {
+            for event in result.events { try await Self.enqueue(event, into: continuation) }
             if let failure = result.error {
                 throw TollgateError.network("The stream is malformed: \(failure.message)", reason: "malformed_stream")
             }
@@ -344,22 +348,41 @@ final class ClientEngine: @unchecked Sendable {
             } catch {
                 if Task.isCancelled { throw CancellationError() }
                 // A cut: what was complete stays delivered; nothing pending in a framed parser is flushed.
-                if raw, !pending.isEmpty { try deliver(parser.feed(pending)) }
+                if raw, !pending.isEmpty { try await deliver(parser.feed(pending)) }
                 throw TollgateError.network("The stream was cut: \(ErrorMapper.describe(error))", reason: "stream_cut")
             }
             guard let byte = next else { break }
             if raw {
                 pending.append(byte)
                 if pending.count >= rawChunkSize {
-                    try deliver(parser.feed(pending))
+                    try await deliver(parser.feed(pending))
                     pending.removeAll(keepingCapacity: true)
                 }
             } else {
-                try deliver(parser.feed(CollectionOfOne(byte)))
+                try await deliver(parser.feed(CollectionOfOne(byte)))
             }
         }
-        if raw, !pending.isEmpty { try deliver(parser.feed(pending)) }
-        try deliver(parser.finish())
+        if raw, !pending.isEmpty { try await deliver(parser.feed(pending)) }
+        try await deliver(parser.finish())
+    }
+
+    /// Hands `event` to the app, waiting while the bounded buffer is full (the consumer frees room as it reads).
+    private static func enqueue(_ event: StreamEvent, into continuation: AsyncThrowingStream<StreamEvent, Error>.Continuation) async throws {
+        var waiting = event
+        while true {
+            switch continuation.yield(waiting) {
+            case .enqueued:
+                return
+            case .dropped(let dropped):
+                // bufferingOldest drops the new element and hands it back: keep it and try again shortly.
+                waiting = dropped
+                try await Task.sleep(nanoseconds: 1_000_000)
+            case .terminated:
+                throw CancellationError()
+            @unknown default:
+                return
+            }
+        }
     }
 }
 

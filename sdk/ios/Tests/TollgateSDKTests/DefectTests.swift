@@ -171,4 +171,20 @@ final class DefectTests: XCTestCase {
         let times = transport.calls.map { call in call.headers.first { $0.name == "Tollgate-Request-Time" }?.value }
         XCTAssertEqual(times, [String(device), String(SessionTests.t0 + 500)], "the second request is stamped with the gateway's time")
     }
+
+    // MARK: Bounded stream buffer
+
+    func testAStreamLargerThanTheBufferArrivesWholeAndInOrderToASlowReader() async throws {
+        let count = ClientEngine.maxBufferedEvents * 3
+        let body = (0..<count).map { "data: \($0)\n\n" }.joined()
+        let transport = Transport([Answer(status: 200, headers: [(name: "Content-Type", value: "text/event-stream")], body: Data(body.utf8))])
+        let client = try TollgateClient(baseURL: URL(string: SessionTests.base)!, appToken: "at_0123456789abcdefghijABCDEFGHIJkl",
+                                        deviceTokens: StaticDeviceToken("e30.e30.c2ln"), transport: transport)
+        var received: [String] = []
+        for try await event in client.stream(endpoint: "openai/v1/chat/completions", method: "POST", body: Data("{}".utf8)) {
+            if case .sse(let sse) = event { received.append(sse.data) }
+            if received.count % 50 == 0 { await Task.yield() }   // a reader slower than the parser
+        }
+        XCTAssertEqual(received, (0..<count).map(String.init), "nothing dropped by the bounded buffer")
+    }
 }
