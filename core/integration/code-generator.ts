@@ -4,7 +4,7 @@
  *
  * Every snippet keeps the SDK rules (protocol.md and the SDK READMEs in sdk/): the SDK is initialized at app start with
  * the call its README shows (iOS `try Tollgate.configure(appToken:)`, Android `Tollgate.initialize(context, appToken)`,
- * Flutter `await Tollgate.initialize(appToken)`, React Native `await Tollgate.initialize({ appToken })`), the gateway
+ * Flutter `await Tollgate.initialize(appToken)`, React Native `Tollgate.initialize({ appToken })`), the gateway
  * address goes in the app's native configuration (Info.plist `TollgateGatewayURL`, AndroidManifest meta-data
  * `dev.tollgate.GATEWAY_URL`), every call goes through the SDK's request or stream method, no provider key appears in
  * client code (only the app token, which identifies the app and is useless without an attested device), and every error
@@ -256,8 +256,8 @@ function typescript(request: IntegrationRequest, endpoint: string, example: Capa
     ? `for await (const event of Tollgate.stream({ endpoint: '${endpoint}', method: '${example.method}'${body} })) {\n  handle(event); // parsed per the response's Content-Type (SSE, NDJSON, JSON array or raw bytes)\n}`
     : `const response = await Tollgate.request({ endpoint: '${endpoint}', method: '${example.method}'${body} });\nhandle(response);`;
   const initialize = developmentToken
-    ? `await Tollgate.initialize({\n  appToken: '${request.appToken}',\n  // Simulators and emulators, development builds only (__DEV__): never used in a release bundle. Keep the token out\n  // of source control; check the release bundle holds no dt_ (grep -c dt_ main.jsbundle).\n  development: __DEV__ ? { token: '${developmentToken}', deviceId: 'simulator-1' } : undefined,\n});`
-    : `await Tollgate.initialize({ appToken: '${request.appToken}' });`;
+    ? `// No top-level await (Metro does not support it): calls made before initialize finished wait for it.\nTollgate.initialize({\n  appToken: '${request.appToken}',\n  // Simulators and emulators, development builds only (__DEV__): never used in a release bundle. Keep the token out\n  // of source control; check the release bundle holds no dt_ (grep -c dt_ main.jsbundle).\n  development: __DEV__ ? { token: '${developmentToken}', deviceId: 'simulator-1' } : undefined,\n}).catch((error) => console.error('Tollgate:', error.reason, error.message));`
+    : `// No top-level await (Metro does not support it): calls made before initialize finished wait for it.\nTollgate.initialize({ appToken: '${request.appToken}' }).catch((error) => console.error('Tollgate:', error.reason, error.message));`;
   return {
     language: 'typescript',
     install: `npm install @tollgate/react-native\ncd ios && pod install          # iOS: links the TollgateNative module; Android links by autolinking\n# Expo: a development build (npx expo prebuild), not Expo Go.`,

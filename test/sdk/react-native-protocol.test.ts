@@ -13,8 +13,11 @@ import { expect } from 'chai';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import {
   createTollgateClient,
+  Tollgate,
   TollgateError,
   type NativeHttpModule,
   type StreamEvent,
@@ -379,5 +382,38 @@ describe('react-native SDK: clocks, bodies and transport', () => {
     const redirect = await rejection(client.request({ endpoint: 'openai/v1/moved', method: 'GET' }));
     expect([redirect.kind, redirect.status]).to.deep.equal(['providerError', 307]);
     expect(log.filter((line) => line.includes('elsewhere')), 'nothing sent to the redirect target').to.deep.equal([]);
+  });
+});
+
+describe('react-native SDK: index.js under Metro', () => {
+  afterEach(() => Tollgate.reset());
+
+  it('lets index.js call initialize without top-level await: a call made meanwhile waits for it', async () => {
+    let sent = 0;
+    const initialized = Tollgate.initialize({
+      appToken: APP_TOKEN,
+      gatewayUrl: 'https://gateway.example.com',
+      development: { token: 'dt_x', deviceId: 'sim-1' },
+      isDevelopmentBuild: true,
+      nativeModule: null,
+      warmUp: false,
+      fetch: async (url: string) => {
+        if (url.includes('/v1/attest/')) return json(200, { deviceToken: jws({ exp: Math.floor(Date.now() / 1000) + 3600 }), expiresIn: 3600 });
+        sent += 1;
+        return json(200, { ok: true });
+      },
+    });
+    // The first screen calls at once, before initialize settled.
+    const reply = await Tollgate.request<{ ok: boolean }>({ endpoint: 'openai/v1/models', method: 'GET' });
+    await initialized;
+    expect(reply).to.deep.equal({ ok: true });
+    expect(sent).to.equal(1);
+  });
+
+  it("shows an index.js without top-level await in the README (Metro does not support it)", () => {
+    const readme = readFileSync(path.resolve(__dirname, '..', '..', '..', 'sdk', 'react-native', 'README.md'), 'utf8');
+    const indexBlock = /## Initialize before the app renders[\s\S]*?```js\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
+    expect(indexBlock).to.contain('Tollgate.initialize(');
+    expect(indexBlock).to.not.match(/^\s*await /m);
   });
 });

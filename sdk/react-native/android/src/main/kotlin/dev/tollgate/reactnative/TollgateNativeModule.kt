@@ -96,7 +96,12 @@ public class TollgateNativeModule(reactContext: ReactApplicationContext) : React
             val url = options.string("url") ?: throw IllegalArgumentException("httpStart needs {url}.")
             val pairs = ArrayList<String>()
             val array = if (options.hasKey("headerPairs") && !options.isNull("headerPairs")) options.getArray("headerPairs") else null
-            if (array != null) for (index in 0 until array.size()) pairs.add(array.getString(index) ?: "")
+            if (array != null) {
+                for (index in 0 until array.size()) {
+                    val value: String? = array.getString(index)
+                    pairs.add(value ?: "")
+                }
+            }
             val body = options.string("bodyBase64")?.let { Base64.decode(it, Base64.NO_WRAP) }
             val (id, status, headerPairs) = NativeHttp.start(url, options.string("method") ?: "GET", pairs, body)
             val map = Arguments.createMap()
