@@ -4,7 +4,7 @@
  *
  * Every snippet keeps the SDK rules (protocol.md and the SDK READMEs in sdk/): the SDK is initialized at app start with
  * the call its README shows (iOS `try Tollgate.configure(appToken:)`, Android `Tollgate.initialize(context, appToken)`,
- * Flutter `await Tollgate.initialize(appToken)`, React Native `await Tollgate.initialize({ appToken })`), the gateway
+ * Flutter `await Tollgate.initialize(appToken)`, React Native `Tollgate.initialize({ appToken })`), the gateway
  * address goes in the app's native configuration (Info.plist `TollgateGatewayURL`, AndroidManifest meta-data
  * `dev.tollgate.GATEWAY_URL`), every call goes through the SDK's request or stream method, no provider key appears in
  * client code (only the app token, which identifies the app and is useless without an attested device), and every error
@@ -159,18 +159,18 @@ function swift(request: IntegrationRequest, endpoint: string, example: Capabilit
   return {
     language: 'swift',
     install:
-      `// Swift Package Manager: Xcode ▸ File ▸ Add Package Dependencies… ▸ Add Local… ▸ sdk/ios of a Tollgate checkout\n` +
-      `// (or its repository URL), then add the Tollgate library to the app target. In a Package.swift:\n` +
-      `dependencies: [\n    .package(path: "../tollgate/sdk/ios"),   // or .package(url: "<repository URL>", from: "1.2.0")\n],\n` +
-      `targets: [\n    .target(name: "MyApp", dependencies: [.product(name: "Tollgate", package: "Tollgate")]),\n]\n\n` +
-      `// CocoaPods instead (module TollgateSDK: write \`import TollgateSDK\`), in the Podfile, then \`pod install\`:\n` +
-      `// pod 'TollgateSDK', :path => '../tollgate/sdk/ios'\n\n` +
+      `// Swift Package Manager: Xcode ▸ File ▸ Add Package Dependencies… ▸ the repository URL, from 1.2.0, then add the\n` +
+      `// TollgateSDK library to the app target. In a Package.swift:\n` +
+      `dependencies: [\n    .package(url: "https://github.com/tollgate-dev/tollgate.git", from: "1.2.0"),\n],\n` +
+      `targets: [\n    .target(name: "MyApp", dependencies: [.product(name: "TollgateSDK", package: "tollgate")]),\n]\n\n` +
+      `// CocoaPods instead, in the Podfile, then \`pod install\`:\n` +
+      `// pod 'TollgateSDK', '~> 1.2'\n\n` +
       `// Signing & Capabilities: add App Attest (entitlement com.apple.developer.devicecheck.appattest-environment).`,
     configuration: [infoPlist('<App>/Info.plist', request.gatewayUrl)],
     initializationPlace: 'your App initializer (or application(_:didFinishLaunchingWithOptions:)), before any request',
-    initialization: `import SwiftUI\nimport Tollgate\n\n@main\nstruct MyApp: App {\n    init() {\n${configure}\n    }\n    var body: some Scene { WindowGroup { ContentView() } }\n}`,
+    initialization: `import SwiftUI\nimport TollgateSDK\n\n@main\nstruct MyApp: App {\n    init() {\n${configure}\n    }\n    var body: some Scene { WindowGroup { ContentView() } }\n}`,
     request:
-      `import Foundation\nimport Tollgate\n\n// handle(_:) is yours.\nfunc ${functionName(request)}() async {\n    do {\n${indent(call, 8)}\n` +
+      `import Foundation\nimport TollgateSDK\n\n// handle(_:) is yours.\nfunc ${functionName(request)}() async {\n    do {\n${indent(call, 8)}\n` +
       `    } catch TollgateError.attestationFailed(let details) where details.reason == "device_revoked" {\n        // The operator revoked this device: no call succeeds until the app restarts.\n        print("Tollgate: device revoked")\n` +
       `    } catch TollgateError.attestationFailed(let details) {\n        // Not the genuine app on a real device (or no development token on a simulator).\n        print("Tollgate: attestation failed (\\(details.reason ?? "-")): \\(details.message)")\n` +
       `    } catch TollgateError.unauthorized(let details) {\n        // The app token is wrong, rotated, or the app is disabled: ship the current token.\n        print("Tollgate: unauthorized (\\(details.reason ?? "-"))")\n` +
@@ -231,7 +231,7 @@ function dart(request: IntegrationRequest, endpoint: string, example: Capability
     install:
       `# pubspec.yaml of your app, then \`flutter pub get\`\ndependencies:\n  tollgate:\n    path: ../tollgate/sdk/flutter     # or a git dependency on the repository, path: sdk/flutter\n\n` +
       `# iOS: in ios/Podfile (inside target 'Runner', with platform :ios, '15.0'), then \`cd ios && pod install\`;\n` +
-      `# add the App Attest capability to the Runner target.\n#   pod 'TollgateSDK', :path => '../../tollgate/sdk/ios'\n` +
+      `# add the App Attest capability to the Runner target.\n#   pod 'TollgateSDK', '~> 1.2'\n` +
       `# Android: nothing to add (minSdk 26).`,
     configuration: [infoPlist('ios/Runner/Info.plist', request.gatewayUrl), androidManifest('android/app/src/main/AndroidManifest.xml', request.gatewayUrl)],
     initializationPlace: 'main(), before runApp',
@@ -256,8 +256,8 @@ function typescript(request: IntegrationRequest, endpoint: string, example: Capa
     ? `for await (const event of Tollgate.stream({ endpoint: '${endpoint}', method: '${example.method}'${body} })) {\n  handle(event); // parsed per the response's Content-Type (SSE, NDJSON, JSON array or raw bytes)\n}`
     : `const response = await Tollgate.request({ endpoint: '${endpoint}', method: '${example.method}'${body} });\nhandle(response);`;
   const initialize = developmentToken
-    ? `await Tollgate.initialize({\n  appToken: '${request.appToken}',\n  // Simulators and emulators, development builds only (__DEV__): never used in a release bundle. Keep the token out\n  // of source control; check the release bundle holds no dt_ (grep -c dt_ main.jsbundle).\n  development: __DEV__ ? { token: '${developmentToken}', deviceId: 'simulator-1' } : undefined,\n});`
-    : `await Tollgate.initialize({ appToken: '${request.appToken}' });`;
+    ? `// No top-level await (Metro does not support it): calls made before initialize finished wait for it.\nTollgate.initialize({\n  appToken: '${request.appToken}',\n  // Simulators and emulators, development builds only (__DEV__): never used in a release bundle. Keep the token out\n  // of source control; check the release bundle holds no dt_ (grep -c dt_ main.jsbundle).\n  development: __DEV__ ? { token: '${developmentToken}', deviceId: 'simulator-1' } : undefined,\n}).catch((error) => console.error('Tollgate:', error.reason, error.message));`
+    : `// No top-level await (Metro does not support it): calls made before initialize finished wait for it.\nTollgate.initialize({ appToken: '${request.appToken}' }).catch((error) => console.error('Tollgate:', error.reason, error.message));`;
   return {
     language: 'typescript',
     install: `npm install @tollgate/react-native\ncd ios && pod install          # iOS: links the TollgateNative module; Android links by autolinking\n# Expo: a development build (npx expo prebuild), not Expo Go.`,

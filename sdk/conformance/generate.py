@@ -815,6 +815,10 @@ def main() -> int:
         "stream-parsing.json": render(stream_parsing()),
         "client-behaviour.json": render(client_behaviour()),
     }
+    # Realtime sessions, signed-in users and /v1/me (generate_protocol.py); an upgrade is built by `build` above.
+    sys.path.insert(0, str(HERE))
+    from generate_protocol import protocol_files
+    outputs.update(protocol_files(build, Refused, render))
     check = "--check" in sys.argv[1:]
     stale = []
     for name, text in outputs.items():

@@ -202,12 +202,12 @@ describe('generated integration code', function () {
 
   describe('native snippets use the SDKs\' public API (patterns checked against the SDK sources)', () => {
     it('Swift: every Tollgate call, error case, field and the Info.plist key exist in sdk/ios', () => {
-      const source = sources(path.join(SDK, 'ios', 'Sources', 'Tollgate'), ['.swift']);
-      const errors = readFileSync(path.join(SDK, 'ios', 'Sources', 'Tollgate', 'TollgateError.swift'), 'utf8');
-      expect(readFileSync(path.join(SDK, 'ios', 'Package.swift'), 'utf8')).to.match(/\.library\(\s*name: "Tollgate"/);
+      const source = sources(path.join(SDK, 'ios', 'Sources', 'TollgateSDK'), ['.swift']);
+      const errors = readFileSync(path.join(SDK, 'ios', 'Sources', 'TollgateSDK', 'TollgateError.swift'), 'utf8');
+      expect(readFileSync(path.join(SDK, '..', 'Package.swift'), 'utf8')).to.match(/\.library\(\s*name: "TollgateSDK"/);
       for (const generated of everySnippet('ios')) {
         const code = `${generated.initialization}\n${generated.request}`;
-        expect(code).to.match(/^import Tollgate$/m);
+        expect(code).to.match(/^import TollgateSDK$/m);
         for (const call of calls(code, 'Tollgate')) {
           const labels = call.args.map((arg) => /^(\w+):/.exec(arg)?.[1] ?? '_');
           const overloads = declarations(source, new RegExp(`public static func ${call.name}\\(`, 'g')).map((params) =>
@@ -219,7 +219,7 @@ describe('generated integration code', function () {
         for (const [, field] of code.matchAll(/details\.(\w+)/g)) expect(errors, `Details.${field}`).to.match(new RegExp(`public var ${field}: `));
         for (const kind of ['attestationFailed', 'unauthorized', 'rateLimited', 'secretNotFound', 'networkError', 'invalidRequest', 'providerError']) expect(code).to.include(`TollgateError.${kind}`);
         expect(generated.configuration.map((entry) => entry.content).join('\n')).to.include('<key>TollgateGatewayURL</key>\n<string>https://gateway.example.com</string>');
-        expect(generated.install).to.match(/\.package\(path: "[^"]*sdk\/ios"\)/).and.match(/pod 'TollgateSDK'/);
+        expect(generated.install).to.match(/\.package\(url: "[^"]+\.git", from: "1\.2\.0"\)/).and.match(/pod 'TollgateSDK'/);
         if (generated.development) expect(generated.initialization).to.match(/#if DEBUG && targetEnvironment\(simulator\)\n[^#]*"dt_[^"]+"\n\s*#else\n\s*let developmentToken: String\? = nil\n\s*#endif/);
         else expect(code).to.match(/try Tollgate\.configure\(appToken: "at_YOUR_APP_TOKEN"\)/).and.not.include('dt_');
       }
@@ -299,7 +299,9 @@ describe('generated integration code', function () {
         const init = snippet('react-native', 'openai', 'chat', development);
         expect(init.install).to.match(/^npm install @tollgate\/react-native\ncd ios && pod install/);
         if (development) expect(init.initialization).to.include(`development: __DEV__ ? { token: '${DEV_TOKEN}', deviceId: 'simulator-1' } : undefined,`);
-        else expect(init.initialization).to.include("await Tollgate.initialize({ appToken: 'at_YOUR_APP_TOKEN' });");
+        else expect(init.initialization).to.include("Tollgate.initialize({ appToken: 'at_YOUR_APP_TOKEN' }).catch(");
+        // index.js runs under Metro, which has no top-level await.
+        expect(init.initialization).to.not.match(/^\s*await /m);
         const file = path.join(directory, `init-${development}.ts`);
         // The initialization runs in index.js; the React Native imports and the App component are the app's own.
         writeFileSync(

@@ -34,6 +34,8 @@ import {
   type TollgateClient,
 } from '../../sdk/react-native/src';
 
+import { meTest, realtimeCloseTest, subprotocolTest, userTokenTest } from './react-native-protocol-vectors';
+
 const KNOWN_VERSION = 1;
 
 /** The repository root: the first directory above this file (or the working directory) holding sdk/conformance. */
@@ -603,14 +605,18 @@ const RUNNERS: Record<string, (vector: JsonObject, where: string) => () => Promi
   'error-mapping': errorMappingTest,
   'stream-parsing': streamParsingTest,
   'client-behaviour': clientBehaviourTest,
+  'realtime-close-codes': realtimeCloseTest,
+  subprotocols: subprotocolTest,
+  'user-token': userTokenTest,
+  me: meTest,
 };
 
 describe('react-native SDK: conformance vectors', () => {
   const directory = path.join(repositoryRoot(), 'sdk', 'conformance');
   const files = fs.readdirSync(directory).filter((name) => name.endsWith('.json')).sort();
 
-  it('finds the four vector files', () => {
-    expect(files).to.include.members(['client-behaviour.json', 'error-mapping.json', 'request-building.json', 'stream-parsing.json']);
+  it('finds the eight vector files', () => {
+    expect(files).to.include.members(['client-behaviour.json', 'error-mapping.json', 'request-building.json', 'stream-parsing.json', 'realtime-close-codes.json', 'subprotocols.json', 'user-token.json', 'me.json']);
   });
 
   for (const file of files) {

@@ -484,6 +484,7 @@ describe('react-native SDK: units', () => {
         development: { token: 'dt_x', deviceId: 'sim-1' },
         isDevelopmentBuild: true,
         warmUp: false,
+        bufferedStreams: true,
         // Shaped like whatwg-fetch in React Native: no `body`, only arrayBuffer/text.
         fetch: async (url: string) => {
           const real = url.includes('/v1/attest/')
@@ -584,8 +585,8 @@ describe('react-native SDK: units', () => {
       expect(spec).to.match(/export interface Spec extends TurboModule \{/);
       expect(spec).to.contain("TurboModuleRegistry.get<Spec>('TollgateNative')");
       const declared = [...spec.matchAll(/^  (\w+)\(/gm)].map((match) => match[1]).sort();
-      expect(declared).to.deep.equal(['assertion', 'clear', 'configure', 'deviceToken', 'getConfiguration', 'reportError']);
-      const caller = readFileSync(path.join(PACKAGE, 'src', 'native.ts'), 'utf8');
+      expect(declared).to.deep.equal(['assertion', 'clear', 'configure', 'deviceToken', 'getConfiguration', 'httpCancel', 'httpRead', 'httpStart', 'reportError']);
+      const caller = readFileSync(path.join(PACKAGE, 'src', 'native.ts'), 'utf8') + readFileSync(path.join(PACKAGE, 'src', 'native-transport.ts'), 'utf8');
       for (const name of declared) expect(caller, name).to.match(new RegExp(`\\b${name}\\(`));
     });
   });

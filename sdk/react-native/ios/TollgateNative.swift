@@ -12,7 +12,10 @@ import TollgateSDK
 /// - `deviceToken({forceRefresh})` → `{deviceToken, expiresAtMs, deviceId}`;
 /// - `reportError({deviceToken, reason})` → `{action}` (`stop`, `refresh`, `attest`, `assert`, `none`);
 /// - `assertion({digest})` (base64 of the 32-byte request digest) → `{assertion}` (base64url without padding, or null);
-/// - `clear()` → null.
+/// - `clear()` → null;
+/// - `httpStart({url, method, headerPairs, bodyBase64})` → `{id, status, headerPairs}`, `httpRead({id})` →
+///   `{chunkBase64}` (null at the end), `httpCancel({id})` → null: HTTP for the TypeScript core over the Swift SDK's
+///   transport (``TollgateNativeHTTP``), which streams and never follows a redirect.
 ///
 /// A rejection's code is the SDK error kind (`attestationFailed`, `networkError`, `invalidRequest`, …), its message the
 /// error's message, and its `userInfo` `{reason}` (the gateway's or the SDK's reason, or null).
@@ -105,6 +108,55 @@ final class TollgateNative: NSObject {
         }
     }
 
+    /// `{url, method, headerPairs, bodyBase64}` → `{id, status, headerPairs}` (``TollgateNativeHTTP``).
+    @objc(httpStart:resolver:rejecter:)
+    func httpStart(_ options: NSDictionary, resolver resolve: @escaping (Any?) -> Void,
+                   rejecter reject: @escaping (String?, String?, Error?) -> Void) {
+        let promise = Promise(resolve, reject)
+        guard let url = options["url"] as? String else {
+            promise.reject(kind: "invalidRequest", message: "httpStart needs {url, method, headerPairs, bodyBase64}.", reason: "bad_arguments")
+            return
+        }
+        let method = options["method"] as? String ?? "GET"
+        let headerPairs = options["headerPairs"] as? [String] ?? []
+        let body = (options["bodyBase64"] as? String).flatMap { Data(base64Encoded: $0) }
+        Task {
+            do {
+                let head = try await TollgateNativeHTTP.shared.start(url: url, method: method, headerPairs: headerPairs, body: body)
+                promise.resolveHead(id: head.id, status: head.status, headerPairs: head.headerPairs)
+            } catch {
+                promise.reject(kind: "networkError", message: "Could not reach the gateway: \(error.localizedDescription)", reason: "unreachable")
+            }
+        }
+    }
+
+    /// `{id}` → `{chunkBase64}`: the next bytes of the body, null at its end.
+    @objc(httpRead:resolver:rejecter:)
+    func httpRead(_ options: NSDictionary, resolver resolve: @escaping (Any?) -> Void,
+                  rejecter reject: @escaping (String?, String?, Error?) -> Void) {
+        let promise = Promise(resolve, reject)
+        guard let id = options["id"] as? String else {
+            promise.reject(kind: "invalidRequest", message: "httpRead needs {id}.", reason: "bad_arguments")
+            return
+        }
+        Task {
+            do {
+                let chunk = try await TollgateNativeHTTP.shared.read(id: id)
+                promise.resolveStrings(["chunkBase64": chunk?.base64EncodedString()])
+            } catch {
+                promise.reject(kind: "networkError", message: "The response was cut: \(error.localizedDescription)", reason: "stream_cut")
+            }
+        }
+    }
+
+    /// `{id}` → null: closes the connection.
+    @objc(httpCancel:resolver:rejecter:)
+    func httpCancel(_ options: NSDictionary, resolver resolve: @escaping (Any?) -> Void,
+                    rejecter reject: @escaping (String?, String?, Error?) -> Void) {
+        if let id = options["id"] as? String { TollgateNativeHTTP.shared.cancel(id: id) }
+        resolve(nil)
+    }
+
     @objc(clear:rejecter:)
     func clear(_ resolve: @escaping (Any?) -> Void, rejecter reject: @escaping (String?, String?, Error?) -> Void) {
         let promise = Promise(resolve, reject)
@@ -143,6 +195,10 @@ private final class Promise: @unchecked Sendable {
             "expiresAtMs": NSNumber(value: expiresAtMs),
             "deviceId": deviceId.map { $0 as Any } ?? NSNull(),
         ] as [String: Any])
+    }
+
+    func resolveHead(id: String, status: Int, headerPairs: [String]) {
+        resolveBlock(["id": id, "status": NSNumber(value: status), "headerPairs": headerPairs] as [String: Any])
     }
 
     func reject(_ error: Error) {

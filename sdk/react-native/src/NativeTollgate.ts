@@ -45,6 +45,28 @@ export type NativeAssertionResult = {
   assertion: string | null;
 };
 
+export type NativeHttpRequest = {
+  url: string;
+  method: string;
+  /** name, value, name, value, … (codegen has no string maps) */
+  headerPairs: Array<string>;
+  bodyBase64: string | null;
+};
+
+export type NativeHttpHead = {
+  id: string;
+  status: number;
+  headerPairs: Array<string>;
+};
+
+export type NativeHttpId = {
+  id: string;
+};
+
+export type NativeHttpChunk = {
+  chunkBase64: string | null;
+};
+
 export interface Spec extends TurboModule {
   getConfiguration(): Promise<NativeConfiguration>;
   configure(options: NativeConfigureOptions): Promise<void>;
@@ -52,6 +74,9 @@ export interface Spec extends TurboModule {
   reportError(options: NativeReportErrorOptions): Promise<NativeReportErrorResult>;
   assertion(options: NativeAssertionOptions): Promise<NativeAssertionResult>;
   clear(): Promise<void>;
+  httpStart(request: NativeHttpRequest): Promise<NativeHttpHead>;
+  httpRead(options: NativeHttpId): Promise<NativeHttpChunk>;
+  httpCancel(options: NativeHttpId): Promise<void>;
 }
 
 export default TurboModuleRegistry.get<Spec>('TollgateNative');

@@ -10,6 +10,7 @@
 import { parseAttestationResponse, reasonAction, type IssuedDeviceToken, type ReasonAction } from './behaviour';
 import { mapError, networkError, TollgateError } from './errors';
 import type { RequestBuilder } from './request-builder';
+import type { ServerClock } from './server-clock';
 import { describe, readAllBytes, refuseRedirect, responseHeaders, type CallController, type FetchFunction, type ResponseLike } from './transport';
 import { encodeUtf8, utf8ToString } from './utf8';
 
@@ -49,6 +50,7 @@ export class AttestationApi {
     private readonly builder: RequestBuilder,
     private readonly fetch: FetchFunction,
     private readonly clock: () => number,
+    private readonly serverClock?: ServerClock,
   ) {}
 
   /** `POST /v1/attest/{method}` with `body`: trades an attestation for a device token. */
@@ -70,10 +72,11 @@ export class AttestationApi {
       throw networkError(`Could not reach the gateway for attestation: ${describe(error)}`, 'unreachable', error);
     }
     refuseRedirect(response, url);
+    this.serverClock?.observe(response.headers.get('date'), this.clock());
     const bytes = await readAllBytes(response, call);
     const error = mapError(response.status, responseHeaders(response), bytes, this.clock());
     if (error) throw error;
-    return parseAttestationResponse(utf8ToString(bytes), received);
+    return parseAttestationResponse(utf8ToString(bytes), received, this.serverClock?.offsetMs ?? 0);
   }
 }
 

@@ -226,9 +226,11 @@ export interface IssuedDeviceToken {
 
 /**
  * Rule `attestation-response`: a 200 answer of `POST /v1/attest/{method}` → the token and its expiry. A 200 without a
- * usable `deviceToken`, or not JSON, breaks the protocol: networkError, nothing cached.
+ * usable `deviceToken`, or not JSON, breaks the protocol: networkError, nothing cached. The expiry is on the device
+ * clock: `receivedAtMs + expiresIn` when the gateway says `expiresIn` (seconds; immune to a wrong device clock), else
+ * rule `token-expiry` on the absolute times, moved to the device clock by `serverOffsetMs` (gateway minus device).
  */
-export function parseAttestationResponse(bodyText: string, receivedAtMs: number): IssuedDeviceToken {
+export function parseAttestationResponse(bodyText: string, receivedAtMs: number, serverOffsetMs = 0): IssuedDeviceToken {
   let answer: unknown;
   try {
     answer = JSON.parse(bodyText);
@@ -242,9 +244,14 @@ export function parseAttestationResponse(bodyText: string, receivedAtMs: number)
   const token = object.deviceToken;
   if (typeof token !== 'string' || token === '') throw networkError('The gateway\'s attestation answer has no "deviceToken".', 'malformed_response');
   const expiresAt = typeof object.expiresAt === 'string' ? object.expiresAt : null;
+  const expiresIn = object.expiresIn;
+  const expiresAtMs =
+    typeof expiresIn === 'number' && Number.isFinite(expiresIn) && expiresIn >= 0
+      ? receivedAtMs + Math.floor(expiresIn * 1000)
+      : tokenExpiryMs(token, expiresAt, receivedAtMs + serverOffsetMs) - serverOffsetMs;
   return {
     token,
-    expiresAtMs: tokenExpiryMs(token, expiresAt, receivedAtMs),
+    expiresAtMs,
     receivedAtMs,
     ...(typeof object.deviceId === 'string' ? { deviceId: object.deviceId } : {}),
   };

@@ -8,7 +8,7 @@ import { retryDecision } from './behaviour';
 import { DeviceTokenCache } from './device-token-cache';
 import { abortedError, invalidRequest, mapError, networkError, TollgateError } from './errors';
 import { findNativeModule, NativeDeviceSession, type TollgateNativeModule } from './native';
-import { checkHeaderValue, prepareBody, RequestBuilder, SDK_HEADER, type QueryInput } from './request-builder';
+import { checkEndpoint, checkHeaderValue, prepareBody, RequestBuilder, SDK_HEADER, type PreparedBody, type QueryInput } from './request-builder';
 import { createStreamParser, formatForContentType, MalformedStreamError, STREAM_FORMATS, type StreamEvent, type StreamFormat, type StreamParser } from './streams';
 import {
   CallController,
@@ -26,6 +26,14 @@ import {
   type ResponseLike,
 } from './transport';
 import { utf8ToString } from './utf8';
+import { parseMe, type Me } from './me';
+import { openRealtime, type RealtimeHost, type RealtimeOptions, type RealtimeSession } from './realtime';
+import { buildUpgrade } from './realtime-rules';
+import { ServerClock } from './server-clock';
+import { isFormData, prepareFormData } from './multipart';
+import { createTollgateFetch } from './fetch-adapter';
+import { hasNativeHttp, nativeFetch } from './native-transport';
+import { UserTokenCache, type UserTokenProvider } from './user-token';
 
 /** Automatic retries of `rateLimited` (the gateway's own 429). Off unless set, for the client or per call. */
 export interface RetryOptions {
@@ -71,6 +79,12 @@ export interface TollgateOptions {
   readonly fetch?: FetchFunction;
   /** Automatic retries of `rateLimited`; off by default. */
   readonly retry?: RetryOptions;
+  /**
+   * Lets `stream` deliver a response whole, at its end, when the fetch cannot stream (React Native's built-in fetch
+   * without the native module's transport). Off by default: such a stream fails with invalidRequest
+   * `streaming_unavailable` instead of silently buffering.
+   */
+  readonly bufferedStreams?: boolean;
   /** Unix ms clock (tests). */
   readonly clock?: () => number;
   /** Attest in the background right away so that the first call does not wait (default true). Failures are kept for the first call to report. */
@@ -173,6 +187,45 @@ function decodeResponse(response: TollgateResponse, format: RequestOptions['form
   }
 }
 
+/** @internal What `open` does besides a proxied call. */
+export interface OpenExtras {
+  /** A gateway route instead of `/v1/proxy/{endpoint}` (`/v1/me`). */
+  readonly route?: string;
+  /** An already prepared body (multipart from the fetch adapter). */
+  readonly body?: PreparedBody | null;
+  /** Hand non-2xx answers back (after the SDK's own retries) instead of throwing: the fetch adapter's provider SDKs read them. */
+  readonly passErrors?: boolean;
+}
+
+/** A response whose body was already read: the same head, the bytes again. */
+function bufferedResponse(response: ResponseLike, bytes: Uint8Array): ResponseLike {
+  let used = false;
+  const once = () => {
+    if (used) throw new TypeError('Body already used');
+    used = true;
+    return bytes;
+  };
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: {
+      getReader: () => {
+        const chunk = once();
+        let sent = false;
+        return {
+          read: async () => (sent || chunk.length === 0 ? { done: true, value: undefined } : ((sent = true), { done: false, value: chunk })),
+          cancel: async () => undefined,
+        };
+      },
+    },
+    arrayBuffer: async () => {
+      const chunk = once();
+      return chunk.buffer.slice(chunk.byteOffset, chunk.byteOffset + chunk.byteLength) as ArrayBuffer;
+    },
+    text: async () => utf8ToString(once()),
+  };
+}
+
 /** The gateway address the options give, or invalidRequest `gateway_url_missing`. */
 export function optionsGatewayUrl(options: TollgateOptions): string {
   const url = options.gatewayUrl ?? options.baseUrl;
@@ -187,15 +240,21 @@ export function optionsGatewayUrl(options: TollgateOptions): string {
 
 export class TollgateClient {
   private readonly builder: RequestBuilder;
-  private readonly fetch: FetchFunction;
+  private readonly transport: FetchFunction;
   private readonly clock: () => number;
   private readonly retry: ResolvedRetry;
   private readonly session: DeviceSession | null;
   private readonly unavailable: TollgateError | null;
+  /** @internal See {@link TollgateOptions.bufferedStreams}. */
+  readonly bufferedStreams: boolean;
   /** Set when the gateway answered `assertion_required`: every request from then on carries `Tollgate-Assertion`. */
   private assertions = false;
   /** The device token cache (exposed for diagnostics and tests). */
   readonly deviceTokens: DeviceTokenCache;
+  /** The signed-in user's ID token (see {@link setUserTokenProvider}). */
+  readonly userTokens: UserTokenCache;
+  /** The gateway's clock (offset from its `Date` header): `Tollgate-Request-Time` is read from it. */
+  readonly serverClock: ServerClock;
 
   constructor(options: TollgateOptions) {
     if (!options || typeof options !== 'object') throw invalidRequest('Tollgate needs options: { appToken }.', 'bad_options');
@@ -204,17 +263,21 @@ export class TollgateClient {
     }
     const gatewayUrl = optionsGatewayUrl(options);
     this.builder = new RequestBuilder(gatewayUrl, options.appToken, SDK_HEADER);
-    const fetchImpl = options.fetch ?? globalFetch();
+    const native = options.nativeModule === undefined ? findNativeModule() : options.nativeModule;
+    // Default transport: the native SDKs' (streams, never follows a redirect); React Native's fetch only without one.
+    const fetchImpl = options.fetch ?? (hasNativeHttp(native) ? nativeFetch(native) : globalFetch());
+    this.bufferedStreams = options.bufferedStreams === true;
     if (!fetchImpl) throw invalidRequest('No fetch implementation is available: pass `fetch` in the options.', 'bad_options');
-    this.fetch = fetchImpl;
+    this.transport = fetchImpl;
     const clock = options.clock ?? (() => Date.now());
     this.clock = () => Math.floor(clock());
+    this.serverClock = new ServerClock(this.clock);
+    this.userTokens = new UserTokenCache(this.clock);
     this.retry = resolveRetry(options.retry);
     const developmentBuild = options.isDevelopmentBuild ?? isDevGlobal();
     const development = options.development;
     const developmentToken = development && typeof development.token === 'string' && development.token.trim() !== '' ? development.token.trim() : null;
     if (developmentToken !== null) checkHeaderValue('developmentToken', developmentToken);
-    const native = options.nativeModule === undefined ? findNativeModule() : options.nativeModule;
     this.session = null;
     this.unavailable = null;
     if (native) {
@@ -224,7 +287,7 @@ export class TollgateClient {
       if (typeof deviceId !== 'string' || !DEVICE_ID_PATTERN.test(deviceId)) {
         throw invalidRequest('Without the native module, development.deviceId must be 1–128 letters, digits, ".", "_", ":" or "-".', 'bad_options');
       }
-      this.session = new DevelopmentSession(new AttestationApi(this.builder, this.fetch, this.clock), { token: developmentToken, deviceId });
+      this.session = new DevelopmentSession(new AttestationApi(this.builder, this.transport, this.clock, this.serverClock), { token: developmentToken, deviceId });
     } else if (developmentToken !== null) {
       this.unavailable = new TollgateError('attestationFailed', 'Development attestation is refused in a release build, and the TollgateNative module is not linked.', { reason: 'no_attestation' });
     } else {
@@ -280,6 +343,91 @@ export class TollgateClient {
     }
   }
 
+  /** The gateway address, without a trailing `/`. */
+  get gatewayUrl(): string {
+    return this.builder.baseUrl;
+  }
+
+  /**
+   * The base URL to give a provider SDK whose HTTP goes through {@link fetch}: `{gateway}/v1/proxy/{prefix}`, e.g.
+   * `providerBaseUrl('openai/v1')` for the `openai` package's `baseURL`.
+   */
+  providerBaseUrl(prefix: string): string {
+    const clean = String(prefix).replace(/^\/+|\/+$/g, '');
+    checkEndpoint(clean.includes('/') ? clean : `${clean}/v1`);
+    return `${this.builder.baseUrl}/v1/proxy/${clean}`;
+  }
+
+  private adapter: ReturnType<typeof createTollgateFetch> | null = null;
+
+  /**
+   * A `fetch` for provider SDKs (the `openai` package's `fetch` option): calls under {@link providerBaseUrl} go through
+   * Tollgate with its headers, token refresh and streaming; gateway errors come back as responses with `Tollgate-Error`.
+   */
+  get fetch(): ReturnType<typeof createTollgateFetch> {
+    if (!this.adapter) this.adapter = createTollgateFetch(this);
+    return this.adapter;
+  }
+
+  /**
+   * Registers the callback that returns the signed-in user's current ID token (null when signed out); the SDK sends it
+   * as `Tollgate-User-Token`, reuses it until a minute before its `exp`, and calls the callback again (with
+   * `forceRefresh: true`) once when the gateway answers `user_token_expired`. `null` signs out: no header from now on.
+   */
+  setUserTokenProvider(provider: UserTokenProvider | null): void {
+    if (provider !== null && typeof provider !== 'function') throw invalidRequest('setUserTokenProvider takes a function or null.', 'bad_options');
+    this.userTokens.setProvider(provider);
+  }
+
+  /** What this device (and signed-in user) may still spend: `GET /v1/me`, typed. Counts against no limit. */
+  async me(options: { readonly signal?: AbortSignalLike } = {}): Promise<Me> {
+    const call = new CallController(options.signal);
+    try {
+      const response = await this.open({ endpoint: '', method: 'GET', ...(options.signal ? { signal: options.signal } : {}) }, call, false, { route: '/v1/me' });
+      const body = await call.race(readAllBytes(response, call));
+      return parseMe(utf8ToString(body));
+    } catch (error) {
+      call.abort();
+      throw toTollgateError(error, call);
+    } finally {
+      call.dispose();
+    }
+  }
+
+  /**
+   * Opens a realtime session (protocol.md, "Realtime sessions"): `GET {gateway}/v1/proxy/{endpoint}` upgraded to a
+   * WebSocket, with the Tollgate headers on the upgrade. See {@link RealtimeSession}.
+   */
+  realtime(endpointOrOptions: string | RealtimeOptions): Promise<RealtimeSession> {
+    const options = typeof endpointOrOptions === 'string' ? { endpoint: endpointOrOptions } : endpointOrOptions;
+    return openRealtime(this.realtimeHost, options);
+  }
+
+  /** @internal What realtime.ts needs of the client. */
+  get realtimeHost(): RealtimeHost {
+    return {
+      deviceTokens: this.deviceTokens,
+      userTokens: this.userTokens,
+      clock: this.clock,
+      upgrade: async (input, call) => {
+        const requestTimeMs = this.serverClock.now();
+        const built = buildUpgrade(this.builder, this.builder.token, { ...input, requestTimeMs });
+        if (this.assertions && this.session && input.mode === 'headers') {
+          const assertion = await call.race(this.session.assertion(built.digest));
+          if (assertion) return { ...built, headers: { ...built.headers, 'Tollgate-Assertion': assertion } };
+        }
+        return built;
+      },
+      reportDeviceError: async (token, error) => {
+        if (!this.session) return 'none';
+        const action = await this.session.reportError(token, error.reason ?? null);
+        if (action === 'stop') this.deviceTokens.stop(error);
+        if (action === 'assert') this.assertions = true;
+        return action;
+      },
+    };
+  }
+
   /** Sends a request and returns the parsed body: JSON → value, text/* → string, else Uint8Array (see `format`). */
   async request<T = unknown>(options: RequestOptions): Promise<T> {
     const format = options?.format;
@@ -317,10 +465,10 @@ export class TollgateClient {
   }
 
   /** @internal Opens a call and returns the 2xx response head; used by `send` and streams. */
-  async open(options: CallOptions, call: CallController, streaming = false): Promise<ResponseLike> {
+  async open(options: CallOptions, call: CallController, streaming = false, extra: OpenExtras = {}): Promise<ResponseLike> {
     if (!options || typeof options !== 'object') throw invalidRequest('Pass the call options: { endpoint, method, body }.', 'bad_options');
     const method = options.method ?? 'POST';
-    const body = prepareBody(options.body);
+    const body = extra.body ?? (isFormData(options.body) ? await prepareFormData(options.body) : prepareBody(options.body));
     const input = {
       method,
       endpoint: options.endpoint,
@@ -329,7 +477,7 @@ export class TollgateClient {
       ...(options.headers ? { headers: options.headers } : {}),
     };
     // Everything the SDK can refuse is refused before attesting or sending.
-    this.builder.build(input, 'placeholder', this.clock());
+    if (!extra.route) this.builder.build(input, 'placeholder', this.clock());
     if (body && body.bytes.length > 0 && /^(GET|HEAD)$/i.test(method)) {
       throw invalidRequest(`A ${method.toUpperCase()} request cannot have a body.`, 'bad_body');
     }
@@ -337,15 +485,21 @@ export class TollgateClient {
     let retries = 0;
     let waitedSeconds = 0;
     let retriedForDevice = false;
+    let retriedForUser = false;
     let forceRefresh = false;
+    let forceUser = false;
     for (;;) {
       call.throwIfAborted();
       try {
         const token = await call.race(this.deviceTokens.token(forceRefresh));
         forceRefresh = false;
-        const built = this.builder.build(input, token, this.clock());
+        const userToken = await call.race(this.userTokens.token(forceUser));
+        forceUser = false;
+        const time = this.serverClock.now();
+        const built = extra.route ? this.builder.buildRoute(method.toUpperCase(), extra.route, token, time) : this.builder.build(input, token, time);
         const headers: Record<string, string> = {};
         for (const [name, value] of built.headers) headers[name] = value;
+        if (userToken !== null) headers['Tollgate-User-Token'] = userToken;
         if (this.assertions && this.session) {
           const assertion = await call.race(this.session.assertion(built.digest));
           if (assertion) headers['Tollgate-Assertion'] = assertion;
@@ -353,7 +507,7 @@ export class TollgateClient {
         let response: ResponseLike;
         try {
           response = (await call.race(
-            this.fetch(built.url, {
+            this.transport(built.url, {
               method: built.method,
               headers,
               ...(built.body.length > 0 ? { body: body?.text ?? built.body } : {}),
@@ -367,14 +521,23 @@ export class TollgateClient {
           throw networkError(`Could not reach the gateway: ${describe(error)}`, 'unreachable', error);
         }
         refuseRedirect(response, built.url);
+        this.serverClock.observe(response.headers.get('date'), this.clock());
         if (response.status >= 200 && response.status <= 299) return response;
         const bytes = await call.race(readAllBytes(response, call));
         const error = mapError(response.status, responseHeaders(response), bytes, this.clock())!;
+        if (error.kind === 'unauthorized' && error.reason === 'user_token_expired' && !retriedForUser && this.userTokens.hasProvider) {
+          // user-token.json: ask the callback once more (forced) and resend once; a second expiry surfaces.
+          retriedForUser = true;
+          this.userTokens.invalidate(userToken);
+          forceUser = true;
+          continue;
+        }
         if (error.kind === 'attestationFailed' && response.status === 403 && this.session) {
           // Rule reason-action: the session (the native module) decides; the SDK acts on its answer.
           const action = await call.race(this.session.reportError(token, error.reason ?? null));
           if (action === 'stop') {
             this.deviceTokens.stop(error);
+            if (extra.passErrors) return bufferedResponse(response, bytes);
             throw error;
           }
           if (!retriedForDevice && (action === 'refresh' || action === 'attest' || action === 'assert')) {
@@ -388,6 +551,7 @@ export class TollgateClient {
             continue;
           }
         }
+        if (extra.passErrors) return bufferedResponse(response, bytes);
         throw error;
       } catch (error) {
         if (error instanceof TollgateError) {
@@ -516,7 +680,14 @@ class EventIterator implements AsyncIterator<StreamEvent> {
       if (body && typeof body.getReader === 'function') {
         this.reader = body.getReader();
       } else {
-        // No streaming support in this fetch (React Native's built-in fetch): the body arrives whole.
+        if (!this.client.bufferedStreams) {
+          response.body && (response.body as { cancel?: () => Promise<void> }).cancel?.().catch(() => undefined);
+          throw invalidRequest(
+            "This fetch cannot stream (React Native's built-in fetch delivers the body at its end): link the TollgateNative module (its transport streams), pass a streaming fetch, or set bufferedStreams: true.",
+            'streaming_unavailable',
+          );
+        }
+        // Buffered streams allowed by the app: the body arrives whole.
         const bytes = await this.call.race(readAllBytes(response, this.call));
         this.feed(bytes);
         this.end();

@@ -52,6 +52,10 @@ export interface TollgateErrorDetails {
   readonly requestId?: string;
   /** Response headers (lower-case names) when there was a response. */
   readonly headers?: Readonly<Record<string, string>>;
+  /** Realtime sessions: the WebSocket close code the session ended with (realtime-close-codes.json). */
+  readonly closeCode?: number;
+  /** Realtime sessions: true when the app may open a new session at once (4503 `draining`). */
+  readonly mayReconnect?: boolean;
   readonly cause?: unknown;
 }
 
@@ -65,6 +69,8 @@ export class TollgateError extends Error {
   readonly errorType?: string;
   readonly requestId?: string;
   readonly headers?: Readonly<Record<string, string>>;
+  readonly closeCode?: number;
+  readonly mayReconnect?: boolean;
 
   constructor(kind: TollgateErrorKind, message: string, details: TollgateErrorDetails = {}) {
     super(message);
@@ -78,6 +84,8 @@ export class TollgateError extends Error {
     if (details.errorType !== undefined) this.errorType = details.errorType;
     if (details.requestId !== undefined) this.requestId = details.requestId;
     if (details.headers !== undefined) this.headers = details.headers;
+    if (details.closeCode !== undefined) this.closeCode = details.closeCode;
+    if (details.mayReconnect !== undefined) this.mayReconnect = details.mayReconnect;
     if (details.cause !== undefined) Object.defineProperty(this, 'cause', { value: details.cause, configurable: true, writable: true });
   }
 }

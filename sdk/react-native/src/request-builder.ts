@@ -228,6 +228,34 @@ export class RequestBuilder {
     };
   }
 
+  /**
+   * A gateway route outside the proxy (`GET /v1/me`) with the headers of a proxied request and no body; the digest
+   * covers the route's path as it covers `/v1/proxy/…`.
+   */
+  buildRoute(method: string, route: string, deviceToken: string, requestTimeMs: number): BuiltRequest {
+    if (!/^\/v1\/[a-z]+$/.test(route)) throw invalidRequest(`Not a gateway route: "${route}".`, 'bad_route');
+    checkHeaderValue('Tollgate-Device-Token', deviceToken);
+    if (!Number.isSafeInteger(requestTimeMs) || requestTimeMs < 0) throw invalidRequest('The request time must be a non-negative integer.', 'bad_clock');
+    const time = String(requestTimeMs);
+    const bodySha256 = sha256Hex(new Uint8Array(0));
+    const canonicalRequest = `${method}\n${route}\n${time}\n${bodySha256}`;
+    return {
+      method,
+      url: this.baseUrl + route,
+      pathWithQuery: route,
+      headers: [['Tollgate-App-Token', this.appToken], ['Tollgate-Device-Token', deviceToken], ['Tollgate-Request-Time', time], ['Tollgate-SDK', this.sdk]],
+      body: new Uint8Array(0),
+      bodySha256,
+      canonicalRequest,
+      digest: sha256Hex(canonicalRequest),
+    };
+  }
+
+  /** The app token (for the subprotocol form of a realtime upgrade). */
+  get token(): string {
+    return this.appToken;
+  }
+
   /** URL of `POST /v1/attest/{method}` (`challenge`, `development`, `apple-app-attest`, …). */
   attestUrl(method: string): string {
     if (!SLUG.test(method)) throw invalidRequest(`Not an attestation method: "${method}".`, 'bad_method');
@@ -252,6 +280,11 @@ export function prepareBody(body: unknown): PreparedBody | null {
   if (body instanceof ArrayBuffer) return { bytes: new Uint8Array(body), defaultContentType: 'application/octet-stream' };
   if (ArrayBuffer.isView(body)) {
     return { bytes: new Uint8Array(body.buffer, body.byteOffset, body.byteLength), defaultContentType: 'application/octet-stream' };
+  }
+  const form = body as { append?: unknown; getParts?: unknown; entries?: unknown };
+  if (typeof form.append === 'function' && (typeof form.getParts === 'function' || typeof form.entries === 'function')) {
+    // JSON.stringify(formData) is "{}": the client encodes forms as multipart (multipart.ts), asynchronously.
+    throw invalidRequest('A FormData body is encoded by the client (request/stream/fetch), not by prepareBody.', 'bad_body');
   }
   let json: string | undefined;
   try {

@@ -1,5 +1,6 @@
 package dev.tollgate.reactnative
 
+import android.util.Base64
 import com.facebook.react.bridge.Arguments
 import com.facebook.react.bridge.Promise
 import com.facebook.react.bridge.ReactApplicationContext
@@ -85,6 +86,65 @@ public class TollgateNativeModule(reactContext: ReactApplicationContext) : React
         settle(promise) {
             TollgateBridge.clear()
             null
+        }
+    }
+
+    /** HTTP over OkHttp for the TypeScript core ([NativeHttp]): `{url, method, headerPairs, bodyBase64}` → `{id, status, headerPairs}`. */
+    @ReactMethod
+    public fun httpStart(options: ReadableMap, promise: Promise) {
+        http(promise) {
+            val url = options.string("url") ?: throw IllegalArgumentException("httpStart needs {url}.")
+            val pairs = ArrayList<String>()
+            val array = if (options.hasKey("headerPairs") && !options.isNull("headerPairs")) options.getArray("headerPairs") else null
+            if (array != null) {
+                for (index in 0 until array.size()) {
+                    val value: String? = array.getString(index)
+                    pairs.add(value ?: "")
+                }
+            }
+            val body = options.string("bodyBase64")?.let { Base64.decode(it, Base64.NO_WRAP) }
+            val (id, status, headerPairs) = NativeHttp.start(url, options.string("method") ?: "GET", pairs, body)
+            val map = Arguments.createMap()
+            map.putString("id", id)
+            map.putInt("status", status)
+            val headers = Arguments.createArray()
+            for (value in headerPairs) headers.pushString(value)
+            map.putArray("headerPairs", headers)
+            map
+        }
+    }
+
+    /** `{id}` → `{chunkBase64}`: the next bytes of the body, null at its end. */
+    @ReactMethod
+    public fun httpRead(options: ReadableMap, promise: Promise) {
+        http(promise) {
+            val id = options.string("id") ?: throw IllegalArgumentException("httpRead needs {id}.")
+            val chunk = NativeHttp.read(id)
+            val map = Arguments.createMap()
+            if (chunk == null) map.putNull("chunkBase64") else map.putString("chunkBase64", Base64.encodeToString(chunk, Base64.NO_WRAP))
+            map
+        }
+    }
+
+    /** `{id}` → null: closes the connection. */
+    @ReactMethod
+    public fun httpCancel(options: ReadableMap, promise: Promise) {
+        http(promise) {
+            options.string("id")?.let(NativeHttp::cancel)
+            null
+        }
+    }
+
+    /** Runs blocking HTTP work on the IO dispatcher; a failure is a networkError (no response, or a cut body). */
+    private fun http(promise: Promise, block: () -> WritableMap?) {
+        scope.launch(Dispatchers.IO) {
+            try {
+                promise.resolve(block())
+            } catch (error: Throwable) {
+                val userInfo = Arguments.createMap()
+                userInfo.putString("reason", if (error is IllegalArgumentException) "bad_arguments" else "unreachable")
+                promise.reject(if (error is IllegalArgumentException) "invalidRequest" else "networkError", error.message ?: error.toString(), userInfo)
+            }
         }
     }
 

@@ -77,17 +77,26 @@ public struct AttestationAPI: Sendable {
     /// ``TollgateError`` with the gateway's reason (`device_revoked`, `device_key_unknown`, …).
     public func exchange(method: String, body: JSONValue) async throws -> DeviceToken {
         let (head, data) = try await send(try call(method, body: body))
-        return try AttestationAPI.parseAnswer(status: head.status, body: data, receivedAtMs: clock(), method: method)
+        return try AttestationAPI.parseAnswer(status: head.status, body: data, receivedAtMs: clock(), method: method,
+                                              serverOffsetMs: ServerClock.forGateway(builder.baseValue).offsetMs)
     }
 
     /// A 2xx attestation answer → the device token, its expiry (``TokenTiming/expiresAtMs(deviceToken:expiresAt:receivedAtMs:)``)
     /// and device id; a 200 that breaks the protocol (no string `deviceToken`, not JSON) is `networkError`.
-    static func parseAnswer(status: Int, body: Data, receivedAtMs: Int64, method: String) throws -> DeviceToken {
+    /// The expiry is on the device clock: `receivedAtMs + expiresIn` when the gateway says `expiresIn` (seconds; immune
+    /// to a wrong device clock), else the absolute times moved to the device clock by `serverOffsetMs`.
+    static func parseAnswer(status: Int, body: Data, receivedAtMs: Int64, method: String, serverOffsetMs: Int64 = 0) throws -> DeviceToken {
         guard let answer = try? JSONValue.parse(body), case .object = answer else {
             throw TollgateError.network("The gateway's attestation answer (HTTP \(status)) is not a JSON object.", reason: "malformed_response")
         }
         guard let token = answer["deviceToken"]?.stringValue, !token.isEmpty else { throw malformed("deviceToken") }
-        let expiresAt = TokenTiming.expiresAtMs(deviceToken: token, expiresAt: answer["expiresAt"]?.stringValue, receivedAtMs: receivedAtMs)
+        let expiresAt: Int64
+        if case .number(let seconds)? = answer["expiresIn"], seconds.isFinite, seconds >= 0, seconds < 1e9 {
+            expiresAt = receivedAtMs + Int64(seconds * 1000)
+        } else {
+            expiresAt = TokenTiming.expiresAtMs(deviceToken: token, expiresAt: answer["expiresAt"]?.stringValue,
+                                                receivedAtMs: receivedAtMs + serverOffsetMs) - serverOffsetMs
+        }
         return DeviceToken(token: token, expiresAtMs: expiresAt, receivedAtMs: receivedAtMs,
                            method: answer["method"]?.stringValue ?? method, deviceId: answer["deviceId"]?.stringValue)
     }
@@ -103,6 +112,7 @@ public struct AttestationAPI: Sendable {
             throw ErrorMapper.noResponse(error)
         }
         let (head, data) = response
+        ServerClock.forGateway(builder.baseValue).observe(head.header("Date"), receivedAtMs: clock())
         if let error = ErrorMapper.map(status: head.status, headers: head.headers, body: data, nowMs: clock()) { throw error }
         return response
     }

@@ -2,7 +2,9 @@ import Foundation
 
 /// Every failure the SDK reports (protocol.md, "Errors"): the five errors of the product brief (`attestationFailed`,
 /// `unauthorized`, `rateLimited`, `secretNotFound`, `networkError`) plus `invalidRequest` and `providerError`, so that
-/// no failure is silent. A `do`/`catch` over the seven cases is exhaustive:
+/// no failure is silent. Every error the SDK throws is one of these seven cases, except task cancellation
+/// (`CancellationError`) and, from a realtime session's messages, ``RealtimeCloseError``. Swift's `throws` is untyped,
+/// so a `do`/`catch` always needs a final `catch` besides the seven cases:
 ///
 /// ```swift
 /// do {
@@ -21,6 +23,8 @@ import Foundation
 ///     // a bug in the request (or no configuration): log details.message; details.reason names it
 /// } catch TollgateError.providerError(let status, let body) {
 ///     // the provider's own error, passed through unchanged
+/// } catch {
+///     // CancellationError (the task was cancelled); the compiler requires this clause
 /// }
 /// ```
 ///

@@ -1,9 +1,10 @@
-// A minimal SwiftUI app using Tollgate: configure at launch, one request, one stream, every error handled.
-// Add it to an iOS 15+ app target that depends on the Tollgate package (File ▸ Add Package Dependencies… ▸ Add Local…,
-// pick sdk/ios), add the Info.plist key TollgateGatewayURL (your gateway, e.g. https://gateway.example.com), replace
-// the app token, and run. No provider key appears anywhere: the gateway adds it.
+// A minimal SwiftUI app using Tollgate: configure at launch, one request, one stream, every error handled. It is a
+// SwiftPM app (Example/Package.swift) that depends on the Tollgate package exactly as an app does, through the
+// repository root Package.swift (here by path; an app uses .package(url:from:)). `swift run` on a Mac with
+// TOLLGATE_GATEWAY_URL set (and TOLLGATE_DEV_TOKEN: a Mac has no App Attest), or add the file to an iOS app target
+// with the Info.plist key TollgateGatewayURL. No provider key appears anywhere: the gateway adds it.
 import SwiftUI
-import Tollgate
+import TollgateSDK
 
 @main
 struct TollgateExampleApp: App {
@@ -17,7 +18,12 @@ struct TollgateExampleApp: App {
         #endif
         do {
             // The app token identifies the app; it is not a provider key. The gateway address comes from Info.plist.
-            try Tollgate.configure(appToken: "at_YOUR_APP_TOKEN", developmentToken: developmentToken)
+            if let gatewayURL = ProcessInfo.processInfo.environment["TOLLGATE_GATEWAY_URL"] {
+                // `swift run` on a Mac has no Info.plist: the address from the environment.
+                try Tollgate.configure(appToken: "at_YOUR_APP_TOKEN", gatewayURL: gatewayURL, developmentToken: developmentToken)
+            } else {
+                try Tollgate.configure(appToken: "at_YOUR_APP_TOKEN", developmentToken: developmentToken)
+            }
         } catch {
             // invalidRequest, reason gateway_url_missing: Info.plist has no valid TollgateGatewayURL.
             print("Tollgate is not configured: \(error)")

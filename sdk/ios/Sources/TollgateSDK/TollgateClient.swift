@@ -85,6 +85,10 @@ final class ClientEngine: @unchecked Sendable {
 
     private let lock = NSLock()
     private var assertionsRequired = false
+    /// The signed-in user's ID token (``TollgateClient/setUserTokenProvider(_:)``).
+    let userTokens: UserTokenCache
+    /// Serializes signing and sending while requests carry assertions (App Attest counters arrive in order).
+    let assertionOrder = AsyncSerialQueue()
 
     init(builder: RequestBuilder, transport: HTTPTransport, deviceTokens: DeviceTokenSource,
          clock: @escaping @Sendable () -> Int64, retry: RetryPolicy, assertionPolicy: AssertionPolicy,
@@ -97,6 +101,7 @@ final class ClientEngine: @unchecked Sendable {
         self.assertionPolicy = assertionPolicy
         self.signer = signer
         self.rawChunkSize = max(1, rawChunkSize)
+        userTokens = UserTokenCache(clock: clock)
     }
 
     private var shouldAssert: Bool {
@@ -108,6 +113,11 @@ final class ClientEngine: @unchecked Sendable {
             defer { lock.unlock() }
             return assertionsRequired
         }
+    }
+
+    /// `Tollgate-Request-Time`: the device clock plus the gateway's offset (``ServerClock``).
+    private func requestTimeMs() -> Int64 {
+        clock() + ServerClock.forGateway(builder.baseValue).offsetMs
     }
 
     private func learnAssertionsRequired() {
@@ -130,56 +140,78 @@ final class ClientEngine: @unchecked Sendable {
     ///   and every later request carries one (under ``AssertionPolicy/whenRequired``); `stop` (`device_revoked`) and
     ///   `none` → the error reaches the caller;
     /// - rateLimited: retried per ``RetryPolicy`` (off by default), waiting `Retry-After` within the budget.
-    func perform<Body>(_ request: TollgateRequest,
+    func perform<Body>(_ request: TollgateRequest, route: String? = nil,
                     exchange: (HTTPCall) async throws -> (HTTPResponseHead, Body),
                     errorBody: (Body) async throws -> Data) async throws -> (HTTPResponseHead, Body) {
-        _ = try builder.build(request, deviceToken: "placeholder", requestTimeMs: clock())
+        if route == nil { _ = try builder.build(request, deviceToken: "placeholder", requestTimeMs: clock()) }
         if let body = request.body, !body.data.isEmpty, ["GET", "HEAD"].contains(request.method.uppercased()) {
             throw TollgateError.invalid("A \(request.method.uppercased()) request cannot have a body.")
         }
         var retries = 0
         var waitedSeconds = 0.0
         var retriedOnce = false
+        var retriedUser = false
+        var forceUser = false
         while true {
             try Task.checkCancellation()
             do {
                 let token = try await deviceTokens.deviceToken()
-                let built = try builder.build(request, deviceToken: token, requestTimeMs: clock())
+                let userToken = try await userTokens.token(forceRefresh: forceUser)
+                forceUser = false
+                let requestTime = requestTimeMs()
+                let built = try route.map { try builder.buildRoute(method: request.method, route: $0, deviceToken: token, requestTimeMs: requestTime) }
+                    ?? builder.build(request, deviceToken: token, requestTimeMs: requestTime)
                 var headers = built.headers
+                if let userToken { headers.append((name: "Tollgate-User-Token", value: userToken)) }
                 var assertionSent = false
-                if shouldAssert, let signer = signer {
-                    let assertion: String?
-                    do {
-                        assertion = try await signer(built.digest)
-                    } catch let error as TollgateError {
-                        if error.kind == .attestationFailed, error.reason != "device_revoked", !retriedOnce {
-                            // e.g. the App Attest key is gone after a reinstall: a new token (and key), once.
-                            retriedOnce = true
-                            await deviceTokens.invalidate(token)
-                            continue
+                // App Attest assertions carry a counter that the gateway requires to increase: signing and sending are
+                // serialized per key (one request between its assertion and its response head at a time), so that
+                // parallel requests reach the gateway in the order they were signed.
+                let serialized = shouldAssert && signer != nil
+                if serialized { await assertionOrder.acquire() }
+                let response: (HTTPResponseHead, Body)
+                do {
+                    if serialized, let signer = signer {
+                        let assertion: String?
+                        do {
+                            assertion = try await signer(built.digest)
+                        } catch let error as TollgateError {
+                            if error.kind == .attestationFailed, error.reason != "device_revoked", !retriedOnce {
+                                // e.g. the App Attest key is gone after a reinstall: a new token (and key), once.
+                                retriedOnce = true
+                                await deviceTokens.invalidate(token)
+                                throw RetryWithNewToken()
+                            }
+                            throw error
+                        } catch {
+                            if Task.isCancelled { throw CancellationError() }
+                            throw TollgateError.attestation("The device could not sign the request: \(ErrorMapper.describe(error))", reason: "assertion_failed")
                         }
+                        if let assertion, !assertion.isEmpty {
+                            try RequestBuilder.checkHeaderValue("Tollgate-Assertion", assertion)
+                            headers.append((name: "Tollgate-Assertion", value: assertion))
+                            assertionSent = true
+                        }
+                    }
+                    let call = HTTPCall(method: built.method, url: built.url, headers: headers, body: built.body)
+                    do {
+                        response = try await exchange(call)
+                    } catch let error as TollgateError {
                         throw error
                     } catch {
                         if Task.isCancelled { throw CancellationError() }
-                        throw TollgateError.attestation("The device could not sign the request: \(ErrorMapper.describe(error))", reason: "assertion_failed")
+                        throw ErrorMapper.noResponse(error)
                     }
-                    if let assertion, !assertion.isEmpty {
-                        try RequestBuilder.checkHeaderValue("Tollgate-Assertion", assertion)
-                        headers.append((name: "Tollgate-Assertion", value: assertion))
-                        assertionSent = true
-                    }
-                }
-                let call = HTTPCall(method: built.method, url: built.url, headers: headers, body: built.body)
-                let response: (HTTPResponseHead, Body)
-                do {
-                    response = try await exchange(call)
-                } catch let error as TollgateError {
-                    throw error
+                } catch is RetryWithNewToken {
+                    if serialized { await assertionOrder.release() }
+                    continue
                 } catch {
-                    if Task.isCancelled { throw CancellationError() }
-                    throw ErrorMapper.noResponse(error)
+                    if serialized { await assertionOrder.release() }
+                    throw error
                 }
+                if serialized { await assertionOrder.release() }
                 let (head, body) = response
+                ServerClock.forGateway(builder.baseValue).observe(head.header("Date"), receivedAtMs: clock())
                 if (200...299).contains(head.status) { return response }
                 let bytes: Data
                 do {
@@ -190,6 +222,13 @@ final class ClientEngine: @unchecked Sendable {
                 }
                 let error = ErrorMapper.map(status: head.status, headers: head.headers, body: bytes, nowMs: clock())
                     ?? TollgateError.network("Unexpected HTTP \(head.status).")
+                if error.kind == .unauthorized, error.reason == "user_token_expired", !retriedUser, await userTokens.hasProvider {
+                    // user-token.json: ask the callback once more (forced) and resend once; a second expiry surfaces.
+                    retriedUser = true
+                    await userTokens.invalidate(userToken)
+                    forceUser = true
+                    continue
+                }
                 if error.kind == .attestationFailed {
                     let action = await deviceTokens.report(deviceToken: token, reason: error.reason)
                     switch action {
@@ -224,11 +263,38 @@ final class ClientEngine: @unchecked Sendable {
         }
     }
 
+    /// `GET /v1/me` with the headers of a proxied request (``TollgateClient/me()``).
+    func me() async throws -> Me {
+        let (_, body) = try await perform(TollgateRequest(method: "GET", endpoint: "me/v1"), route: "/v1/me",
+                                          exchange: { try await self.transport.data(for: $0) }, errorBody: { $0 })
+        return try Me.parse(body)
+    }
+
+    /// The upgrade of a realtime session with fresh tokens (and an assertion over its digest when the app requires
+    /// them), and the device token it carries.
+    func realtimeUpgrade(endpoint: String, mode: RealtimeUpgradeMode, protocols: [String],
+                         forceUser: Bool) async throws -> (upgrade: RealtimeUpgrade, deviceToken: String, userToken: String?) {
+        let token = try await deviceTokens.deviceToken()
+        var userToken: String?
+        if mode == .headers { userToken = try await userTokens.token(forceRefresh: forceUser) }
+        var upgrade = try RealtimeUpgrade.build(builder: builder, appToken: builder.appTokenValue, endpoint: endpoint, mode: mode,
+                                                deviceToken: token, userToken: userToken, requestTimeMs: requestTimeMs(), protocols: protocols)
+        if mode == .headers, shouldAssert, let signer = signer, let assertion = try await signer(upgrade.digest), !assertion.isEmpty {
+            try RequestBuilder.checkHeaderValue("Tollgate-Assertion", assertion)
+            upgrade = upgrade.adding(header: "Tollgate-Assertion", value: assertion)
+        }
+        return (upgrade, token, userToken)
+    }
+
     // MARK: - Stream
 
     /// Sends `request` and yields events as bytes arrive (see ``TollgateClient/stream(_:format:)``).
+    /// Events parsed but not read yet, at most: past it the pump waits for the app (bounded memory; TCP then slows
+    /// the gateway down) instead of buffering without limit.
+    static let maxBufferedEvents = 256
+
     func stream(_ request: TollgateRequest, format: StreamFormat?) -> AsyncThrowingStream<StreamEvent, Error> {
-        AsyncThrowingStream { continuation in
+        AsyncThrowingStream(bufferingPolicy: .bufferingOldest(Self.maxBufferedEvents)) { continuation in
             let connection = ConnectionHandle()
             let task = Task {
                 do {
@@ -269,8 +335,8 @@ final class ClientEngine: @unchecked Sendable {
     private func pump(_ body: HTTPBodyStream, parser: StreamParser, raw: Bool,
                       into continuation: AsyncThrowingStream<StreamEvent, Error>.Continuation) async throws {
         var pending: [UInt8] = []
-        func deliver(_ result: StreamParseResult) throws {
-            for event in result.events { continuation.yield(event) }
+        func deliver(_ result: StreamParseResult) async throws {
+            for event in result.events { try await Self.enqueue(event, into: continuation) }
             if let failure = result.error {
                 throw TollgateError.network("The stream is malformed: \(failure.message)", reason: "malformed_stream")
             }
@@ -282,22 +348,41 @@ final class ClientEngine: @unchecked Sendable {
             } catch {
                 if Task.isCancelled { throw CancellationError() }
                 // A cut: what was complete stays delivered; nothing pending in a framed parser is flushed.
-                if raw, !pending.isEmpty { try deliver(parser.feed(pending)) }
+                if raw, !pending.isEmpty { try await deliver(parser.feed(pending)) }
                 throw TollgateError.network("The stream was cut: \(ErrorMapper.describe(error))", reason: "stream_cut")
             }
             guard let byte = next else { break }
             if raw {
                 pending.append(byte)
                 if pending.count >= rawChunkSize {
-                    try deliver(parser.feed(pending))
+                    try await deliver(parser.feed(pending))
                     pending.removeAll(keepingCapacity: true)
                 }
             } else {
-                try deliver(parser.feed(CollectionOfOne(byte)))
+                try await deliver(parser.feed(CollectionOfOne(byte)))
             }
         }
-        if raw, !pending.isEmpty { try deliver(parser.feed(pending)) }
-        try deliver(parser.finish())
+        if raw, !pending.isEmpty { try await deliver(parser.feed(pending)) }
+        try await deliver(parser.finish())
+    }
+
+    /// Hands `event` to the app, waiting while the bounded buffer is full (the consumer frees room as it reads).
+    private static func enqueue(_ event: StreamEvent, into continuation: AsyncThrowingStream<StreamEvent, Error>.Continuation) async throws {
+        var waiting = event
+        while true {
+            switch continuation.yield(waiting) {
+            case .enqueued:
+                return
+            case .dropped(let dropped):
+                // bufferingOldest drops the new element and hands it back: keep it and try again shortly.
+                waiting = dropped
+                try await Task.sleep(nanoseconds: 1_000_000)
+            case .terminated:
+                throw CancellationError()
+            @unknown default:
+                return
+            }
+        }
     }
 }
 
@@ -337,7 +422,7 @@ private final class ConnectionHandle: @unchecked Sendable {
 /// let reply = try await client.request(endpoint: "openai/v1/chat/completions", method: "POST", body: json)
 /// ```
 public final class TollgateClient: @unchecked Sendable {
-    private let resolve: @Sendable () throws -> ClientEngine
+    let resolve: @Sendable () throws -> ClientEngine
 
     init(resolve: @escaping @Sendable () throws -> ClientEngine) {
         self.resolve = resolve

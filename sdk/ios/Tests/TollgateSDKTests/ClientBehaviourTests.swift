@@ -1,6 +1,6 @@
 import Foundation
 import XCTest
-@testable import Tollgate
+@testable import TollgateSDK
 
 /// Runs every vector of sdk/conformance/client-behaviour.json (sdk/conformance/README.md, "client-behaviour.json"),
 /// dispatching on `rule` and failing on a rule it does not know. Each vector goes through the SDK's own code: the

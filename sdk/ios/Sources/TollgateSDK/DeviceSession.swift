@@ -150,17 +150,49 @@ public actor TollgateDeviceSession: DeviceTokenSource {
         let development = developmentToken?.trimmingCharacters(in: .whitespacesAndNewlines)
         self.developmentToken = (development?.isEmpty ?? true) ? nil : development
         self.clock = clock
-        self.account = String(Digest.sha256Hex(Data((trimmed + "\n" + appToken).utf8)).prefix(16))
+        // The device's identity (its App Attest key) belongs to the device and the gateway, not to an app token: a
+        // rotated app token must not re-key every phone (and bring revoked devices back unrevoked). The device token,
+        // which is bound to the app, stays keyed by gateway and app token (SecureDeviceTokenStore).
+        self.account = String(Digest.sha256Hex(Data(trimmed.utf8)).prefix(16))
+        self.legacyAccount = String(Digest.sha256Hex(Data((trimmed + "\n" + appToken).utf8)).prefix(16))
     }
 
+    /// Where versions before 1.2.1 kept the key id (keyed by gateway and app token): moved on first read.
+    private let legacyAccount: String
     private var keyAccount: String { "appAttest.keyId." + account }
     private var pendingKeyAccount: String { "appAttest.pendingKeyId." + account }
+
+    /// The attested key id: nil only when the store says there is none. A store that cannot answer is an error
+    /// (`keychain_unavailable`), never "no key": the SDK must not mint a new identity over a transient failure.
+    private func storedKeyId(_ account: String) throws -> String? {
+        do {
+            if let data = try store.read(account) { return String(decoding: data, as: UTF8.self) }
+            let legacy = account.replacingOccurrences(of: self.account, with: legacyAccount)
+            guard legacy != account, let old = try store.read(legacy) else { return nil }
+            try store.write(old, account)
+            store.delete(legacy)
+            return String(decoding: old, as: UTF8.self)
+        } catch let error as TollgateError {
+            throw error
+        } catch {
+            throw TollgateError.attestation("The Keychain could not be read (\(error)); try again.", reason: "keychain_unavailable")
+        }
+    }
+
+    /// Keeps a key id; a failed write is an error (`keychain_write_failed`), so that the key is not silently lost.
+    private func storeKeyId(_ keyId: String, _ account: String) throws {
+        do {
+            try store.write(Data(keyId.utf8), account)
+        } catch {
+            throw TollgateError.attestation("The Keychain could not store the device key (\(error)).", reason: "keychain_write_failed")
+        }
+    }
 
     /// True after `device_revoked`, until the app restarts.
     public var isRevoked: Bool { RevocationMemory.shared.contains(account) }
 
     /// The id of the key the gateway accepted for this device, if any.
-    public var attestedKeyId: String? { store.string(keyAccount) }
+    public var attestedKeyId: String? { (try? storedKeyId(keyAccount)) ?? nil }
 
     // MARK: Token
 
@@ -243,7 +275,7 @@ public actor TollgateDeviceSession: DeviceTokenSource {
             throw TollgateError.invalid("The request digest must be 32 bytes (SHA-256).", reason: "digest_invalid")
         }
         try checkNotRevoked()
-        guard developmentToken == nil, let attestor, let keyId = store.string(keyAccount) else { return nil }
+        guard developmentToken == nil, let attestor, let keyId = try storedKeyId(keyAccount) else { return nil }
         do {
             return try AssertionEncoding.header(try await attestor.generateAssertion(keyId, clientDataHash: digest))
         } catch let error as TollgateError where error.reason == "app_attest_key_invalid" {
@@ -266,7 +298,7 @@ public actor TollgateDeviceSession: DeviceTokenSource {
                 "App Attest is not available on this platform. On a simulator, use a development token in a DEBUG build.",
                 reason: "app_attest_unsupported")
         }
-        if let keyId = store.string(keyAccount) {
+        if let keyId = try storedKeyId(keyAccount) {
             do {
                 let challenge = try await api.challenge()
                 let assertion = try await attestor.generateAssertion(keyId, clientDataHash: challenge.clientDataHash)
@@ -293,17 +325,17 @@ public actor TollgateDeviceSession: DeviceTokenSource {
         }
         let token = try await exchange("apple-app-attest", AttestationAPI.appAttestBody(keyId: keyId, attestation: attestation, challenge: challenge.value))
         // Accepted by the gateway: from now on this key is the device's key.
-        store.setString(keyId, keyAccount)
+        try storeKeyId(keyId, keyAccount)
         store.delete(pendingKeyAccount)
         return token
     }
 
     /// The key generated earlier and not accepted yet (Apple: retry with the same key), else a new one.
     private func unattestedKey(_ attestor: KeyAttestor) async throws -> String {
-        if let kept = store.string(pendingKeyAccount) { return kept }
+        if let kept = try storedKeyId(pendingKeyAccount) { return kept }
         let keyId = try await attestor.generateKey()
         generatedKeyCount += 1
-        store.setString(keyId, pendingKeyAccount)
+        try storeKeyId(keyId, pendingKeyAccount)
         return keyId
     }
 

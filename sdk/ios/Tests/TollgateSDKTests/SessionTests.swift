@@ -1,6 +1,6 @@
 import Foundation
 import XCTest
-@testable import Tollgate
+@testable import TollgateSDK
 
 /// ``TollgateDeviceSession`` against a scripted gateway (``ClientTests/ScriptedTransport``) and a scripted key
 /// attestor: what crosses the wire, which keys are generated, and the revocation rule (issue 13: never a new key after

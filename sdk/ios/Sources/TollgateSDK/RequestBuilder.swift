@@ -97,6 +97,29 @@ public struct RequestBuilder: Sendable {
         self.sdk = sdk
     }
 
+    /// The app token (for the subprotocol form of a realtime upgrade).
+    var appTokenValue: String { appToken }
+
+    /// The gateway address without a trailing `/` (the key of its ``ServerClock``).
+    var baseValue: String { base }
+
+    /// A gateway route outside the proxy (`GET /v1/me`) with the headers of a proxied request and no body; the
+    /// digest covers the route's path as it covers `/v1/proxy/…`.
+    func buildRoute(method: String, route: String, deviceToken: String, requestTimeMs: Int64) throws -> BuiltRequest {
+        try RequestBuilder.checkHeaderValue("Tollgate-Device-Token", deviceToken)
+        let upper = method.uppercased()
+        let headers: [(name: String, value: String)] = [
+            (name: "Tollgate-App-Token", value: appToken),
+            (name: "Tollgate-Device-Token", value: deviceToken),
+            (name: "Tollgate-Request-Time", value: String(requestTimeMs)),
+            (name: "Tollgate-SDK", value: sdk),
+        ]
+        let bodySha256 = Digest.sha256Hex(Data())
+        let canonical = "\(upper)\n\(route)\n\(requestTimeMs)\n\(bodySha256)"
+        return BuiltRequest(method: upper, url: base + route, pathWithQuery: route, headers: headers, body: Data(),
+                            bodySha256: bodySha256, canonicalRequest: canonical, digest: Digest.sha256Hex(Data(canonical.utf8)))
+    }
+
     /// Builds `request` with `deviceToken`, stamped with `requestTimeMs`.
     public func build(_ request: TollgateRequest, deviceToken: String, requestTimeMs: Int64) throws -> BuiltRequest {
         guard !request.method.isEmpty, request.method.unicodeScalars.allSatisfy(RequestBuilder.isASCIILetter) else {

@@ -9,6 +9,35 @@ public protocol TollgateSecureStore: Sendable {
     func data(_ account: String) -> Data?
     func set(_ data: Data, _ account: String)
     func delete(_ account: String)
+    /// Reads `account`: nil when there is no such item; throws ``SecureStoreError`` when the store cannot answer (a
+    /// Keychain locked before the first unlock, an interrupted call), so that a transient failure is never taken for
+    /// "no key" (which would attest a new device identity). The default calls ``data(_:)``.
+    func read(_ account: String) throws -> Data?
+    /// Writes `data`; throws ``SecureStoreError`` when it was not stored. The default calls ``set(_:_:)``.
+    func write(_ data: Data, _ account: String) throws
+}
+
+extension TollgateSecureStore {
+    public func read(_ account: String) throws -> Data? {
+        data(account)
+    }
+
+    public func write(_ data: Data, _ account: String) throws {
+        set(data, account)
+    }
+}
+
+/// A secure store could not read or write (the Keychain's `OSStatus`).
+public struct SecureStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let status: Int32
+    public let operation: String
+
+    public init(status: Int32, operation: String) {
+        self.status = status
+        self.operation = operation
+    }
+
+    public var description: String { "Keychain \(operation) failed (OSStatus \(status))" }
 }
 
 /// Keeps values in memory only (tests; platforms without a Keychain). Nothing survives the process.
@@ -58,24 +87,34 @@ public struct KeychainStore: TollgateSecureStore {
     }
 
     public func data(_ account: String) -> Data? {
+        (try? read(account)) ?? nil
+    }
+
+    public func set(_ data: Data, _ account: String) {
+        try? write(data, account)
+    }
+
+    public func read(_ account: String) throws -> Data? {
         var request = query(account)
         request[kSecReturnData as String] = true
         request[kSecMatchLimit as String] = kSecMatchLimitOne
         var result: CFTypeRef?
         let status = SecItemCopyMatching(request as CFDictionary, &result)
-        guard status == errSecSuccess else { return nil }
+        if status == errSecItemNotFound { return nil }
+        guard status == errSecSuccess else { throw SecureStoreError(status: status, operation: "read") }
         return result as? Data
     }
 
-    public func set(_ data: Data, _ account: String) {
+    public func write(_ data: Data, _ account: String) throws {
         let attributes: [String: Any] = [kSecValueData as String: data]
         let status = SecItemUpdate(query(account) as CFDictionary, attributes as CFDictionary)
-        if status == errSecItemNotFound {
-            var item = query(account)
-            item[kSecValueData as String] = data
-            item[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
-            _ = SecItemAdd(item as CFDictionary, nil)
-        }
+        if status == errSecSuccess { return }
+        guard status == errSecItemNotFound else { throw SecureStoreError(status: status, operation: "update") }
+        var item = query(account)
+        item[kSecValueData as String] = data
+        item[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
+        let added = SecItemAdd(item as CFDictionary, nil)
+        guard added == errSecSuccess else { throw SecureStoreError(status: added, operation: "add") }
     }
 
     public func delete(_ account: String) {

@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import XCTest
-@testable import Tollgate
+@testable import TollgateSDK
 
 /// The client against a scripted transport: configuration, headers on the wire, token refresh, retries, streams.
 final class ClientTests: XCTestCase {
