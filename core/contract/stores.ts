@@ -69,6 +69,12 @@ export interface RateLimitStore {
   spend(key: string, amount: number, ttlMs: number): number | Promise<number>;
   /** The counters under `keys`, in order (0 for an absent one). Keys named together share one `{…}` hash tag. */
   spent(keys: readonly string[]): number[] | Promise<number[]>;
+  /**
+   * Optional, for a store shared by several nodes: how many nodes used it lately (itself included), as last seen. A node
+   * that falls back to in-process limits while the store cannot answer (`TOLLGATE_SHARED_STORE_FAILURE=local`) enforces
+   * this share of each limit: 1/n of it. Absent: 1.
+   */
+  fleetSize?(): number;
   /** Releases resources (timers, connections). */
   close?(): void | Promise<void>;
 }

@@ -75,6 +75,8 @@ import { chargeTokenBudgets } from '../pipeline/token-budget';
 import { DevelopmentAttestationVerifier } from '../attestation/development-verifier';
 import { MemoryChallengeStore } from '../stores/memory-challenge-store';
 import { MemoryRateLimitStore } from '../stores/memory-rate-limit-store';
+import { LocalFallbackRateLimitStore } from '../stores/local-fallback-store';
+import { logMetricLines } from './log-writer';
 import { BUILT_IN_PLUGINS_DIRECTORY, BUILT_IN_PROVIDERS_DIRECTORY, discoverPluginFolders, discoverProviderFolders, loadPluginPackage } from './plugin-loader';
 import { createLogger, infoLineWriter } from './logger';
 import { BodyWatch, MCP_MAX_BODY_BYTES, answerClientError, continueWhenRead, readJsonBody } from '../routes/request-guards';
@@ -300,7 +302,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   const deviceTokens = new DeviceTokenService(database, cipher, clock);
   await deviceTokens.initialize();
   container.register(DEVICE_TOKENS, { useValue: deviceTokens });
-  const rateLimits = plugins.rateLimitStore ?? new MemoryRateLimitStore();
+  // TOLLGATE_SHARED_STORE_FAILURE=local: a shared store that cannot answer is replaced by in-process limits at this
+  // node's share until it answers again (core/stores/local-fallback-store.ts).
+  const fallback = plugins.rateLimitStore && configuration.sharedStoreFailure === 'local' ? new LocalFallbackRateLimitStore(plugins.rateLimitStore, logger, clock) : undefined;
+  const rateLimits = fallback ?? plugins.rateLimitStore ?? new MemoryRateLimitStore();
   container.register(RATE_LIMIT_STORE, { useValue: rateLimits });
   const challenges = plugins.challengeStore ?? new MemoryChallengeStore();
   container.register(CHALLENGE_STORE, { useValue: challenges });
@@ -439,6 +444,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       version: TOLLGATE_VERSION,
       readinessChecks,
       readinessTimeoutMs: configuration.readinessTimeoutMs,
+      // With local fallback a node without its shared store still serves: the store's checks say degraded, not unready.
+      degradedWhenFailing: new Set(fallback ? Object.keys(plugins.readinessChecks) : []),
       onCheck: (name, ok, error) => {
         if (name === 'database') plugins.reportDependencyState('database', ok, ok ? undefined : causeOf(error));
       },
@@ -455,6 +462,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
           usageDropped: () => usage.droppedByReason,
           usageWritten: () => usage.written,
           usageBuffered: () => usage.buffered,
+          more: () => [...logMetricLines(), ...(fallback?.metricLines() ?? [])],
           dependencies: () => plugins.dependencyStates,
         }),
       );
