@@ -87,6 +87,12 @@ export interface Configuration {
    * `refuse` (fail closed) or `local` (in-process limits and budgets at the node's share; docs/guides/scale-out.md).
    */
   readonly sharedStoreFailure: 'refuse' | 'local';
+  /**
+   * `TOLLGATE_SQLITE_SYNCHRONOUS`, default `full`: SQLite's `synchronous` pragma. `full` makes every acknowledged change
+   * survive a power cut (the WAL is synced at each commit); `normal` loses up to the last ~30 s of changes on a power
+   * cut (not on a crash of the process) for fewer syncs. docs/guides/production.md, "Durability".
+   */
+  readonly sqliteSynchronous: 'full' | 'normal';
   /** `TOLLGATE_READINESS_TIMEOUT_MS`, default 2000: each `/readyz` check that has not answered by then is `failing`. */
   readonly readinessTimeoutMs: number;
   /** `TOLLGATE_UPSTREAM_QUEUE_TIMEOUT_MS`, default 10 000: longest wait for a free upstream socket (with a socket cap set). */
@@ -197,6 +203,7 @@ export function loadConfiguration(env: Source = process.env, workingDirectory = 
     databaseAcquireTimeoutMs: integer(source, 'TOLLGATE_DATABASE_ACQUIRE_TIMEOUT_MS', 5000, 100, 600_000),
     databaseQueryTimeoutMs: integer(source, 'TOLLGATE_DATABASE_QUERY_TIMEOUT_MS', 15_000, 0, 3_600_000),
     readinessTimeoutMs: integer(source, 'TOLLGATE_READINESS_TIMEOUT_MS', 2000, 50, 60_000),
+    sqliteSynchronous: oneOf(source, 'TOLLGATE_SQLITE_SYNCHRONOUS', ['full', 'normal'] as const, 'full'),
     sharedStoreFailure: oneOf(source, 'TOLLGATE_SHARED_STORE_FAILURE', ['refuse', 'local'] as const, 'refuse'),
     upstreamQueueTimeoutMs: integer(source, 'TOLLGATE_UPSTREAM_QUEUE_TIMEOUT_MS', 10_000, 1, 600_000),
     upstreamIdleTimeoutMs: integer(source, 'TOLLGATE_UPSTREAM_IDLE_TIMEOUT_MS', 300_000, 0, 3_600_000),
