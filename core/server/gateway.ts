@@ -323,6 +323,9 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       plugins.reportDependencyState('database', false, causeOf(error));
     },
     onRecovered: () => plugins.reportDependencyState('database', true),
+    // Every loss is said when it happens, with its reason and count (the metric keeps the totals).
+    onDropped: (reason, count) =>
+      logger.error({ reason, lost: count, lostSinceStart: usage.droppedByReason[reason] }, reason === 'shutdown' ? 'usage events lost: still unwritten when the process stopped (the database did not accept them)' : 'usage events lost: the buffer is full (the database has not accepted writes for too long); the oldest were dropped'),
   });
   usage.start();
   container.register(USAGE_RECORDER, { useValue: usage });
