@@ -60,6 +60,7 @@ import { redactUrl } from '../security/redact';
 import { CachedDirectory } from '../storage/cached-directory';
 import { DatabaseDeviceKeys } from '../storage/device-keys';
 import { openDatabase, migrate } from '../storage/database';
+import { DatabaseClock } from '../storage/database-clock';
 import { lockDataDirectory, type DataDirectoryLock } from '../storage/data-lock';
 import { SecretCipher } from '../storage/encryption';
 import { resolveMasterKey, type MasterKey } from '../storage/master-key';
@@ -190,7 +191,9 @@ export async function createGatewayCore(
 ): Promise<GatewayCore & { plugins: PluginRegistrations; directory: CachedDirectory }> {
   const configuration = loadConfiguration(options.env ?? process.env, options.workingDirectory ?? process.cwd());
   const logger = createLogger(configuration.logLevel, options.logDestination);
-  const clock = options.clock ?? Date.now;
+  // The node's own clock; TOLLGATE_TEST_CLOCK_OFFSET_MS shifts it outside production, to test a skewed node.
+  const testOffset = configuration.production ? 0 : Number(options.env?.TOLLGATE_TEST_CLOCK_OFFSET_MS ?? 0) || 0;
+  const nodeClock = testOffset === 0 ? Date.now : () => Date.now() + testOffset;
   const masterKey = resolveMasterKey(configuration);
   const cipher = new SecretCipher(masterKey.key);
   // One server per SQLite directory (a second one would double every limit): `serve` takes the directory's lock.
@@ -208,6 +211,19 @@ export async function createGatewayCore(
     throw error;
   }
 
+  // On PostgreSQL (several nodes) time is the database's (../storage/database-clock.ts); a clock a caller passes (tests
+  // that move time) is used as it is.
+  let databaseClock: DatabaseClock | undefined;
+  if (!options.clock && configuration.databaseUrl) {
+    let warned = false;
+    databaseClock = new DatabaseClock(database, nodeClock, (offset) => {
+      if (Math.abs(offset) < 1000 || warned) return;
+      warned = true;
+      logger.warn({ offsetMs: offset }, "this node's clock differs from the database's by more than a second: the gateway uses the database's time, but keep every node's clock synchronised (NTP)");
+    });
+    await databaseClock.start();
+  }
+  const clock = options.clock ?? databaseClock?.now ?? nodeClock;
   const environment = options.env ?? process.env;
   const plugins = new PluginRegistrations(
     Object.freeze(Object.fromEntries(Object.entries(environment).filter(([name]) => name.startsWith('TOLLGATE_') && !name.startsWith('TOLLGATE_MASTER_KEY')))),
@@ -262,6 +278,7 @@ export async function createGatewayCore(
     directory,
     async close() {
       directory.stop();
+      databaseClock?.stop();
       // Stores a plugin opened (e.g. Redis connections) belong to this core: a CLI command must be able to exit.
       await plugins.rateLimitStore?.close?.();
       await plugins.challengeStore?.close?.();
