@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import http, { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Knex } from 'knex';
 import type { DestinationStream, Logger } from 'pino';
@@ -59,7 +60,7 @@ import { PROXY_PREFIX, createProxyHandler, requestIdOf, type ObserverHook } from
 import { redactUrl } from '../security/redact';
 import { CachedDirectory } from '../storage/cached-directory';
 import { DatabaseDeviceKeys } from '../storage/device-keys';
-import { openDatabase, migrate } from '../storage/database';
+import { SQLITE_FILE_NAME, checkDatabaseIntegrity, openDatabase, migrate } from '../storage/database';
 import { DatabaseClock } from '../storage/database-clock';
 import { lockDataDirectory, type DataDirectoryLock } from '../storage/data-lock';
 import { SecretCipher } from '../storage/encryption';
@@ -204,6 +205,8 @@ export async function createGatewayCore(
   }
   const database = openDatabase(configuration, { debug: (message) => logger.debug({ knex: String(message) }, 'database driver') });
   try {
+    // A server checks the file before it serves from it; CLI commands (which run beside a server) do not.
+    if (options.lockDataDirectory) await checkDatabaseIntegrity(database, path.join(configuration.dataDirectory, SQLITE_FILE_NAME));
     await migrate(database);
   } catch (error) {
     await database.destroy();
