@@ -443,8 +443,13 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   app.set('etag', false);
 
   const readinessChecks: Record<string, () => Promise<void>> = {
+    // A read of a real table (not `select 1`, which needs no table at all).
     database: async () => {
-      await database.raw('select 1');
+      await database('change_feed').select('sequence').limit(1);
+    },
+    // Degraded, not unready: app entries are being served from before a change because their reload is slow or fails.
+    cache: async () => {
+      if (directory.servingStale) throw new Error('app entries are served stale: the database answers slowly or not at all');
     },
     ...plugins.readinessChecks,
   };
@@ -468,7 +473,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       readinessChecks,
       readinessTimeoutMs: configuration.readinessTimeoutMs,
       // With local fallback a node without its shared store still serves: the store's checks say degraded, not unready.
-      degradedWhenFailing: new Set(fallback ? Object.keys(plugins.readinessChecks) : []),
+      degradedWhenFailing: new Set(['cache', ...(fallback ? Object.keys(plugins.readinessChecks) : [])]),
       onCheck: (name, ok, error) => {
         if (name === 'database') plugins.reportDependencyState('database', ok, ok ? undefined : causeOf(error));
       },
