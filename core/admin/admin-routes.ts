@@ -10,6 +10,7 @@
  */
 import type { Knex } from 'knex';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { idempotencyKeyOf } from '../management/idempotency';
 import { parse as parseCookies } from 'cookie';
 import { GatewayError, type RateLimitStore } from '../contract';
 import { DEVELOPMENT_TOKEN_PATTERN, generateIntegrationCode, supportedCapabilities, INTEGRATION_CAPABILITIES, INTEGRATION_PLATFORMS, type IntegrationCapability, type IntegrationPlatform } from '../integration/code-generator';
@@ -106,6 +107,8 @@ export interface AdminRoute {
   readonly conflicts?: boolean;
   /** The route names its object in the query rather than the path, and may not find it (404 documented). */
   readonly findsByQuery?: boolean;
+  /** Takes an `Idempotency-Key`: a retry with the same key gets the first answer (core/management/idempotency.ts). */
+  readonly idempotent?: boolean;
   handle(context: RouteContext): Promise<unknown>;
 }
 
@@ -290,6 +293,7 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       method: 'post', path: '/apps', operationId: 'createApp', tag: 'apps', body: CreateAppInput, status: 201,
       summary: 'Create an app; its app token is in this answer only',
       response: { schema: 'CreatedApp', description: 'the app and its token (shown once)' },
+      idempotent: true,
       audit: { action: 'app.create', target: (_context, app) => app.id, details: (_context, app) => ({ name: app.name }) },
       handle: ({ body }) => management.createApp(body),
     },
@@ -327,6 +331,7 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       method: 'post', path: '/apps/{appId}/rotate-token', operationId: 'rotateAppToken', tag: 'apps', body: RotateTokenInput,
       summary: 'Issue a new app token; the old one keeps working for graceHours (default 168 = 7 days; 0 ends it at once)',
       response: { schema: 'RotatedToken', description: 'the new token (shown once) and the previous one while it still works' },
+      idempotent: true,
       audit: { action: 'app.rotate_token', target: ({ params }) => params.appId!, details: ({ body }) => ({ graceHours: (body as RotateTokenInput | undefined)?.graceHours ?? 168 }) },
       async handle({ params, body }) {
         const input = validateInput(RotateTokenInput, body ?? {});
@@ -654,15 +659,24 @@ export function createAdminRouter(deps: AdminApiDependencies): Router {
         const context: RouteContext = { params: request.params as Record<string, string>, query: request.query as Record<string, unknown>, body, actor, request, response };
         // The change and its audit entry are one transaction: an audit entry that cannot be written undoes the change.
         const audit = route.audit;
-        const result = audit
-          ? await deps.management.audited(
-              (value) => {
-                const audited = (value ?? {}) as AuditedResult;
-                return { actor: actor?.name ?? 'anonymous', action: `admin.${audit.action}`, target: audit.target(context, audited) ?? null, details: audit.details?.(context, audited) ?? null };
-              },
-              () => route.handle(context),
-            )
-          : await route.handle(context);
+        const run = () =>
+          audit
+            ? deps.management.audited(
+                (value) => {
+                  const audited = (value ?? {}) as AuditedResult;
+                  return { actor: actor?.name ?? 'anonymous', action: `admin.${audit.action}`, target: audit.target(context, audited) ?? null, details: audit.details?.(context, audited) ?? null };
+                },
+                () => route.handle(context),
+              )
+            : route.handle(context);
+        const idempotencyKey = route.idempotent ? idempotencyKeyOf(request.headers['idempotency-key']) : undefined;
+        let result: unknown;
+        if (idempotencyKey !== undefined) {
+          const scope = `${actor?.name ?? 'anonymous'} ${route.operationId} ${JSON.stringify(context.params)}`;
+          const keyed = await deps.management.idempotency.run(scope, idempotencyKey, body, run);
+          if (keyed.replayed) response.setHeader('Idempotency-Replayed', 'true');
+          result = keyed.value;
+        } else result = await run();
         response.setHeader('Cache-Control', 'no-store');
         if (route.response.csv) {
           response.setHeader('Content-Disposition', 'attachment; filename="tollgate-requests.csv"');

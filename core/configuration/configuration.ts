@@ -82,6 +82,17 @@ export interface Configuration {
    * and client-side `query_timeout`, so a frozen server cannot hold a request either). 0 turns both off.
    */
   readonly databaseQueryTimeoutMs: number;
+  /**
+   * `TOLLGATE_SHARED_STORE_FAILURE`, default `refuse`: what a node does while the shared store (Redis) cannot answer:
+   * `refuse` (fail closed) or `local` (in-process limits and budgets at the node's share; docs/guides/scale-out.md).
+   */
+  readonly sharedStoreFailure: 'refuse' | 'local';
+  /**
+   * `TOLLGATE_SQLITE_SYNCHRONOUS`, default `full`: SQLite's `synchronous` pragma. `full` makes every acknowledged change
+   * survive a power cut (the WAL is synced at each commit); `normal` loses up to the last ~30 s of changes on a power
+   * cut (not on a crash of the process) for fewer syncs. docs/guides/production.md, "Durability".
+   */
+  readonly sqliteSynchronous: 'full' | 'normal';
   /** `TOLLGATE_READINESS_TIMEOUT_MS`, default 2000: each `/readyz` check that has not answered by then is `failing`. */
   readonly readinessTimeoutMs: number;
   /** `TOLLGATE_UPSTREAM_QUEUE_TIMEOUT_MS`, default 10 000: longest wait for a free upstream socket (with a socket cap set). */
@@ -132,6 +143,13 @@ function integer(source: Source, name: string, fallback: number, minimum: number
     throw new TollgateError('TG_ERR_CONFIGURATION', `${name} must be an integer from ${minimum} to ${maximum}, got "${raw}"`);
   }
   return value;
+}
+
+function oneOf<T extends string>(source: Source, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = source[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) throw new TollgateError('TG_ERR_CONFIGURATION', `${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
+  return raw as T;
 }
 
 /**
@@ -185,6 +203,8 @@ export function loadConfiguration(env: Source = process.env, workingDirectory = 
     databaseAcquireTimeoutMs: integer(source, 'TOLLGATE_DATABASE_ACQUIRE_TIMEOUT_MS', 5000, 100, 600_000),
     databaseQueryTimeoutMs: integer(source, 'TOLLGATE_DATABASE_QUERY_TIMEOUT_MS', 15_000, 0, 3_600_000),
     readinessTimeoutMs: integer(source, 'TOLLGATE_READINESS_TIMEOUT_MS', 2000, 50, 60_000),
+    sqliteSynchronous: oneOf(source, 'TOLLGATE_SQLITE_SYNCHRONOUS', ['full', 'normal'] as const, 'full'),
+    sharedStoreFailure: oneOf(source, 'TOLLGATE_SHARED_STORE_FAILURE', ['refuse', 'local'] as const, 'refuse'),
     upstreamQueueTimeoutMs: integer(source, 'TOLLGATE_UPSTREAM_QUEUE_TIMEOUT_MS', 10_000, 1, 600_000),
     upstreamIdleTimeoutMs: integer(source, 'TOLLGATE_UPSTREAM_IDLE_TIMEOUT_MS', 300_000, 0, 3_600_000),
     streamLeaseMs: integer(source, 'TOLLGATE_STREAM_LEASE_MS', 20_000, 300, 30_000),

@@ -82,6 +82,12 @@ export interface RateLimitStore {
    * store without it is served by `spend` per key.
    */
   settle?(keys: readonly string[], delta: number, ttlsMs: readonly number[]): void | Promise<void>;
+  /**
+   * Optional, for a store shared by several nodes: how many nodes used it lately (itself included), as last seen. A node
+   * that falls back to in-process limits while the store cannot answer (`TOLLGATE_SHARED_STORE_FAILURE=local`) enforces
+   * this share of each limit: 1/n of it. Absent: 1.
+   */
+  fleetSize?(): number;
   /** Releases resources (timers, connections). */
   close?(): void | Promise<void>;
 }

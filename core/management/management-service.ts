@@ -14,6 +14,7 @@ import { generateId, generateToken, hashToken, isWellFormedToken, tokenHint } fr
 import type { SecretCipher } from '../storage/encryption';
 import { secretAssociatedData } from '../storage/cached-directory';
 import { databaseUnavailable, isDatabaseUnavailable } from '../storage/database-errors';
+import { IdempotencyStore, outcomeUnknown } from './idempotency';
 import {
   AppRepository,
   AuditRepository,
@@ -218,7 +219,11 @@ export class ManagementService {
     private readonly options: ManagementOptions = {},
   ) {
     this.clock = options.clock ?? Date.now;
+    this.idempotency = new IdempotencyStore(database, cipher, this.clock);
   }
+
+  /** Answers of calls made with an Idempotency-Key, stored with their change (./idempotency.ts). */
+  readonly idempotency: IdempotencyStore;
 
   /**
    * Runs `work` (one management call) so that the change it makes and its audit entry are one transaction: the entry
@@ -242,19 +247,29 @@ export class ManagementService {
   private async write<T>(work: (transaction: Knex.Transaction) => Promise<T>): Promise<T> {
     const audit = this.pendingAudit.getStore();
     let sequence = 0;
-    const result = await this.database.transaction(async (transaction) => {
-      const value = await work(transaction);
-      sequence = await bumpChangeSequence(transaction);
-      if (audit && !audit.written) {
-        try {
-          await new AuditRepository(transaction).append({ ...audit.build(value), createdAt: this.clock() });
-        } catch (error) {
-          throw auditFailed(error);
+    // Set once the change is complete and knex sends COMMIT: a connection lost from then on leaves the outcome unknown.
+    let committing = false;
+    let result: T;
+    try {
+      result = await this.database.transaction(async (transaction) => {
+        const value = await work(transaction);
+        sequence = await bumpChangeSequence(transaction);
+        if (audit && !audit.written) {
+          try {
+            await new AuditRepository(transaction).append({ ...audit.build(value), createdAt: this.clock() });
+          } catch (error) {
+            throw auditFailed(error);
+          }
+          audit.written = true;
         }
-        audit.written = true;
-      }
-      return value;
-    });
+        await this.idempotency.recordIfPending(transaction, value);
+        committing = true;
+        return value;
+      });
+    } catch (error) {
+      if (committing && isDatabaseUnavailable(error)) throw outcomeUnknown(error);
+      throw error;
+    }
     this.options.onChange?.(sequence);
     return result;
   }
@@ -332,7 +347,8 @@ export class ManagementService {
     }
     const appToken = generateToken('app');
     const now = this.clock();
-    const row = await this.write(async (transaction) => {
+    // The answer is made inside the change, so that a call with an Idempotency-Key stores exactly what it answers.
+    return this.write(async (transaction) => {
       const app = await this.requireApp(transaction, appId);
       const grace = graceHours > 0;
       await new AppRepository(transaction).update(
@@ -346,9 +362,9 @@ export class ManagementService {
         },
         now,
       );
-      return this.requireApp(transaction, appId);
+      const row = await this.requireApp(transaction, appId);
+      return { id: appId, appToken, tokenHint: tokenHint(appToken), previousToken: appView(row, now).previousToken };
     });
-    return { id: appId, appToken, tokenHint: tokenHint(appToken), previousToken: appView(row, now).previousToken };
   }
 
   async setAppStatus(appId: string, status: 'active' | 'disabled'): Promise<AppView> {

@@ -9,6 +9,11 @@ export interface HealthDependencies {
   readonly version: string;
   /** Each check that has not settled by then counts as failing, so `/readyz` answers within this bound. */
   readonly readinessTimeoutMs?: number;
+  /**
+   * Checks whose failure makes the node degraded, not unready: `/readyz` names them `degraded` and still answers 200
+   * (the Redis check when `TOLLGATE_SHARED_STORE_FAILURE=local`, where the node keeps serving on its own).
+   */
+  readonly degradedWhenFailing?: ReadonlySet<string>;
   /** Told the outcome of every check (dependency state changes are logged from it). */
   readonly onCheck?: (name: string, ok: boolean, error?: unknown) => void;
 }
@@ -39,7 +44,7 @@ export function createHealthRouter(dependencies: HealthDependencies): Router {
   });
 
   router.get('/readyz', async (_request, response) => {
-    const checks: Record<string, 'ok' | 'failing'> = {};
+    const checks: Record<string, 'ok' | 'failing' | 'degraded'> = {};
     await Promise.all(
       Object.entries(dependencies.readinessChecks).map(async ([name, check]) => {
         try {
@@ -47,13 +52,14 @@ export function createHealthRouter(dependencies: HealthDependencies): Router {
           checks[name] = 'ok';
           dependencies.onCheck?.(name, true);
         } catch (error) {
-          checks[name] = 'failing';
+          checks[name] = dependencies.degradedWhenFailing?.has(name) ? 'degraded' : 'failing';
           dependencies.onCheck?.(name, false, error);
         }
       }),
     );
-    const ready = Object.values(checks).every((state) => state === 'ok');
-    response.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', checks });
+    const ready = Object.values(checks).every((state) => state !== 'failing');
+    const degraded = Object.values(checks).some((state) => state === 'degraded');
+    response.status(ready ? 200 : 503).json({ status: ready ? (degraded ? 'degraded' : 'ready') : 'not ready', checks });
   });
 
   // The public catalog: what an SDK needs to call and parse a provider. Never a secret, never a base URL override.

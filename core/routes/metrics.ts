@@ -109,6 +109,8 @@ export interface MetricsSources {
   readonly usageBuffered?: () => number;
   /** Dependency (`database`, `redis`) → reachable, as last seen. */
   readonly dependencies?: () => ReadonlyMap<string, boolean>;
+  /** Further series, already rendered with their HELP and TYPE lines (log drops, the shared store's fallback). */
+  readonly more?: () => readonly string[];
 }
 
 export class GatewayMetrics implements PipelineObserver {
@@ -196,6 +198,7 @@ export class GatewayMetrics implements PipelineObserver {
       '# HELP tollgate_dependency_refusals_total Requests refused (503 serviceUnavailable) because a dependency could not answer, by cause.',
       '# TYPE tollgate_dependency_refusals_total counter',
       ...[...this.refusals].map(([cause, value]) => `tollgate_dependency_refusals_total{cause="${cause}"} ${value}`),
+      ...(sources.more?.() ?? []),
       '# HELP tollgate_observer_failures_total Pipeline observers (plugins included) or access lines that threw while a request was reported, by hook; the request was not affected.',
       '# TYPE tollgate_observer_failures_total counter',
       ...[...this.observerFailures].map(([hook, value]) => `tollgate_observer_failures_total{hook="${hook}"} ${value}`),

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import http, { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Knex } from 'knex';
 import type { DestinationStream, Logger } from 'pino';
@@ -59,7 +60,8 @@ import { PROXY_PREFIX, createProxyHandler, requestIdOf, type ObserverHook } from
 import { redactUrl } from '../security/redact';
 import { CachedDirectory } from '../storage/cached-directory';
 import { DatabaseDeviceKeys } from '../storage/device-keys';
-import { openDatabase, migrate } from '../storage/database';
+import { SQLITE_FILE_NAME, checkDatabaseIntegrity, openDatabase, migrate } from '../storage/database';
+import { DatabaseClock } from '../storage/database-clock';
 import { lockDataDirectory, type DataDirectoryLock } from '../storage/data-lock';
 import { SecretCipher } from '../storage/encryption';
 import { resolveMasterKey, type MasterKey } from '../storage/master-key';
@@ -76,6 +78,8 @@ import { reservationOf, settleTokenBudgets } from '../pipeline/token-reservation
 import { DevelopmentAttestationVerifier } from '../attestation/development-verifier';
 import { MemoryChallengeStore } from '../stores/memory-challenge-store';
 import { MemoryRateLimitStore } from '../stores/memory-rate-limit-store';
+import { LocalFallbackRateLimitStore } from '../stores/local-fallback-store';
+import { logMetricLines } from './log-writer';
 import { BUILT_IN_PLUGINS_DIRECTORY, BUILT_IN_PROVIDERS_DIRECTORY, discoverPluginFolders, discoverProviderFolders, loadPluginPackage } from './plugin-loader';
 import { createLogger, infoLineWriter } from './logger';
 import { BodyWatch, MCP_MAX_BODY_BYTES, answerClientError, continueWhenRead, readJsonBody } from '../routes/request-guards';
@@ -189,7 +193,9 @@ export async function createGatewayCore(
 ): Promise<GatewayCore & { plugins: PluginRegistrations; directory: CachedDirectory }> {
   const configuration = loadConfiguration(options.env ?? process.env, options.workingDirectory ?? process.cwd());
   const logger = createLogger(configuration.logLevel, options.logDestination);
-  const clock = options.clock ?? Date.now;
+  // The node's own clock; TOLLGATE_TEST_CLOCK_OFFSET_MS shifts it outside production, to test a skewed node.
+  const testOffset = configuration.production ? 0 : Number(options.env?.TOLLGATE_TEST_CLOCK_OFFSET_MS ?? 0) || 0;
+  const nodeClock = testOffset === 0 ? Date.now : () => Date.now() + testOffset;
   const masterKey = resolveMasterKey(configuration);
   const cipher = new SecretCipher(masterKey.key);
   // One server per SQLite directory (a second one would double every limit): `serve` takes the directory's lock.
@@ -200,6 +206,8 @@ export async function createGatewayCore(
   }
   const database = openDatabase(configuration, { debug: (message) => logger.debug({ knex: String(message) }, 'database driver') });
   try {
+    // A server checks the file before it serves from it; CLI commands (which run beside a server) do not.
+    if (options.lockDataDirectory) await checkDatabaseIntegrity(database, path.join(configuration.dataDirectory, SQLITE_FILE_NAME));
     await migrate(database);
   } catch (error) {
     await database.destroy();
@@ -207,6 +215,19 @@ export async function createGatewayCore(
     throw error;
   }
 
+  // On PostgreSQL (several nodes) time is the database's (../storage/database-clock.ts); a clock a caller passes (tests
+  // that move time) is used as it is.
+  let databaseClock: DatabaseClock | undefined;
+  if (!options.clock && configuration.databaseUrl) {
+    let warned = false;
+    databaseClock = new DatabaseClock(database, nodeClock, (offset) => {
+      if (Math.abs(offset) < 1000 || warned) return;
+      warned = true;
+      logger.warn({ offsetMs: offset }, "this node's clock differs from the database's by more than a second: the gateway uses the database's time, but keep every node's clock synchronised (NTP)");
+    });
+    await databaseClock.start();
+  }
+  const clock = options.clock ?? databaseClock?.now ?? nodeClock;
   const environment = options.env ?? process.env;
   const plugins = new PluginRegistrations(
     Object.freeze(Object.fromEntries(Object.entries(environment).filter(([name]) => name.startsWith('TOLLGATE_') && !name.startsWith('TOLLGATE_MASTER_KEY')))),
@@ -261,6 +282,7 @@ export async function createGatewayCore(
     directory,
     async close() {
       directory.stop();
+      databaseClock?.stop();
       // Stores a plugin opened (e.g. Redis connections) belong to this core: a CLI command must be able to exit.
       await plugins.rateLimitStore?.close?.();
       await plugins.challengeStore?.close?.();
@@ -301,7 +323,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   const deviceTokens = new DeviceTokenService(database, cipher, clock);
   await deviceTokens.initialize();
   container.register(DEVICE_TOKENS, { useValue: deviceTokens });
-  const rateLimits = plugins.rateLimitStore ?? new MemoryRateLimitStore();
+  // TOLLGATE_SHARED_STORE_FAILURE=local: a shared store that cannot answer is replaced by in-process limits at this
+  // node's share until it answers again (core/stores/local-fallback-store.ts).
+  const fallback = plugins.rateLimitStore && configuration.sharedStoreFailure === 'local' ? new LocalFallbackRateLimitStore(plugins.rateLimitStore, logger, clock) : undefined;
+  const rateLimits = fallback ?? plugins.rateLimitStore ?? new MemoryRateLimitStore();
   container.register(RATE_LIMIT_STORE, { useValue: rateLimits });
   const challenges = plugins.challengeStore ?? new MemoryChallengeStore();
   container.register(CHALLENGE_STORE, { useValue: challenges });
@@ -319,6 +344,9 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       plugins.reportDependencyState('database', false, causeOf(error));
     },
     onRecovered: () => plugins.reportDependencyState('database', true),
+    // Every loss is said when it happens, with its reason and count (the metric keeps the totals).
+    onDropped: (reason, count) =>
+      logger.error({ reason, lost: count, lostSinceStart: usage.droppedByReason[reason] }, reason === 'shutdown' ? 'usage events lost: still unwritten when the process stopped (the database did not accept them)' : 'usage events lost: the buffer is full (the database has not accepted writes for too long); the oldest were dropped'),
   });
   usage.start();
   container.register(USAGE_RECORDER, { useValue: usage });
@@ -418,8 +446,13 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   app.set('etag', false);
 
   const readinessChecks: Record<string, () => Promise<void>> = {
+    // A read of a real table (not `select 1`, which needs no table at all).
     database: async () => {
-      await database.raw('select 1');
+      await database('change_feed').select('sequence').limit(1);
+    },
+    // Degraded, not unready: app entries are being served from before a change because their reload is slow or fails.
+    cache: async () => {
+      if (directory.servingStale) throw new Error('app entries are served stale: the database answers slowly or not at all');
     },
     ...plugins.readinessChecks,
   };
@@ -442,6 +475,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       version: TOLLGATE_VERSION,
       readinessChecks,
       readinessTimeoutMs: configuration.readinessTimeoutMs,
+      // With local fallback a node without its shared store still serves: the store's checks say degraded, not unready.
+      degradedWhenFailing: new Set(['cache', ...(fallback ? Object.keys(plugins.readinessChecks) : [])]),
       onCheck: (name, ok, error) => {
         if (name === 'database') plugins.reportDependencyState('database', ok, ok ? undefined : causeOf(error));
       },
@@ -458,6 +493,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
           usageDropped: () => usage.droppedByReason,
           usageWritten: () => usage.written,
           usageBuffered: () => usage.buffered,
+          more: () => [...logMetricLines(), ...(fallback?.metricLines() ?? [])],
           dependencies: () => plugins.dependencyStates,
         }),
       );

@@ -3,6 +3,7 @@
  * no headers, and pino's `redact` removes credential fields anywhere they might appear anyway (defense in depth).
  */
 import pino, { type DestinationStream, type Logger } from 'pino';
+import { FaultTolerantWriter } from './log-writer';
 
 /**
  * Top-level fields that would hold a credential if some code path ever logged one. Only fixed paths: wildcard paths
@@ -59,9 +60,9 @@ process.on('exit', () => {
  * measures the byte length of its whole pending buffer on every write, which cost more per access line than the line
  * itself (docs/benchmarks.md).
  *
- * A batch is joined, encoded once and handed to sonic-boom as bytes (buffer mode). Handed over as a string, sonic-boom
- * measured its UTF-8 length twice, encoded it to write it and encoded it once more to count what was written
- * (docs/benchmarks.md, tenth session).
+ * A batch is joined, encoded once and handed to the writer as bytes. (Handed to sonic-boom as a string, its UTF-8 length
+ * was measured twice and it was encoded twice, docs/benchmarks.md; stdout is now written by log-writer.ts, which never
+ * throws on a full volume.)
  */
 export class BatchedDestination {
   private parts: string[] = [];
@@ -133,7 +134,7 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       },
     },
     // Batched (one write per 12 KiB) but written at least every second, so that a quiet gateway's lines still show.
-    // sonic-boom's types give `write` a string; in buffer mode it takes the Buffers the batches are.
-    destination ?? new BatchedDestination(pino.destination({ dest: 1, sync: true, contentMode: 'buffer' }) as unknown as FileDestination),
+    // Written to stdout by a writer that drops and counts what cannot be written (a full volume) instead of throwing.
+    destination ?? new BatchedDestination(new FaultTolerantWriter(1)),
   );
 }

@@ -11,6 +11,19 @@ import { AppRepository, DeviceRepository, SecretRepository, readChangeSequence, 
 /** Above this many cached unknown tokens the negative cache is dropped (bounds memory under token-guessing floods). */
 const NEGATIVE_CACHE_LIMIT = 10_000;
 
+/**
+ * Stale-while-revalidate, bounded. After a change drops the caches, an entry that was cached before it is still served
+ * when its reload has not answered within {@link STALE_AFTER_MS} or failed, for at most {@link STALE_MAX_MS} after the
+ * change; the reload goes on and replaces it when it answers. Without this, one admin write while the `apps` table was
+ * locked for 25 s (a migration) took proxying from ~1,000 req/s to 0-4 req/s on every node. The price: for up to
+ * STALE_MAX_MS, and only while the database is slow or failing, a change (an app disabled, a token rotated without
+ * grace, a secret replaced) may not be seen yet; device revocations are kept apart and never served stale-by-choice.
+ */
+const STALE_AFTER_MS = 250;
+const STALE_MAX_MS = 30_000;
+
+type Resolved<T> = { value: T };
+
 type Slot<T> = { value: T } | { pending: Promise<T> };
 
 export interface CachedDirectoryOptions {
@@ -33,6 +46,16 @@ export class CachedDirectory implements GatewayDirectory {
   private negativeEntries = 0;
   private timer: NodeJS.Timeout | undefined;
   private polling = false;
+  /** The maps the last change dropped, and when: served from while reloads are slow or failing (STALE_MAX_MS). */
+  private stale: { readonly maps: ReadonlyMap<Map<string, unknown>, Map<string, unknown>>; readonly until: number } | undefined;
+  /** Entries served stale since start (`/readyz` says `degraded` while it happens). */
+  staleServed = 0;
+  private staleServedAt = 0;
+
+  /** True when a stale entry was served in the last few seconds: the database answers slowly or not at all. */
+  get servingStale(): boolean {
+    return Date.now() - this.staleServedAt < 5000;
+  }
 
   constructor(
     private readonly database: Knex,
@@ -78,10 +101,23 @@ export class CachedDirectory implements GatewayDirectory {
   invalidate(sequence?: number): void {
     if (sequence !== undefined && sequence > this.lastSequence) this.lastSequence = sequence;
     this.generation += 1;
+    const previous = [this.appsByTokenHash, this.appsById, this.secrets, this.secretProviders] as Array<Map<string, unknown>>;
     this.appsByTokenHash = new Map();
     this.appsById = new Map();
     this.secrets = new Map();
     this.secretProviders = new Map();
+    const current = [this.appsByTokenHash, this.appsById, this.secrets, this.secretProviders] as Array<Map<string, unknown>>;
+    // What was resolved before the change, by the new map that replaces it; entries still stale from an earlier change
+    // are carried on, and the bound keeps counting from that first change.
+    const maps = new Map<Map<string, unknown>, Map<string, unknown>>();
+    previous.forEach((map, index) => {
+      const resolved = new Map<string, unknown>();
+      for (const [key, slot] of map) if ('value' in (slot as object)) resolved.set(key, slot);
+      const carried = this.stale?.maps.get(map);
+      if (carried && this.stale!.until > Date.now()) for (const [key, slot] of carried) if (!resolved.has(key)) resolved.set(key, slot);
+      maps.set(current[index]!, resolved);
+    });
+    this.stale = { maps, until: (this.stale && this.stale.until > Date.now() ? this.stale.until : Date.now() + STALE_MAX_MS) };
     this.negativeEntries = 0;
     void this.loadRevocations().catch(this.options.onError);
   }
@@ -134,7 +170,7 @@ export class CachedDirectory implements GatewayDirectory {
    */
   private cached<T>(map: Map<string, Slot<T>>, key: string, load: () => Promise<T>): MaybePromise<T> {
     const slot = map.get(key);
-    if (slot) return 'value' in slot ? slot.value : slot.pending;
+    if (slot) return 'value' in slot ? slot.value : this.orStale(map, key, slot.pending);
     const generation = this.generation;
     const pending = load().then(
       (value) => {
@@ -153,7 +189,32 @@ export class CachedDirectory implements GatewayDirectory {
       },
     );
     map.set(key, { pending });
-    return pending;
+    return this.orStale(map, key, pending);
+  }
+
+  /** `pending`, or the entry from before the last change when `pending` is slow or fails (see STALE_AFTER_MS). */
+  private orStale<T>(map: Map<string, Slot<T>>, key: string, pending: Promise<T>): Promise<T> {
+    const stale = this.stale && this.stale.until > Date.now() ? (this.stale.maps.get(map as Map<string, unknown>)?.get(key) as Resolved<T> | undefined) : undefined;
+    if (!stale) return pending;
+    // A reload that is slow or fails: the entry from before the change, within the bound (see STALE_AFTER_MS).
+    return new Promise<T>((resolve) => {
+      const serveStale = () => {
+        this.staleServed += 1;
+        this.staleServedAt = Date.now();
+        resolve(stale.value);
+      };
+      const timer = setTimeout(serveStale, STALE_AFTER_MS);
+      pending.then(
+        (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        () => {
+          clearTimeout(timer);
+          serveStale();
+        },
+      );
+    });
   }
 }
 

@@ -8,8 +8,21 @@ import { GatewayError } from '../contract';
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 /** PostgreSQL SQLSTATEs of an unavailable server (class 08 connection exceptions, 57P01-57P03 shutdown, 57014 statement timeout). */
 const POSTGRES_UNAVAILABLE = /^(08|57P0)|^57014$|^53300$/;
-/** SQLite: the file is locked by another connection past the busy timeout. */
-const SQLITE_BUSY = new Set(['SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_IOERR', 'SQLITE_FULL', 'SQLITE_CANTOPEN']);
+/**
+ * SQLite result codes of a database that cannot answer: locked past the busy timeout, or a storage fault (a full or
+ * failing disk, a read-only or vanished file, a corrupted page). better-sqlite3 reports extended codes
+ * (https://www.sqlite.org/rescode.html#extrc): `SQLITE_IOERR_WRITE`, `SQLITE_IOERR_FSYNC`, `SQLITE_BUSY_SNAPSHOT`,
+ * `SQLITE_READONLY_DBMOVED`, `SQLITE_CORRUPT_INDEX`…, so the primary code is the part before the second underscore.
+ * These were answered 500 internalError; they are the database's state, not a fault of the gateway's.
+ */
+const SQLITE_UNAVAILABLE = new Set(['SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_IOERR', 'SQLITE_FULL', 'SQLITE_CANTOPEN', 'SQLITE_CORRUPT', 'SQLITE_NOTADB', 'SQLITE_READONLY', 'SQLITE_PROTOCOL']);
+
+/** `SQLITE_IOERR_WRITE` → `SQLITE_IOERR`; other codes unchanged. */
+function primaryCode(code: string): string {
+  if (!code.startsWith('SQLITE_')) return code;
+  const second = code.indexOf('_', 'SQLITE_'.length);
+  return second === -1 ? code : code.slice(0, second);
+}
 
 /**
  * True when `error` says the database is unreachable, too slow (a bounded wait ran out) or busy. Only signatures of the
@@ -24,7 +37,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     const candidate = current as { name?: string; code?: unknown; message?: unknown; severity?: unknown };
     if (candidate.name === 'KnexTimeoutError') return true;
     const code = typeof candidate.code === 'string' ? candidate.code : '';
-    if ((typeof candidate.severity === 'string' && POSTGRES_UNAVAILABLE.test(code)) || SQLITE_BUSY.has(code)) return true;
+    if ((typeof candidate.severity === 'string' && POSTGRES_UNAVAILABLE.test(code)) || SQLITE_UNAVAILABLE.has(primaryCode(code))) return true;
     const message = typeof candidate.message === 'string' ? candidate.message : '';
     if (/Query read timeout|Connection terminated|timeout exceeded when trying to connect|Connection ended unexpectedly|Client has encountered a connection error/i.test(message)) return true;
     // pg's own connection deadline (connectionTimeoutMillis) ran out: a server that accepts the connection but never

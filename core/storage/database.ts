@@ -6,6 +6,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import type { Configuration } from '../configuration/configuration';
+import { TollgateError } from '../contract';
 import { CodeMigrationSource } from './migrations';
 
 export const SQLITE_FILE_NAME = 'tollgate.db';
@@ -61,13 +62,40 @@ export function openDatabase(configuration: Configuration, log?: DatabaseLog): K
       max: 1,
       afterCreate(connection: { pragma(source: string): unknown }, done: (error: Error | null, connection: unknown) => void) {
         connection.pragma('journal_mode = WAL');
-        connection.pragma('synchronous = NORMAL');
+        // FULL: the WAL is synced at every commit, so an answered change (a revocation, a new app) survives a power cut.
+        // With NORMAL a revocation answered 200 was undone by a cut 0.1-20 s later. The one connection carries usage
+        // batches too: one sync per batch (at most ten a second), cheap beside the request rate it records.
+        connection.pragma(`synchronous = ${configuration.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
         connection.pragma('busy_timeout = 5000');
         connection.pragma('foreign_keys = ON');
         done(null, connection);
       },
     },
   });
+}
+
+/**
+ * SQLite only: `PRAGMA quick_check` (https://www.sqlite.org/pragma.html#pragma_quick_check) before serving, so that a
+ * corrupted file is refused at boot with a clear message instead of answering from whatever pages still read. It reads
+ * every page once (about a second per GB on an SSD); constraints and indexes are not re-verified (`integrity_check`
+ * does, more slowly).
+ *
+ * @throws TollgateError `TG_ERR_STORAGE` naming the file and SQLite's first findings.
+ */
+export async function checkDatabaseIntegrity(database: Knex, file: string): Promise<void> {
+  if (database.client.config.client !== 'better-sqlite3') return;
+  let findings: string[];
+  try {
+    const rows = (await database.raw('PRAGMA quick_check(10)')) as Array<Record<string, unknown>>;
+    findings = rows.map((row) => String(Object.values(row)[0]));
+  } catch (error) {
+    findings = [error instanceof Error ? error.message : String(error)];
+  }
+  if (findings.length === 1 && findings[0] === 'ok') return;
+  throw new TollgateError(
+    'TG_ERR_STORAGE',
+    `the SQLite database ${file} is corrupted (quick_check: ${findings.slice(0, 3).join('; ')}); refusing to start. Restore it from a backup (docs/guides/production.md, "Durability"), or try \`sqlite3 ${file} ".recover"\` on a copy`,
+  );
 }
 
 /** Applies pending migrations; returns the names applied. */

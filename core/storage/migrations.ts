@@ -259,8 +259,30 @@ const usageEventOnce: Migration = {
   },
 };
 
+/**
+ * The answers of management calls made with an `Idempotency-Key` (core/management/idempotency.ts), stored in the
+ * change's own transaction and sealed under the master key (an answer may hold a new app token); kept 24 hours.
+ */
+const faultsIdempotencyKeys: Migration = {
+  name: 'faults-idempotency-keys',
+  async up(knex) {
+    await knex.schema.createTable('idempotency_keys', (table) => {
+      table.string('scope', 400).notNullable();
+      table.string('key', 200).notNullable();
+      table.string('request_hash', 64).notNullable();
+      table.text('answer').notNullable();
+      table.bigInteger('created_at').notNullable();
+      table.primary(['scope', 'key']);
+      table.index(['created_at']);
+    });
+  },
+  async down(knex) {
+    await knex.schema.dropTableIfExists('idempotency_keys');
+  },
+};
+
 /** Append only; never reorder or edit a migration that has shipped. */
-export const MIGRATIONS: readonly Migration[] = [initial, auditLog, dashboardUsers, tokenGraceAndRequestLog, usageTokens, secretLastUsed, usageEventOnce];
+export const MIGRATIONS: readonly Migration[] = [initial, auditLog, dashboardUsers, tokenGraceAndRequestLog, usageTokens, secretLastUsed, usageEventOnce, faultsIdempotencyKeys];
 
 /** A knex migration source over {@link MIGRATIONS}. */
 export class CodeMigrationSource implements Knex.MigrationSource<Migration> {

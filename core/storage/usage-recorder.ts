@@ -57,6 +57,11 @@ export interface UsageRecorderOptions {
   /** Called once when writing starts failing and once when it works again (not for every retry). */
   readonly onError: (error: unknown) => void;
   readonly onRecovered?: (afterFailures: number) => void;
+  /**
+   * Told of every loss when it happens: `shutdown` at once, `buffer_full` gathered over a second (one call a second at
+   * most while the buffer overflows). The events were counted but never logged: 72,306 went without a word.
+   */
+  readonly onDropped?: (reason: UsageDropReason, count: number) => void;
 }
 
 /** Why events were dropped. */
@@ -104,10 +109,26 @@ export class UsageRecorder {
     this.scheduleNext();
   }
 
+  /** Overflow drops not yet told to onDropped, and the timer that tells them. */
+  private untoldOverflow = 0;
+  private overflowReport: NodeJS.Timeout | undefined;
+
+  private readonly tellOverflow = (): void => {
+    this.overflowReport = undefined;
+    const count = this.untoldOverflow;
+    this.untoldOverflow = 0;
+    if (count > 0) this.options.onDropped?.('buffer_full', count);
+  };
+
   record(event: UsageEvent): void {
     if (this.buffer.length >= this.options.maxBuffered) {
       this.buffer.shift();
       this.droppedByReason.buffer_full += 1;
+      this.untoldOverflow += 1;
+      if (this.overflowReport === undefined) {
+        this.overflowReport = setTimeout(this.tellOverflow, 1000);
+        this.overflowReport.unref();
+      }
     }
     this.buffer.push(event);
     // A write in progress takes what arrives meanwhile, and schedules the next one when it ends.
@@ -210,9 +231,13 @@ export class UsageRecorder {
     clearTimeout(this.timer);
     this.timer = undefined;
     await this.flush();
+    clearTimeout(this.overflowReport);
+    this.tellOverflow();
     if (this.buffer.length > 0) {
-      this.droppedByReason.shutdown += this.buffer.length;
+      const lost = this.buffer.length;
+      this.droppedByReason.shutdown += lost;
       this.buffer = [];
+      this.options.onDropped?.('shutdown', lost);
     }
   }
 }

@@ -188,7 +188,8 @@ describe('one server per SQLite data directory', function () {
     try {
       const second = spawnSync(process.execPath, [CLI, 'serve'], { env: { PATH: process.env.PATH ?? '', ...env, TOLLGATE_PORT: '0' }, encoding: 'utf8', timeout: 30_000 });
       expect(second.status).to.equal(1);
-      expect(second.stderr).to.include(`another Tollgate server (pid ${first.child.pid}) is already serving from the data directory ${directory}`);
+      expect(second.stderr).to.include(`another Tollgate server (pid ${first.child.pid} on host `);
+      expect(second.stderr).to.include(`is already serving from the data directory ${directory}`);
       // A CLI command still works next to the running server.
       const listed = spawnSync(process.execPath, [CLI, 'apps', 'list'], { env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8', timeout: 30_000 });
       expect(listed.status, listed.stderr).to.equal(0);

@@ -86,7 +86,7 @@ describe('two nodes on shared PostgreSQL and Redis', function () {
   it('reports Redis in readiness on both nodes', async () => {
     for (const url of urls) {
       const ready = (await (await fetch(`${url}/readyz`)).json()) as { checks: Record<string, string> };
-      expect(ready.checks).to.deep.equal({ database: 'ok', redis: 'ok' });
+      expect(ready.checks).to.deep.equal({ database: 'ok', cache: 'ok', redis: 'ok' });
     }
   });
 
