@@ -634,6 +634,14 @@ async function authenticate(deps: AdminApiDependencies, request: Request): Promi
   return { name: `user:${session.user.username}`, session };
 }
 
+/** A cross-origin `Origin` on a public route that changes state: refused as the session routes refuse it. */
+function refuseCrossSite(deps: AdminApiDependencies, request: Request): void {
+  const origin = request.headers.origin;
+  if (origin !== undefined && !originMatches(origin, expectedOrigin(request, { publicUrl: deps.publicUrl, trustProxy: deps.trustProxy ?? false }))) {
+    throw new GatewayError('forbidden', 'Cross-origin requests cannot sign in.', { reason: 'cross_origin' });
+  }
+}
+
 /** The Express router for `/v1/admin`. */
 export function createAdminRouter(deps: AdminApiDependencies): Router {
   const router = express.Router({ strict: true });
@@ -652,8 +660,12 @@ export function createAdminRouter(deps: AdminApiDependencies): Router {
         if (!route.public) actor = await authenticate(deps, request);
         // Public routes (sign-in, set-up) are charged to the client address before their body is read.
         else if (route.rateLimited) await limitSignIn(deps, request);
+        // Public routes (sign-in, set-up) have no session to carry a CSRF token: they refuse a cross-site Origin and
+        // read only a body typed as JSON, which a cross-site form (`text/plain`) cannot send without a preflight, so a
+        // page elsewhere cannot sign a visitor in to an account it chose (login CSRF).
+        if (route.public && route.method !== 'get') refuseCrossSite(deps, request);
         if (route.body || route.method !== 'get') {
-          request.body = await readJsonBody(request, ADMIN_MAX_BODY_BYTES, { anyType: true });
+          request.body = await readJsonBody(request, ADMIN_MAX_BODY_BYTES, { anyType: !route.public });
         }
         const body = route.body && request.body === undefined ? {} : request.body;
         const context: RouteContext = { params: request.params as Record<string, string>, query: request.query as Record<string, unknown>, body, actor, request, response };

@@ -147,24 +147,42 @@ export class DashboardAuth {
 
   /**
    * Checks the password and opens a session; null when the name or the password is wrong (the same answer), or
-   * `{ lockedForSeconds }` while the user is locked out. Only failed attempts count: after
-   * {@link MAX_FAILED_SIGN_INS} in a row the user is locked for {@link SIGN_IN_LOCK_MS}, checked before the password,
-   * so a correct guess during the lock tells nothing. A successful sign-in resets the count.
+   * `{ lockedForSeconds }` while the user is locked out. After {@link MAX_FAILED_SIGN_INS} failed attempts in a row the
+   * user is locked for {@link SIGN_IN_LOCK_MS}, checked before the password, so a correct guess during the lock tells
+   * nothing.
+   *
+   * The attempt is counted as failed before the password is checked, by one conditional `UPDATE` (atomic on SQLite and
+   * PostgreSQL alike: a concurrent update waits for the row and re-reads it): of any number of concurrent guesses,
+   * at most {@link MAX_FAILED_SIGN_INS} get their password checked; the one that fills the count sets the lock and the
+   * others find the user locked. Reading the count, checking the password (60 ms of scrypt) and then writing
+   * `failed + 1` let 40 concurrent guesses all be checked without any lock. A successful sign-in takes its attempt
+   * back (the count goes to 0) unless other attempts were counted meanwhile: a lock they set stays until it ends.
    */
   async signIn(username: string, password: string): Promise<{ sessionId: string; session: DashboardSession } | { lockedForSeconds: number } | null> {
+    const now = this.clock();
+    // The count after this attempt: an expired lock starts a new series at 1.
+    const counted = 'CASE WHEN locked_until IS NOT NULL THEN 1 ELSE COALESCE(failed_sign_ins, 0) + 1 END';
+    const admitted = await this.database('admin_users')
+      .where({ username })
+      .andWhere((query) => query.whereNull('locked_until').orWhere('locked_until', '<=', now))
+      .update({
+        failed_sign_ins: this.database.raw(counted),
+        locked_until: this.database.raw(`CASE WHEN ${counted} >= CAST(? AS INTEGER) THEN CAST(? AS BIGINT) ELSE NULL END`, [MAX_FAILED_SIGN_INS, now + SIGN_IN_LOCK_MS]),
+      });
     const row = (await this.database('admin_users').where({ username }).first()) as
       | { id: string; username: string; password_hash: string; disabled_at: unknown; failed_sign_ins: number | string | null; locked_until: number | string | null }
       | undefined;
-    const now = this.clock();
-    if (row && row.locked_until !== null && Number(row.locked_until) > now) return { lockedForSeconds: Math.ceil((Number(row.locked_until) - now) / 1000) };
-    const valid = await verifyPassword(password, row?.password_hash ?? (await DUMMY_HASH));
-    if (row && !valid) {
-      const failed = Number(row.failed_sign_ins ?? 0) + 1;
-      const locked = failed >= MAX_FAILED_SIGN_INS;
-      await this.database('admin_users').where({ id: row.id }).update({ failed_sign_ins: locked ? 0 : failed, locked_until: locked ? now + SIGN_IN_LOCK_MS : null });
+    if (row && admitted === 0) {
+      // Locked before this attempt: refused without looking at the password.
+      if (row.locked_until !== null && Number(row.locked_until) > now) return { lockedForSeconds: Math.ceil((Number(row.locked_until) - now) / 1000) };
+      return null;
     }
+    const valid = await verifyPassword(password, row?.password_hash ?? (await DUMMY_HASH));
     if (!row || !valid || row.disabled_at != null) return null;
-    if (Number(row.failed_sign_ins ?? 0) !== 0 || row.locked_until !== null) await this.database('admin_users').where({ id: row.id }).update({ failed_sign_ins: 0, locked_until: null });
+    // This attempt was counted as failed in advance; it was not. When no other attempt was counted since (the count is
+    // still the one read), the series ends, with a lock this attempt's own count may have set; otherwise the other
+    // attempts' count and lock stand (only the right password ever ends a series early).
+    await this.database('admin_users').where({ id: row.id, failed_sign_ins: row.failed_sign_ins }).update({ failed_sign_ins: 0, locked_until: null });
     const sessionId = SESSION_PREFIX + randomBase62(43);
     const session: DashboardSession = { user: { id: row.id, username: row.username }, csrfToken: randomBytes(24).toString('base64url'), expiresAt: now + this.sessionTtlMs };
     await this.database('admin_sessions').insert({ id_hash: hashToken(sessionId), user_id: row.id, csrf_token: session.csrfToken, created_at: now, expires_at: session.expiresAt });

@@ -6,6 +6,7 @@ import { forwardableRequestHeaders, withoutCredentialParameters } from './header
 import { readRequestBody } from './request-body';
 import { joinUpstreamUrl } from './proxy-path';
 import { decideRoute } from './route-class';
+import { versionRoots } from './upstream-views';
 
 /**
  * The base URL for a request with this secret: the operator's override, a tenant URL from the secret, or the manifest's
@@ -47,16 +48,17 @@ const admittedRoutes = new WeakMap<object, Map<string, true>>();
 const routeTables = new WeakMap<RegisteredProvider, Parameters<typeof decideRoute>[0]>();
 const MAX_ADMITTED_PER_APP = 1000;
 
-function admitRoute(provider: RegisteredProvider, settings: Parameters<typeof decideRoute>[1], method: string, providerPath: string): void {
+function admitRoute(provider: RegisteredProvider, settings: Parameters<typeof decideRoute>[1], method: string, version: string, providerPath: string): void {
   let admitted = admittedRoutes.get(settings);
-  const key = `${provider.manifest.slug}\u0000${method}\u0000${providerPath}`;
+  // The version is part of the decision: the same path below another version is another upstream path.
+  const key = `${provider.manifest.slug}\u0000${method}\u0000${version}\u0000${providerPath}`;
   if (admitted?.has(key)) return;
   let table = routeTables.get(provider);
   if (!table) {
-    table = { slug: provider.manifest.slug, policy: provider.manifest.routes, methods: provider.methods, accountRoutes: provider.accountRoutes };
+    table = { slug: provider.manifest.slug, policy: provider.manifest.routes, methods: provider.methods, accountRoutes: provider.accountRoutes, roots: versionRoots(provider.manifest.versions) };
     routeTables.set(provider, table);
   }
-  decideRoute(table, settings, method, providerPath);
+  decideRoute(table, settings, method, providerPath, version);
   if (!admitted) {
     admitted = new Map();
     admittedRoutes.set(settings, admitted);
@@ -91,7 +93,7 @@ export class InjectKeyStage implements PipelineStage {
     const { version, providerPath } = context.route;
     const method = context.request.method ?? 'GET';
     // Route classes: deny, the app's extra routes, closed account routes, then the allow-list (route-class.ts).
-    admitRoute(provider, context.get('app').settings, method, providerPath);
+    admitRoute(provider, context.get('app').settings, method, version, providerPath);
     const secret = context.get('secret');
     const auth = manifest.auth;
     // The client's own credential parameters never go upstream (the auth parameter, `key`, `api_key`, declared ones).

@@ -121,7 +121,10 @@ export function matchesPrefix(path: string, prefix: string): boolean {
   return path === prefix || path.startsWith(`${prefix}/`) || path.startsWith(`${prefix}:`);
 }
 
-/** As {@link matchesPrefix}, where a `*` segment of the prefix matches any one non-empty segment (`*` + `/` + `*`). */
+/**
+ * As {@link matchesPrefix}, where a `*` segment of the prefix matches any one non-empty segment (`*` + `/` + `*`), and a
+ * `*` inside a segment matches part of one segment (`models/*:generateContent`).
+ */
 function matchesWildcardPrefix(path: string, prefix: string): boolean {
   const trailing = prefix.endsWith('/');
   const wanted = (trailing ? prefix.slice(0, -1) : prefix).split('/');
@@ -130,8 +133,21 @@ function matchesWildcardPrefix(path: string, prefix: string): boolean {
   return wanted.every((want, index) => {
     const have = segments[index]!;
     if (want === '*') return have !== '';
+    // A `*` inside a segment (`*:generateContent`) matches a non-empty run of that one segment's characters.
+    if (want.includes('*')) return segmentGlob(want).test(have);
     return have === want || (!trailing && index === wanted.length - 1 && have.startsWith(`${want}:`));
   });
+}
+
+const segmentGlobs = new Map<string, RegExp>();
+/** A prefix segment with `*` inside, as an anchored expression (cached: prefixes come from manifests, few). */
+function segmentGlob(want: string): RegExp {
+  let glob = segmentGlobs.get(want);
+  if (!glob) {
+    glob = new RegExp(`^${want.split('*').map((piece) => piece.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^/]+')}$`);
+    if (segmentGlobs.size < 1000) segmentGlobs.set(want, glob);
+  }
+  return glob;
 }
 
 /**

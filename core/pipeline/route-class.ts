@@ -12,6 +12,7 @@
  */
 import { GatewayError, type AccountRoute, type AppSettings, type HttpMethod, type RoutePolicy } from '../contract';
 import { matchesPrefix } from './proxy-path';
+import { decodedForms, upstreamViews, type VersionRoot } from './upstream-views';
 
 /** Methods a pattern may name. */
 export const ROUTE_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -90,6 +91,11 @@ export interface RouteTable {
   readonly policy: RoutePolicy | undefined;
   readonly methods: ReadonlySet<string>;
   readonly accountRoutes: readonly CompiledAccountRoute[];
+  /**
+   * The declared version roots (upstream-views.ts). Present: deny and account patterns are checked on the upstream
+   * path as seen from every version root on the same host, so a version mapped to a parent path cannot step around them.
+   */
+  readonly roots?: readonly VersionRoot[];
 }
 
 export function compileAccountRoutes(routes: readonly AccountRoute[] | undefined): CompiledAccountRoute[] {
@@ -125,25 +131,39 @@ function methodNotAllowed(message: string): GatewayError {
  * @throws GatewayError `invalidRequest`: 400 `route_not_allowed` (denied, outside the allow-list, or a closed account
  *   route), 405 `method_not_allowed` (a method the provider never allows).
  */
-export function decideRoute(table: RouteTable, settings: Pick<AppSettings, 'openAccountRoutes' | 'extraRoutes'>, method: string, providerPath: string): RouteClass {
+export function decideRoute(
+  table: RouteTable,
+  settings: Pick<AppSettings, 'openAccountRoutes' | 'extraRoutes'>,
+  method: string,
+  providerPath: string,
+  version?: string,
+): RouteClass {
   const shown = `${method} ${providerPath || '/'}`;
-  const path = normalizeForMatching(providerPath);
-  if (path === undefined) throw notAllowed(`${shown} is not an allowed route of provider "${table.slug}".`);
+  // Every decoded form the upstream may see (once, and fully for servers that decode twice), first the once-decoded one.
+  const forms = decodedForms(providerPath);
+  if (forms === undefined || forms.length === 0) throw notAllowed(`${shown} is not an allowed route of provider "${table.slug}".`);
+  const path = forms[0]!;
   let decoded = providerPath;
   try {
     decoded = decodeURIComponent(providerPath);
   } catch {
-    /* normalizeForMatching already refused */
+    /* decodedForms already refused */
   }
-  const lower = path.toLowerCase();
-  // Deny is absolute: checked on the decoded path and on its normalized, lower-case form.
-  if (table.policy?.deny?.some((prefix) => matchesPrefix(decoded, prefix) || matchesPrefix(lower, prefix.toLowerCase()) || matchesPrefix(`${lower}/`, prefix.toLowerCase()))) {
-    throw notAllowed(`${shown} is refused for provider "${table.slug}".`);
+  // The same upstream call as seen from every declared version root (a version mapped to a parent path).
+  const views: string[] = [];
+  for (const form of forms) {
+    for (const view of table.roots && version !== undefined ? upstreamViews(table.roots, version, form) : [form]) if (!views.includes(view)) views.push(view);
   }
+  // Deny is absolute: checked on the decoded path, and on each view in its normalized, lower-case form.
+  const denied = (prefix: string): boolean => {
+    const low = prefix.toLowerCase();
+    return matchesPrefix(decoded, prefix) || views.some((view) => matchesPrefix(view.toLowerCase(), low) || matchesPrefix(`${view.toLowerCase()}/`, low));
+  };
+  if (table.policy?.deny?.some(denied)) throw notAllowed(`${shown} is refused for provider "${table.slug}".`);
   for (const extra of settings.extraRoutes ?? []) {
     if (extra.provider === table.slug && extra.methods.includes(method as HttpMethod) && extraPattern(extra.path)?.test(path)) return 'extra';
   }
-  const account = table.accountRoutes.find((entry) => entry.methods.has(method) && entry.pattern.test(path));
+  const account = table.accountRoutes.find((entry) => entry.methods.has(method) && views.some((view) => entry.pattern.test(view)));
   if (account) {
     if (settings.openAccountRoutes?.includes(table.slug)) return 'account';
     throw notAllowed(
@@ -151,7 +171,9 @@ export function decideRoute(table: RouteTable, settings: Pick<AppSettings, 'open
     );
   }
   if (!table.methods.has(method)) throw methodNotAllowed(`${shown} is not an allowed route of provider "${table.slug}".`);
-  if (table.policy?.allow && !table.policy.allow.some((prefix) => matchesPrefix(decoded, prefix))) {
+  // The allow-list must hold for every decoded form: a path allowed once decoded but not twice is not allowed.
+  const allow = table.policy?.allow;
+  if (allow && !(allow.some((prefix) => matchesPrefix(decoded, prefix)) && forms.every((form) => allow.some((prefix) => matchesPrefix(form, prefix))))) {
     throw notAllowed(`${shown} is not an allowed route of provider "${table.slug}".`);
   }
   return 'inference';

@@ -16,6 +16,7 @@ import { GatewayError } from '../contract';
 import { InFlightList, type InFlightMember } from '../pipeline/in-flight-list';
 import { declaresBody } from '../pipeline/request-body';
 import { sendGatewayError } from './errors';
+import { closeWhenBodyUnread } from './unread-bodies';
 export { clientAddress } from '../security/client-address';
 
 /** Largest body of `POST /v1/attest/{method}` (an App Attest object or an Android chain is under 10 KiB). */
@@ -68,6 +69,8 @@ export class BodyWatch {
   /** Watches `request`'s body; the entry to hand to `forget`, undefined for a request without a body. */
   watch(request: IncomingMessage, response: ServerResponse, deadlines: BodyDeadlines): WatchedBody | undefined {
     if (!declaresBody(request)) return undefined;
+    // An answer that starts before the body arrived closes the connection after it (unread-bodies.ts).
+    closeWhenBodyUnread(request, response);
     const socket = request.socket as WatchedBody['socket'];
     const now = Date.now();
     const entry: WatchedBody = { request, response, socket, deadlines, started: now, lastBytes: socket.bytesRead, lastProgress: now, inFlightIndex: -1 };

@@ -11,26 +11,51 @@ const SENSITIVE_HEADER = /^(authorization|proxy-authorization|cookie|set-cookie|
 
 export const REDACTED = '[redacted]';
 
-/** Replaces the values of sensitive query parameters in a path-with-query or URL; the rest is kept as sent. */
+/**
+ * A name that reads as a credential once normalized: as the list above, or ending in `key`, `token`, `secret`,
+ * `password` or `signature` after a `-`, `_` or `.` (`x-goog-api-key`, `client_secret`, `id_token`).
+ */
+const SENSITIVE_QUERY_SUFFIX = /(?:^|[-_.])(?:api[-_]?key|key|token|secret|password|signature)$/i;
+
+/**
+ * A query parameter name as a server may read it: percent-decoded until it no longer changes, without control
+ * characters (`key%00`), without a PHP/Rails-style `[]` or `[index]` suffix (`key[]`), trimmed.
+ */
+function normalizedQueryName(name: string): string {
+  let decoded = name;
+  for (let round = 0; round < 3; round += 1) {
+    let next: string;
+    try {
+      next = decodeURIComponent(decoded.replace(/\+/g, ' '));
+    } catch {
+      break;
+    }
+    if (next === decoded) break;
+    decoded = next;
+  }
+  // eslint-disable-next-line no-control-regex
+  return decoded.replace(/[\u0000-\u001f\u007f]/g, '').replace(/\[[^\]]*\]$/, '').trim();
+}
+
+/**
+ * Replaces the values of sensitive query parameters in a path-with-query or URL; the rest is kept as sent. Pairs are
+ * split on `&` and on `;` (which some servers also read as a separator), so `?a=1;key=…` is caught too.
+ */
 export function redactUrl(pathOrUrl: string): string {
   const queryStart = pathOrUrl.indexOf('?');
   if (queryStart < 0) return pathOrUrl;
   const head = pathOrUrl.slice(0, queryStart);
   const query = pathOrUrl
     .slice(queryStart + 1)
-    .split('&')
+    .split(/([&;])/)
     .map((pair) => {
+      if (pair === '&' || pair === ';') return pair;
       const equals = pair.indexOf('=');
       const name = equals < 0 ? pair : pair.slice(0, equals);
-      let decoded = name;
-      try {
-        decoded = decodeURIComponent(name);
-      } catch {
-        // keep the raw name
-      }
-      return SENSITIVE_QUERY.test(decoded) ? `${name}=${REDACTED}` : pair;
+      const normalized = normalizedQueryName(name);
+      return SENSITIVE_QUERY.test(normalized) || SENSITIVE_QUERY_SUFFIX.test(normalized) ? `${name}=${REDACTED}` : pair;
     })
-    .join('&');
+    .join('');
   return `${head}?${query}`;
 }
 

@@ -15,6 +15,9 @@ import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute } from '../.
  * `document_key` is the uploader's) stay inference.
  */
 const ACCOUNT: AccountRoute[] = [
+  // https://developers.deepl.com/api-reference/usage-and-quota: the account's characters used and its limit (and, for
+  // Pro, its cost control settings): the operator's billing, not one request's.
+  { methods: ['GET', 'POST'], path: 'usage', why: "reads the account's usage, quota and billing period" },
   { methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], path: 'glossaries/**', why: "lists, reads, creates, changes or deletes the account's glossaries and their entries" },
 ];
 

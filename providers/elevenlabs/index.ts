@@ -13,12 +13,15 @@ import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute } from '../.
 /**
  * Account routes, from https://elevenlabs.io/docs/api-reference/voices and /history: managing the voice library (add,
  * clone, edit, delete, professional clones) and the generation history (every text any user had spoken, with its
- * audio). Listing voices and reading one (to pick a voice) stay inference.
+ * audio). Listing voices and reading one (to pick a voice) stay inference; a voice's samples
+ * (https://elevenlabs.io/docs/api-reference/voices/samples/audio/get: `GET /v1/voices/{voice_id}/samples/{sample_id}/audio`)
+ * are the recordings a cloned voice was made from, someone's own voice, and are not needed to speak with it.
  */
 const ACCOUNT: AccountRoute[] = [
   { methods: ['POST'], path: 'voices/add/**', why: "adds cloned or shared voices to the account's library" },
   { methods: ['POST'], path: 'voices/{voice_id}/edit', why: "changes any voice of the account's library" },
   { methods: ['POST'], path: 'voices/{voice_id}/settings/edit', why: "changes the default settings of any voice of the account's library" },
+  { methods: ['GET', 'POST', 'DELETE'], path: 'voices/{voice_id}/samples/**', why: 'lists, downloads or deletes the recordings behind cloned voices (the voice of a real person)' },
   { methods: ['DELETE'], path: 'voices/{voice_id}/**', why: "deletes any voice of the account's library (and its samples)" },
   { methods: ['GET', 'POST', 'DELETE'], path: 'voices/pvc/**', why: "creates, trains or deletes the account's professional voice clones and their recordings" },
   { methods: ['GET', 'POST', 'DELETE'], path: 'history/**', why: 'lists, downloads or deletes the generation history: every text any user had spoken, with its audio' },

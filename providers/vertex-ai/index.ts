@@ -11,7 +11,7 @@
  */
 import { SignJWT, importPKCS8 } from 'jose';
 import { GEMINI_USAGE } from '../_shared';
-import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute, type ResolvedSecret, type UpstreamRequestDraft } from '../../core/contract';
+import { GatewayError, PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute, type ResolvedSecret, type UpstreamRequestDraft } from '../../core/contract';
 
 /** Resources under `projects/{p}/locations/{l}/` that hold the project's data, not one request's. */
 const LOCATION = 'projects/{project}/locations/{location}';
@@ -47,6 +47,46 @@ const ACCOUNT: AccountRoute[] = [
   { methods: ['POST'], path: `${LOCATION}/endpoints/{endpoint}:mutateDeployedModel`, why: 'changes a deployed model other apps use' },
 ];
 
+/**
+ * The inference methods, the only routes open by default (an allow-list: everything else under `projects/`, such as
+ * `persistentResources`, `notebookRuntimes` or `nasJobs`, creates billed compute or reads project data).
+ * - A publisher model (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.publishers.models):
+ *   generateContent, streamGenerateContent, countTokens, computeTokens, predict, rawPredict, streamRawPredict,
+ *   serverStreamingPredict; v1beta1 adds embedContent.
+ * - A deployed endpoint (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.endpoints): the same
+ *   calls, plus the OpenAI-compatible chat completions of
+ *   https://cloud.google.com/vertex-ai/generative-ai/docs/migrate/openai/overview (`endpoints/openapi/chat/completions`).
+ */
+const INFERENCE_METHODS = ['generateContent', 'streamGenerateContent', 'countTokens', 'computeTokens', 'predict', 'rawPredict', 'streamRawPredict', 'serverStreamingPredict', 'embedContent'];
+const INFERENCE_ROUTES = [
+  ...INFERENCE_METHODS.map((method) => `projects/*/locations/*/publishers/*/models/*:${method}`),
+  ...INFERENCE_METHODS.map((method) => `projects/*/locations/*/endpoints/*:${method}`),
+  'projects/*/locations/*/endpoints/openapi/chat/completions',
+];
+
+/**
+ * The project a request names (`/{version}/projects/{project}/…`, decoded as Google decodes it) must be the service
+ * account's own (`project_id` of the key file): a key granted roles in other projects must not reach them through the
+ * gateway. Checked before any token is minted.
+ */
+function assertOwnProject(path: string, account: ServiceAccount): void {
+  let decoded = path.split('?', 1)[0]!;
+  for (let round = 0; round < 4; round += 1) {
+    let next: string;
+    try {
+      next = decodeURIComponent(decoded);
+    } catch {
+      break;
+    }
+    if (next === decoded) break;
+    decoded = next;
+  }
+  const project = /^\/[^/]+\/projects\/([^/]+)(?:\/|$)/.exec(decoded)?.[1];
+  if (typeof account.project_id !== 'string' || account.project_id === '' || project !== account.project_id) {
+    throw new GatewayError('invalidRequest', "Vertex AI calls must name the service account's own project (projects/{project_id}/…).", { status: 400, reason: 'route_not_allowed' });
+  }
+}
+
 const GOOGLE_TOKEN_URL = 'https://oauth2.googleapis.com/token';
 const SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
 
@@ -54,6 +94,7 @@ interface ServiceAccount {
   client_email: string;
   private_key: string;
   private_key_id?: string;
+  project_id?: string;
 }
 
 const tokens = new Map<string, Promise<{ token: string; expiresAt: number }>>();
@@ -116,16 +157,18 @@ export const manifest = defineProvider({
   versions: { v1: '/v1', v1beta1: '/v1beta1' },
   auth: { kind: 'computed' },
   async authorize(draft: UpstreamRequestDraft, secret: ResolvedSecret) {
-    draft.headers.authorization = `Bearer ${await accessToken(parseServiceAccount(secret))}`;
+    const account = parseServiceAccount(secret);
+    assertOwnProject(draft.path, account);
+    draft.headers.authorization = `Bearer ${await accessToken(account)}`;
   },
   capabilities: ['chat', 'embeddings', 'image'],
   streaming: ['sse', 'json-array'],
-  routes: { methods: ['GET', 'POST'], allow: ['projects/'], account: ACCOUNT },
+  routes: { methods: ['GET', 'POST'], allow: INFERENCE_ROUTES, account: ACCOUNT },
   // Google APIs also take an API key (`x-goog-api-key`, `?key=`), an OAuth token (`?access_token=`) and a billing
   // project (`x-goog-user-project`) from the caller (https://cloud.google.com/docs/authentication/api-keys-use).
   clientCredentials: { headers: ['x-goog-api-key', 'x-goog-user-project'], queryParameters: ['key', 'access_token'] },
   tenant: { baseUrl: 'optional', allowedHosts: ['aiplatform.googleapis.com', '*-aiplatform.googleapis.com'], pathPattern: '^$' },
-  notes: 'Secret: a service-account JSON key. Paths: projects/{p}/locations/{r}/publishers/{pub}/models/{m}:streamGenerateContent?alt=sse.',
+  notes: "Secret: a service-account JSON key; calls must name its own project. Inference methods only. Paths: projects/{p}/locations/{r}/publishers/{pub}/models/{m}:streamGenerateContent?alt=sse.",
   usage: GEMINI_USAGE,
   // The same request body as Gemini's (https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/inference#generationconfig):
   // the model is in the path, the limit is `generationConfig.maxOutputTokens`.

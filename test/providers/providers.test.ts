@@ -213,7 +213,7 @@ describe('provider plugins', () => {
       upstream.on((request) => request.url === '/oauth2/token', respondJson(200, { access_token: 'ya29.minted-once', expires_in: 3599, token_type: 'Bearer' }));
       const device = await gateway.provision({}, {});
       await gateway.setSecret(device.appId, 'vertex-ai', key);
-      const path = '/v1/proxy/vertex-ai/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.0-flash:generateContent';
+      const path = '/v1/proxy/vertex-ai/v1/projects/demo-project/locations/us-central1/publishers/google/models/gemini-2.0-flash:generateContent';
       for (let index = 0; index < 3; index += 1) {
         const response = await rawRequest(gateway.url, { method: 'POST', path, headers: device.headers, body: '{}' });
         expect(response.status).to.equal(200);
