@@ -22,6 +22,9 @@ import { DashboardAuth } from '../core/admin/dashboard-auth';
 import { SignInInput, validateInput } from '../core/management/inputs';
 import { DEVICE_PLATFORMS, type DevicePlatform } from '../core/management/management-service';
 import { DeviceTokenService } from '../core/attestation/device-tokens';
+import { CREATING_COMMANDS, requireExistingDatabase } from './cli-database';
+import { commandHelp } from './cli-help';
+import { render, setOutputMode } from './cli-output';
 
 class UsageError extends Error {}
 
@@ -62,6 +65,8 @@ Usage:
   tollgate attest verify-assertion --public-key PEM_FILE --app-id TEAMID.BUNDLE --assertion B64 --client-data-hash HEX --previous-counter N
   tollgate attest verify --method android-key-attestation --chain FILE --challenge HEX [--package PKG] [--at ISO8601]
 
+Every command takes --help (its own usage) and --output json|table (JSON by default; table for reading).
+Commands other than serve, migrate and restore need an existing database: they refuse instead of creating one.
 Configuration comes from TOLLGATE_* environment variables (see docs/reference/configuration.md).`;
 
 const OPTIONS = {
@@ -122,6 +127,7 @@ const OPTIONS = {
   'close-account-routes': { type: 'string' },
   'extra-route': { type: 'string', multiple: true },
   'no-extra-routes': { type: 'boolean' },
+  output: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;
@@ -256,7 +262,7 @@ async function readSecretFromStdin(): Promise<string> {
 }
 
 function print(object: unknown): void {
-  process.stdout.write(`${JSON.stringify(object)}\n`);
+  process.stdout.write(render(object));
 }
 
 function banner(gateway: RunningGateway): string {
@@ -268,12 +274,13 @@ function banner(gateway: RunningGateway): string {
     `  master key: ${masterKey.generated ? `generated at ${masterKey.origin} (development only)` : masterKey.origin}`,
     `  providers:  ${registry.list().length} (${registry.list().map((provider) => provider.manifest.slug).join(', ')})`,
     `  health:     ${gateway.url}/healthz`,
-    `  dashboard:  ${gateway.url}/dashboard/`,
+    ...(gateway.adminUrl ? [`  admin:      ${gateway.adminUrl} (dashboard, /v1/admin, /mcp, /metrics; the public port answers them 404)`] : []),
+    `  dashboard:  ${gateway.adminUrl ?? gateway.url}/dashboard/`,
     ...(gateway.setupToken
       ? [
           '',
           'First run: create the dashboard administrator with this one-time link (valid 24 hours, works once):',
-          `  ${gateway.url}/dashboard/setup#token=${gateway.setupToken}`,
+          `  ${gateway.adminUrl ?? gateway.url}/dashboard/setup#token=${gateway.setupToken}`,
         ]
       : ['  sign in:    with your dashboard administrator name and password (the first was created from the set-up link)']),
     '',
@@ -314,7 +321,7 @@ async function serve(): Promise<void> {
     const reminder = setInterval(() => {
       void new DashboardAuth(gateway.database).countUsers().then((users) => {
         if (users > 0) clearInterval(reminder);
-        else process.stderr.write(`\nTollgate: no dashboard administrator yet. Set-up link: ${gateway.url}/dashboard/setup#token=${gateway.setupToken}\n\n`);
+        else process.stderr.write(`\nTollgate: no dashboard administrator yet. Set-up link: ${gateway.adminUrl ?? gateway.url}/dashboard/setup#token=${gateway.setupToken}\n\n`);
       });
     }, 5 * 60_000);
     reminder.unref();
@@ -482,7 +489,24 @@ async function main(argv: string[]): Promise<void> {
   const options = values as Values;
   if (options.version) return void process.stdout.write(`${TOLLGATE_VERSION}\n`);
   const [command, subcommand] = positionals;
-  if (options.help || !command) return void process.stdout.write(`${USAGE}\n`);
+  try {
+    setOutputMode(options.output);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  if (!command) {
+    // `tollgate --help` asked for the usage; a bare `tollgate` is a usage error (stderr, exit 2).
+    if (options.help) return void process.stdout.write(`${USAGE}\n`);
+    process.stderr.write(`${USAGE}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  if (options.help) {
+    const help = commandHelp(USAGE, command, subcommand);
+    if (!help) throw new UsageError(`unknown command "${command}"; see tollgate --help`);
+    return void process.stdout.write(`${help}\n`);
+  }
+  if (!CREATING_COMMANDS.has(command) && command !== 'attest') requireExistingDatabase();
 
   switch (`${command} ${subcommand ?? ''}`.trim()) {
     case 'serve':
@@ -611,7 +635,8 @@ async function main(argv: string[]): Promise<void> {
     case 'apps enable':
       return change('app.enable', (app) => app.id, (core: GatewayCore) => core.management.setAppStatus(required(options, 'app'), 'active'));
     case 'apps delete':
-      return change('app.delete', (result) => result.id, (core: GatewayCore) => core.management.deleteApp(required(options, 'app')));
+      // Audit targets of deletions and revocations come from the inputs: the write returns nothing to build them from.
+      return change('app.delete', () => required(options, 'app'), (core: GatewayCore) => core.management.deleteApp(required(options, 'app')));
     case 'secrets set': {
       const appId = required(options, 'app');
       const provider = required(options, 'provider');
@@ -624,7 +649,7 @@ async function main(argv: string[]): Promise<void> {
     case 'secrets test':
       return change('secret.test', (result) => `${result.appId}/${result.provider}`, (core: GatewayCore) => core.management.testSecret(required(options, 'app'), required(options, 'provider')), (result) => ({ outcome: result.outcome, status: result.status }));
     case 'secrets delete':
-      return change('secret.delete', (result) => `${result.appId}/${result.provider}`, (core: GatewayCore) => core.management.deleteSecret(required(options, 'app'), required(options, 'provider')));
+      return change('secret.delete', () => `${required(options, 'app')}/${required(options, 'provider')}`, (core: GatewayCore) => core.management.deleteSecret(required(options, 'app'), required(options, 'provider')));
     case 'attestation-secrets set': {
       const appId = required(options, 'app');
       const name = required(options, 'name');
@@ -648,9 +673,9 @@ async function main(argv: string[]): Promise<void> {
     case 'devices get':
       return withCore((core) => core.management.getDevice(required(options, 'app'), required(options, 'device')));
     case 'devices revoke':
-      return change('device.revoke', (result) => `${result.appId}/${result.deviceId}`, (core: GatewayCore) => core.management.revokeDevice(required(options, 'app'), required(options, 'device')));
+      return change('device.revoke', () => `${required(options, 'app')}/${required(options, 'device')}`, (core: GatewayCore) => core.management.revokeDevice(required(options, 'app'), required(options, 'device')));
     case 'devices revoke-all':
-      return change('device.revoke_all', (result) => result.appId, (core: GatewayCore) => core.management.revokeAllDevices(required(options, 'app')));
+      return change('device.revoke_all', () => required(options, 'app'), (core: GatewayCore) => core.management.revokeAllDevices(required(options, 'app')));
     case 'dashboard-users create':
     case 'dashboard-users set-password': {
       const username = required(options, 'username');
