@@ -25,6 +25,7 @@ import { DeviceTokenService } from '../core/attestation/device-tokens';
 import { CREATING_COMMANDS, requireExistingDatabase } from './cli-database';
 import { commandHelp } from './cli-help';
 import { render, setOutputMode } from './cli-output';
+import { backup, restore } from './cli-backup';
 
 class UsageError extends Error {}
 
@@ -56,6 +57,8 @@ Usage:
   tollgate admin-keys create --name NAME
   tollgate providers list
   tollgate signing-keys rotate
+  tollgate backup --out FILE [--with-history]   (apps, sealed secrets, devices, keys, users, settings, prices; usage history with --with-history)
+  tollgate restore --in FILE [--replace]        (into a new database, with the source's master key; tokens and keys keep working)
   tollgate mcp                         (the assistant-facing server over stdio; TOLLGATE_ADMIN_KEY names the actor)
   tollgate dashboard-users create --username NAME          (password on stdin; adds a dashboard administrator)
   tollgate dashboard-users set-password --username NAME    (password on stdin; ends that user's sessions)
@@ -128,6 +131,10 @@ const OPTIONS = {
   'extra-route': { type: 'string', multiple: true },
   'no-extra-routes': { type: 'boolean' },
   output: { type: 'string' },
+  out: { type: 'string' },
+  in: { type: 'string' },
+  'with-history': { type: 'boolean' },
+  replace: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;
@@ -473,6 +480,16 @@ function change<T>(action: string, target: (result: NoInfer<T>) => string | null
   );
 }
 
+/** A missing --out/--in is a usage error (exit 2). */
+async function backupOrUsage<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof RangeError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
 /** `--allow-development-attestation` is a flag on create and takes true|false on update: a bare flag means true. */
 function normalizeFlags(argv: string[]): string[] {
   const out: string[] = [];
@@ -702,6 +719,12 @@ async function main(argv: string[]): Promise<void> {
       }));
     case 'mcp':
       return serveMcpOverStdio();
+    case 'backup':
+      if (!options.out) throw new UsageError('--out FILE is required (a new file: an existing one is never overwritten)');
+      return withCore((core) => backupOrUsage(() => backup(core, options, TOLLGATE_VERSION)));
+    case 'restore':
+      if (!options.in) throw new UsageError('--in FILE is required');
+      return change('restore', () => options.in ?? null, (core: GatewayCore) => backupOrUsage(() => restore(core, options)), (summary) => ({ tables: summary.tables }));
     case 'attest verify':
       return attestVerify(options);
     case 'attest verify-assertion':
