@@ -63,6 +63,8 @@ describe('tollgate CLI', () => {
   afterEach(() => rmSync(cwd, { recursive: true, force: true }));
 
   it('creates an app, stores a secret from stdin, lists it masked, and never prints the value again', () => {
+    // Commands other than serve, migrate and restore work on an existing database only.
+    expect(run(cwd, ['migrate']).status).to.equal(0);
     const created = run(cwd, ['apps', 'create', '--name', 'My App', '--allow-development-attestation']);
     expect(created.status, created.stderr).to.equal(0);
     const app = created.json();
@@ -95,6 +97,7 @@ describe('tollgate CLI', () => {
   });
 
   it('opens and closes account routes and sets extra routes (apps update), refusing unknown slugs and bad patterns', () => {
+    run(cwd, ['migrate']);
     const app = run(cwd, ['apps', 'create', '--name', 'Routes']).json();
     // Account routes (issue 15): opened and closed relative to the current list; extra routes as SLUG:METHODS:PATTERN.
     const opened = run(cwd, ['apps', 'update', '--app', app.id, '--open-account-routes', 'openai,gemini', '--extra-route', 'openai:GET,post:evals/**', '--extra-route', 'openai:DELETE:models/ft:*']);
@@ -120,6 +123,7 @@ describe('tollgate CLI', () => {
   });
 
   it('refuses bad input with a one-line error, a non-zero exit and no partial state', () => {
+    run(cwd, ['migrate']);
     const app = run(cwd, ['apps', 'create', '--name', 'Strict']).json();
     const cases: Array<[string[], string | undefined, RegExp]> = [
       [['secrets', 'set', '--app', app.id, '--provider', 'no-such-provider'], 'sk-abcdef0123456789', /unknown provider/],
@@ -151,6 +155,7 @@ describe('tollgate CLI', () => {
     upstream.respond(respondJson(200, { object: 'list', data: [{ id: 'gpt-4o-mini', object: 'model', created: 1686935002, owned_by: 'openai' }] }));
     try {
       const env = { TOLLGATE_PROVIDER_OPENAI_BASE_URL: upstream.url };
+      run(cwd, ['migrate'], { env });
       const app = run(cwd, ['apps', 'create', '--name', 'Key test'], { env }).json();
       const secret = 'sk-cli-keycheck-0123456789abcdef';
       expect(run(cwd, ['secrets', 'set', '--app', app.id, '--provider', 'openai'], { input: `${secret}\n`, env }).status).to.equal(0);
@@ -196,6 +201,7 @@ describe('tollgate CLI', () => {
   });
 
   it('dashboard-users create and set-password (password on stdin): sign-in works, and a new password ends old sessions', async () => {
+    run(cwd, ['migrate']);
     expect(run(cwd, ['dashboard-users', 'create', '--username', 'ops'], { input: 'short\n' }).status).to.not.equal(0);
     const created = run(cwd, ['dashboard-users', 'create', '--username', 'ops'], { input: 'first password 123\n' });
     expect(created.status, created.stderr).to.equal(0);
@@ -228,6 +234,7 @@ describe('tollgate CLI', () => {
 
   it('in production, refuses development attestation even for an app that allows it', async () => {
     const key = randomBytes(32).toString('base64');
+    run(cwd, ['migrate'], { env: { TOLLGATE_MASTER_KEY: key } });
     const app = run(cwd, ['apps', 'create', '--name', 'Prod', '--allow-development-attestation'], { env: { TOLLGATE_MASTER_KEY: key } }).json();
     const { developmentToken } = run(cwd, ['dev-tokens', 'create', '--app', app.id], { env: { TOLLGATE_MASTER_KEY: key } }).json();
     const { child, url, stderr } = await serve(cwd, { TOLLGATE_ENV: 'production', TOLLGATE_MASTER_KEY: key });
