@@ -289,7 +289,9 @@ function banner(gateway: RunningGateway): string {
           'First run: create the dashboard administrator with this one-time link (valid 24 hours, works once):',
           `  ${gateway.adminUrl ?? gateway.url}/dashboard/setup#token=${gateway.setupToken}`,
         ]
-      : ['  sign in:    with your dashboard administrator name and password (the first was created from the set-up link)']),
+      : configuration.production
+        ? ['  sign in:    with a dashboard administrator; production prints no set-up link: the first is made on the host with', `              ${cli} dashboard-users create --username NAME   (password on stdin)`]
+        : ['  sign in:    with your dashboard administrator name and password (the first was created from the set-up link)']),
     '',
     'Get started in the dashboard: create an app (its app token is shown once), add a provider key under Secrets,',
     'create a development token under Devices for simulators, then copy the code from Integrate.',

@@ -69,6 +69,7 @@ import { createMcpServer, type McpDependencies } from '../mcp/server';
 import { createAdminRouter } from '../admin/admin-routes';
 import { DashboardAuth } from '../admin/dashboard-auth';
 import { adminSecurityHeaders, createDashboardRouter } from '../admin/dashboard-assets';
+import { setupKeyOf } from '../admin/shared-setup-token';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { UsageRecorder } from '../storage/usage-recorder';
 import { chargeTokenBudgets } from '../pipeline/token-budget';
@@ -504,8 +505,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     else if (gatewayError.type === 'serviceUnavailable') refused(gatewayError, requestIdOf(response));
     sendGatewayError(response, requestIdOf(response), gatewayError, request);
   };
-  const dashboardAuth = new DashboardAuth(database, { clock });
-  const setupToken = await dashboardAuth.issueSetupToken();
+  // One set-up link for the whole fleet (derived from the shared master key), and none in production, where logs would
+  // carry it: there `tollgate dashboard-users create` makes the first administrator.
+  const dashboardAuth = new DashboardAuth(database, { clock, setupKey: setupKeyOf(core.masterKey.key) });
+  const setupToken = configuration.production ? null : await dashboardAuth.issueSetupToken();
   app.use(
     '/v1/admin',
     adminOnly,
