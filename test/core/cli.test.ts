@@ -54,7 +54,9 @@ function exited(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 }
 
-describe('tollgate CLI', () => {
+describe('tollgate CLI', function () {
+  // Each step is a node process opening the database: a dozen of them outlast mocha's 30 s on a loaded machine.
+  this.timeout(180_000);
   let cwd: string;
 
   beforeEach(() => {
