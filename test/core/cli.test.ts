@@ -243,7 +243,8 @@ describe('tollgate CLI', function () {
     try {
       expect(stderr()).to.match(/development attestation is refused/);
       // No administrator yet, and still no set-up link in production (its output ends up in logs).
-      expect(stderr()).to.not.include('/dashboard/setup#token=').and.include('dashboard-users create --username NAME');
+      expect(stderr()).to.not.include('/dashboard/setup#token=');
+      expect(stderr()).to.include('dashboard-users create --username NAME');
       const response = await fetch(`${url}/v1/attest/development`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'tollgate-app-token': app.appToken },
