@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `tollgate` command line (../shared/design/operations.md, "Command line").
+ * The `tollgate` command line (docs/reference/cli.md).
  * Every command that changes state prints one JSON object on stdout and exits 0; on error it prints a one-line message
  * on stderr and exits non-zero (1 for a refused operation, 2 for a usage error).
  */
@@ -372,7 +372,7 @@ function artifact(file: string): Buffer {
   return /^[A-Za-z0-9+/_=-]+$/.test(text) ? Buffer.from(text, 'base64') : raw;
 }
 
-/** `tollgate attest verify`: offline verification of an attestation artifact at a given instant (operations.md). */
+/** `tollgate attest verify`: offline verification of an attestation artifact at a given instant (docs/reference/cli.md). */
 async function attestVerify(options: Values): Promise<void> {
   const method = required(options, 'method');
   if (method === 'apple-app-attest') return appleAttestVerify(options);

@@ -1,5 +1,5 @@
 /**
- * The operator's configuration (../shared/design/operations.md). Environment variables win over an optional
+ * The operator's configuration (docs/reference/configuration.md). Environment variables win over an optional
  * `tollgate.config.json` in the working directory, which may set the same keys.
  */
 import { existsSync, readFileSync } from 'node:fs';

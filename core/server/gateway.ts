@@ -243,7 +243,7 @@ export async function createGatewayCore(
 
   const directory = new CachedDirectory(database, cipher, {
     pollIntervalMs: configuration.changePollMs,
-    // One log line per change of the database's state, not one per failed poll (issue 17).
+    // One log line per change of the database's state, not one per failed poll.
     onError: (error) => plugins.reportDependencyState('database', false, causeOf(error)),
   });
   const management = new ManagementService(database, cipher, registry, {
@@ -312,8 +312,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   plugins.reportDependencyState('database', true);
   const usage = new UsageRecorder(database, {
     // Written 100 ms after a batch's first event. Every 20 ms, SQLite wrote its pages once per 20-30 rows, almost one
-    // pwrite per request (docs/benchmarks.md, thirteenth session); held much longer, events outlive young-generation
-    // collections at load (seventh session). "Last used" on the keys is written at most once a second.
+    // pwrite per request; held much longer, events outlive young-generation collections at load (docs/benchmarks.md).
+    // "Last used" on the keys is written at most once a second.
     flushIntervalMs: 100,
     batchSize: 500,
     maxBuffered: 50_000,

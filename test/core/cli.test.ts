@@ -1,5 +1,5 @@
 /**
- * The `tollgate` command line as operations.md specifies it, run as a real process on a real SQLite file, and `serve`
+ * The `tollgate` command line as docs/reference/cli.md specifies it, run as a real process on a real SQLite file, and `serve`
  * (what `npm start` runs) booting on a fresh directory with no other set-up.
  */
 import { expect } from 'chai';
@@ -101,7 +101,7 @@ describe('tollgate CLI', function () {
   it('opens and closes account routes and sets extra routes (apps update), refusing unknown slugs and bad patterns', () => {
     run(cwd, ['migrate']);
     const app = run(cwd, ['apps', 'create', '--name', 'Routes']).json();
-    // Account routes (issue 15): opened and closed relative to the current list; extra routes as SLUG:METHODS:PATTERN.
+    // Account routes: opened and closed relative to the current list; extra routes as SLUG:METHODS:PATTERN.
     const opened = run(cwd, ['apps', 'update', '--app', app.id, '--open-account-routes', 'openai,gemini', '--extra-route', 'openai:GET,post:evals/**', '--extra-route', 'openai:DELETE:models/ft:*']);
     expect(opened.status, opened.stderr).to.equal(0);
     expect(opened.json().settings.openAccountRoutes).to.deep.equal(['gemini', 'openai']);
@@ -151,7 +151,7 @@ describe('tollgate CLI', function () {
     expect(run(cwd, ['apps', 'get', '--app', app.id]).json().settings.deviceLimitPerMinute).to.equal(60);
   });
 
-  it('tests a stored key (secrets test) against the provider, and lists devices searched and paged (issue 19)', async () => {
+  it('tests a stored key (secrets test) against the provider, and lists devices searched and paged', async () => {
     // OpenAI "List models" answered by a loopback fake (https://platform.openai.com/docs/api-reference/models/list).
     const upstream = await FakeUpstream.start();
     upstream.respond(respondJson(200, { object: 'list', data: [{ id: 'gpt-4o-mini', object: 'model', created: 1686935002, owned_by: 'openai' }] }));
