@@ -89,6 +89,7 @@ export async function startBenchTargets(options: { extraEnv?: Record<string, str
       TOLLGATE_LOG_LEVEL: process.env.TOLLGATE_LOG_LEVEL ?? 'info',
       ...options.extraEnv,
     };
+    cli(env, ['migrate']);
     const app = cli(env, ['apps', 'create', '--name', 'bench', '--allow-development-attestation', '--device-limit', '1000000', '--app-limit', '100000000', '--max-streams', '10000']);
     cli(env, ['secrets', 'set', '--app', app.id!, '--provider', 'openai'], 'sk-bench-0123456789abcdef');
     const { developmentToken } = cli(env, ['dev-tokens', 'create', '--app', app.id!]);

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `tollgate` command line (../shared/design/operations.md, "Command line").
+ * The `tollgate` command line (docs/reference/cli.md).
  * Every command that changes state prints one JSON object on stdout and exits 0; on error it prints a one-line message
  * on stderr and exits non-zero (1 for a refused operation, 2 for a usage error).
  */
@@ -22,6 +22,10 @@ import { DashboardAuth } from '../core/admin/dashboard-auth';
 import { SignInInput, validateInput } from '../core/management/inputs';
 import { DEVICE_PLATFORMS, type DevicePlatform } from '../core/management/management-service';
 import { DeviceTokenService } from '../core/attestation/device-tokens';
+import { CREATING_COMMANDS, requireExistingDatabase } from './cli-database';
+import { commandHelp } from './cli-help';
+import { render, setOutputMode } from './cli-output';
+import { backup, restore } from './cli-backup';
 
 class UsageError extends Error {}
 
@@ -53,6 +57,8 @@ Usage:
   tollgate admin-keys create --name NAME
   tollgate providers list
   tollgate signing-keys rotate
+  tollgate backup --out FILE [--with-history]   (apps, sealed secrets, devices, keys, users, settings, prices; usage history with --with-history)
+  tollgate restore --in FILE [--replace]        (into a new database, with the source's master key; tokens and keys keep working)
   tollgate mcp                         (the assistant-facing server over stdio; TOLLGATE_ADMIN_KEY names the actor)
   tollgate dashboard-users create --username NAME          (password on stdin; adds a dashboard administrator)
   tollgate dashboard-users set-password --username NAME    (password on stdin; ends that user's sessions)
@@ -62,6 +68,8 @@ Usage:
   tollgate attest verify-assertion --public-key PEM_FILE --app-id TEAMID.BUNDLE --assertion B64 --client-data-hash HEX --previous-counter N
   tollgate attest verify --method android-key-attestation --chain FILE --challenge HEX [--package PKG] [--at ISO8601]
 
+Every command takes --help (its own usage) and --output json|table (JSON by default; table for reading).
+Commands other than serve, migrate and restore need an existing database: they refuse instead of creating one.
 Configuration comes from TOLLGATE_* environment variables (see docs/reference/configuration.md).`;
 
 const OPTIONS = {
@@ -122,6 +130,11 @@ const OPTIONS = {
   'close-account-routes': { type: 'string' },
   'extra-route': { type: 'string', multiple: true },
   'no-extra-routes': { type: 'boolean' },
+  output: { type: 'string' },
+  out: { type: 'string' },
+  in: { type: 'string' },
+  'with-history': { type: 'boolean' },
+  replace: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;
@@ -256,7 +269,7 @@ async function readSecretFromStdin(): Promise<string> {
 }
 
 function print(object: unknown): void {
-  process.stdout.write(`${JSON.stringify(object)}\n`);
+  process.stdout.write(render(object));
 }
 
 function banner(gateway: RunningGateway): string {
@@ -268,14 +281,17 @@ function banner(gateway: RunningGateway): string {
     `  master key: ${masterKey.generated ? `generated at ${masterKey.origin} (development only)` : masterKey.origin}`,
     `  providers:  ${registry.list().length} (${registry.list().map((provider) => provider.manifest.slug).join(', ')})`,
     `  health:     ${gateway.url}/healthz`,
-    `  dashboard:  ${gateway.url}/dashboard/`,
+    ...(gateway.adminUrl ? [`  admin:      ${gateway.adminUrl} (dashboard, /v1/admin, /mcp, /metrics; the public port answers them 404)`] : []),
+    `  dashboard:  ${gateway.adminUrl ?? gateway.url}/dashboard/`,
     ...(gateway.setupToken
       ? [
           '',
           'First run: create the dashboard administrator with this one-time link (valid 24 hours, works once):',
-          `  ${gateway.url}/dashboard/setup#token=${gateway.setupToken}`,
+          `  ${gateway.adminUrl ?? gateway.url}/dashboard/setup#token=${gateway.setupToken}`,
         ]
-      : ['  sign in:    with your dashboard administrator name and password (the first was created from the set-up link)']),
+      : configuration.production
+        ? ['  sign in:    with a dashboard administrator; production prints no set-up link: the first is made on the host with', `              ${cli} dashboard-users create --username NAME   (password on stdin)`]
+        : ['  sign in:    with your dashboard administrator name and password (the first was created from the set-up link)']),
     '',
     'Get started in the dashboard: create an app (its app token is shown once), add a provider key under Secrets,',
     'create a development token under Devices for simulators, then copy the code from Integrate.',
@@ -314,7 +330,7 @@ async function serve(): Promise<void> {
     const reminder = setInterval(() => {
       void new DashboardAuth(gateway.database).countUsers().then((users) => {
         if (users > 0) clearInterval(reminder);
-        else process.stderr.write(`\nTollgate: no dashboard administrator yet. Set-up link: ${gateway.url}/dashboard/setup#token=${gateway.setupToken}\n\n`);
+        else process.stderr.write(`\nTollgate: no dashboard administrator yet. Set-up link: ${gateway.adminUrl ?? gateway.url}/dashboard/setup#token=${gateway.setupToken}\n\n`);
       });
     }, 5 * 60_000);
     reminder.unref();
@@ -356,7 +372,7 @@ function artifact(file: string): Buffer {
   return /^[A-Za-z0-9+/_=-]+$/.test(text) ? Buffer.from(text, 'base64') : raw;
 }
 
-/** `tollgate attest verify`: offline verification of an attestation artifact at a given instant (operations.md). */
+/** `tollgate attest verify`: offline verification of an attestation artifact at a given instant (docs/reference/cli.md). */
 async function attestVerify(options: Values): Promise<void> {
   const method = required(options, 'method');
   if (method === 'apple-app-attest') return appleAttestVerify(options);
@@ -466,6 +482,16 @@ function change<T>(action: string, target: (result: NoInfer<T>) => string | null
   );
 }
 
+/** A missing --out/--in is a usage error (exit 2). */
+async function backupOrUsage<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof RangeError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
 /** `--allow-development-attestation` is a flag on create and takes true|false on update: a bare flag means true. */
 function normalizeFlags(argv: string[]): string[] {
   const out: string[] = [];
@@ -482,7 +508,24 @@ async function main(argv: string[]): Promise<void> {
   const options = values as Values;
   if (options.version) return void process.stdout.write(`${TOLLGATE_VERSION}\n`);
   const [command, subcommand] = positionals;
-  if (options.help || !command) return void process.stdout.write(`${USAGE}\n`);
+  try {
+    setOutputMode(options.output);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  if (!command) {
+    // `tollgate --help` asked for the usage; a bare `tollgate` is a usage error (stderr, exit 2).
+    if (options.help) return void process.stdout.write(`${USAGE}\n`);
+    process.stderr.write(`${USAGE}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  if (options.help) {
+    const help = commandHelp(USAGE, command, subcommand);
+    if (!help) throw new UsageError(`unknown command "${command}"; see tollgate --help`);
+    return void process.stdout.write(`${help}\n`);
+  }
+  if (!CREATING_COMMANDS.has(command) && command !== 'attest') requireExistingDatabase();
 
   switch (`${command} ${subcommand ?? ''}`.trim()) {
     case 'serve':
@@ -611,7 +654,8 @@ async function main(argv: string[]): Promise<void> {
     case 'apps enable':
       return change('app.enable', (app) => app.id, (core: GatewayCore) => core.management.setAppStatus(required(options, 'app'), 'active'));
     case 'apps delete':
-      return change('app.delete', (result) => result.id, (core: GatewayCore) => core.management.deleteApp(required(options, 'app')));
+      // Audit targets of deletions and revocations come from the inputs: the write returns nothing to build them from.
+      return change('app.delete', () => required(options, 'app'), (core: GatewayCore) => core.management.deleteApp(required(options, 'app')));
     case 'secrets set': {
       const appId = required(options, 'app');
       const provider = required(options, 'provider');
@@ -624,7 +668,7 @@ async function main(argv: string[]): Promise<void> {
     case 'secrets test':
       return change('secret.test', (result) => `${result.appId}/${result.provider}`, (core: GatewayCore) => core.management.testSecret(required(options, 'app'), required(options, 'provider')), (result) => ({ outcome: result.outcome, status: result.status }));
     case 'secrets delete':
-      return change('secret.delete', (result) => `${result.appId}/${result.provider}`, (core: GatewayCore) => core.management.deleteSecret(required(options, 'app'), required(options, 'provider')));
+      return change('secret.delete', () => `${required(options, 'app')}/${required(options, 'provider')}`, (core: GatewayCore) => core.management.deleteSecret(required(options, 'app'), required(options, 'provider')));
     case 'attestation-secrets set': {
       const appId = required(options, 'app');
       const name = required(options, 'name');
@@ -648,9 +692,9 @@ async function main(argv: string[]): Promise<void> {
     case 'devices get':
       return withCore((core) => core.management.getDevice(required(options, 'app'), required(options, 'device')));
     case 'devices revoke':
-      return change('device.revoke', (result) => `${result.appId}/${result.deviceId}`, (core: GatewayCore) => core.management.revokeDevice(required(options, 'app'), required(options, 'device')));
+      return change('device.revoke', () => `${required(options, 'app')}/${required(options, 'device')}`, (core: GatewayCore) => core.management.revokeDevice(required(options, 'app'), required(options, 'device')));
     case 'devices revoke-all':
-      return change('device.revoke_all', (result) => result.appId, (core: GatewayCore) => core.management.revokeAllDevices(required(options, 'app')));
+      return change('device.revoke_all', () => required(options, 'app'), (core: GatewayCore) => core.management.revokeAllDevices(required(options, 'app')));
     case 'dashboard-users create':
     case 'dashboard-users set-password': {
       const username = required(options, 'username');
@@ -677,6 +721,12 @@ async function main(argv: string[]): Promise<void> {
       }));
     case 'mcp':
       return serveMcpOverStdio();
+    case 'backup':
+      if (!options.out) throw new UsageError('--out FILE is required (a new file: an existing one is never overwritten)');
+      return withCore((core) => backupOrUsage(() => backup(core, options, TOLLGATE_VERSION)));
+    case 'restore':
+      if (!options.in) throw new UsageError('--in FILE is required');
+      return change('restore', () => options.in ?? null, (core: GatewayCore) => backupOrUsage(() => restore(core, options)), (summary) => ({ tables: summary.tables }));
     case 'attest verify':
       return attestVerify(options);
     case 'attest verify-assertion':

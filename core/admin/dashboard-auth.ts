@@ -13,6 +13,7 @@ import type { Knex } from 'knex';
 import { GatewayError, TollgateError } from '../contract';
 import { bumpChangeSequence } from '../storage/repositories';
 import { digestsEqual, generateId, hashToken, randomBase62 } from '../security/tokens';
+import { sharedSetupToken } from './shared-setup-token';
 
 const SESSION_PREFIX = 'ss_';
 const SETUP_PREFIX = 'su_';
@@ -42,6 +43,8 @@ export interface DashboardAuthOptions {
   readonly sessionTtlMs?: number;
   /** Set-up link lifetime; default 24 hours. */
   readonly setupTtlMs?: number;
+  /** The fleet's set-up key (setupKeyOf(master key)): every node then prints the same set-up link (shared-setup-token.ts). */
+  readonly setupKey?: Buffer;
 }
 
 function scrypt(password: string, salt: Buffer, keyLength: number, options: ScryptOptions): Promise<Buffer> {
@@ -74,6 +77,7 @@ export class DashboardAuth {
   private readonly clock: () => number;
   private readonly sessionTtlMs: number;
   private readonly setupTtlMs: number;
+  private readonly setupKey: Buffer | undefined;
 
   constructor(
     private readonly database: Knex,
@@ -82,6 +86,7 @@ export class DashboardAuth {
     this.clock = options.clock ?? Date.now;
     this.sessionTtlMs = options.sessionTtlMs ?? 12 * 3600_000;
     this.setupTtlMs = options.setupTtlMs ?? 24 * 3600_000;
+    this.setupKey = options.setupKey;
   }
 
   async countUsers(): Promise<number> {
@@ -95,6 +100,7 @@ export class DashboardAuth {
    */
   async issueSetupToken(): Promise<string | null> {
     if ((await this.countUsers()) > 0) return null;
+    if (this.setupKey) return sharedSetupToken(this.database, this.setupKey, this.clock(), this.setupTtlMs);
     const token = SETUP_PREFIX + randomBase62(43);
     const now = this.clock();
     await this.database.transaction(async (transaction) => {

@@ -1,5 +1,5 @@
 /**
- * The operator's configuration (../shared/design/operations.md). Environment variables win over an optional
+ * The operator's configuration (docs/reference/configuration.md). Environment variables win over an optional
  * `tollgate.config.json` in the working directory, which may set the same keys.
  */
 import { existsSync, readFileSync } from 'node:fs';
@@ -99,6 +99,15 @@ export interface Configuration {
   readonly upstreamQueueTimeoutMs: number;
   /** `TOLLGATE_UPSTREAM_IDLE_TIMEOUT_MS`, default 300 000: a started response that sends no byte for this long is cut. 0 turns it off. */
   readonly upstreamIdleTimeoutMs: number;
+  /**
+   * `TOLLGATE_ADMIN_PORT`: when set, a second listener serves the dashboard, `/v1/admin/*`, `/mcp` and `/metrics`, and
+   * the public port answers them 404 (core/server/admin-listener.ts). Unset: one listener serves everything.
+   */
+  readonly adminPort: number | undefined;
+  /** `TOLLGATE_ADMIN_HOST`, default 127.0.0.1: the admin listener's address. */
+  readonly adminHost: string;
+  /** `TOLLGATE_ADMIN_PUBLIC_URL`: the admin listener's address as browsers reach it (the dashboard's Origin check). */
+  readonly adminPublicUrl: string | undefined;
   /** `TOLLGATE_PROVIDER_<SLUG>_BASE_URL` overrides, keyed by the upper-cased variable stem (`OPENAI`, `AZURE_OPENAI`). */
   readonly providerBaseUrls: Readonly<Record<string, string>>;
 }
@@ -208,6 +217,9 @@ export function loadConfiguration(env: Source = process.env, workingDirectory = 
     upstreamQueueTimeoutMs: integer(source, 'TOLLGATE_UPSTREAM_QUEUE_TIMEOUT_MS', 10_000, 1, 600_000),
     upstreamIdleTimeoutMs: integer(source, 'TOLLGATE_UPSTREAM_IDLE_TIMEOUT_MS', 300_000, 0, 3_600_000),
     streamLeaseMs: integer(source, 'TOLLGATE_STREAM_LEASE_MS', 20_000, 300, 30_000),
+    adminPort: source.TOLLGATE_ADMIN_PORT ? integer(source, 'TOLLGATE_ADMIN_PORT', 0, 0, 65535) : undefined,
+    adminHost: source.TOLLGATE_ADMIN_HOST || '127.0.0.1',
+    adminPublicUrl: source.TOLLGATE_ADMIN_PUBLIC_URL ? source.TOLLGATE_ADMIN_PUBLIC_URL.replace(/\/$/, '') : undefined,
     providerBaseUrls: Object.freeze(providerBaseUrls),
   });
 }

@@ -71,6 +71,7 @@ import { createMcpServer, type McpDependencies } from '../mcp/server';
 import { createAdminRouter } from '../admin/admin-routes';
 import { DashboardAuth } from '../admin/dashboard-auth';
 import { adminSecurityHeaders, createDashboardRouter } from '../admin/dashboard-assets';
+import { setupKeyOf } from '../admin/shared-setup-token';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { UsageRecorder } from '../storage/usage-recorder';
 import { chargeTokenBudgets } from '../pipeline/token-budget';
@@ -82,6 +83,7 @@ import { LocalFallbackRateLimitStore } from '../stores/local-fallback-store';
 import { logMetricLines } from './log-writer';
 import { BUILT_IN_PLUGINS_DIRECTORY, BUILT_IN_PROVIDERS_DIRECTORY, discoverPluginFolders, discoverProviderFolders, loadPluginPackage } from './plugin-loader';
 import { createLogger, infoLineWriter } from './logger';
+import { adminListenAddress, markSurface, servedOn, type Surface } from './admin-listener';
 import { BodyWatch, MCP_MAX_BODY_BYTES, answerClientError, continueWhenRead, readJsonBody } from '../routes/request-guards';
 
 export const TOLLGATE_VERSION: string = (require('../../../package.json') as { version: string }).version;
@@ -120,6 +122,9 @@ export interface RunningGateway extends GatewayCore {
   readonly server: Server;
   /** `http://host:port`. */
   readonly url: string;
+  /** With `TOLLGATE_ADMIN_PORT`: the admin listener (dashboard, management API, MCP, metrics) and its URL; else null. */
+  readonly adminServer: Server | null;
+  readonly adminUrl: string | null;
   readonly directory: CachedDirectory;
   readonly deviceTokens: DeviceTokenService;
   readonly usage: UsageRecorder;
@@ -260,7 +265,7 @@ export async function createGatewayCore(
 
   const directory = new CachedDirectory(database, cipher, {
     pollIntervalMs: configuration.changePollMs,
-    // One log line per change of the database's state, not one per failed poll (issue 17).
+    // One log line per change of the database's state, not one per failed poll.
     onError: (error) => plugins.reportDependencyState('database', false, causeOf(error)),
   });
   const management = new ManagementService(database, cipher, registry, {
@@ -333,8 +338,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   plugins.reportDependencyState('database', true);
   const usage = new UsageRecorder(database, {
     // Written 100 ms after a batch's first event. Every 20 ms, SQLite wrote its pages once per 20-30 rows, almost one
-    // pwrite per request (docs/benchmarks.md, thirteenth session); held much longer, events outlive young-generation
-    // collections at load (seventh session). "Last used" on the keys is written at most once a second.
+    // pwrite per request; held much longer, events outlive young-generation collections at load (docs/benchmarks.md).
+    // "Last used" on the keys is written at most once a second.
     flushIntervalMs: 100,
     batchSize: 500,
     maxBuffered: 50_000,
@@ -441,6 +446,12 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
 
   /** The listen URL, known once the server listens (generated code embeds it unless TOLLGATE_PUBLIC_URL is set). */
   let url = '';
+  // With TOLLGATE_ADMIN_PORT, the operator surfaces answer only on the admin listener (core/server/admin-listener.ts).
+  const adminAddress = adminListenAddress(configuration);
+  const noRoute = (_request: IncomingMessage, response: ServerResponse) =>
+    sendGatewayError(response, requestIdOf(response), new GatewayError('invalidRequest', 'No such route.', { status: 404, reason: 'no_route' }));
+  const adminOnly = servedOn('admin', noRoute);
+  const publicOnly = servedOn('public', noRoute);
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -482,7 +493,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       },
     }),
   );
-  app.get('/metrics', (_request: Request, response: Response) => {
+  app.get('/metrics', adminOnly, (_request: Request, response: Response) => {
     response
       .status(200)
       .type('text/plain; version=0.0.4')
@@ -500,7 +511,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   });
   // The assistant-facing server over streamable HTTP, stateless: one MCP server and transport per request. Admin key
   // only, checked before a byte of the body is read; the body is then capped at MCP_MAX_BODY_BYTES.
-  app.all('/mcp', async (request: Request, response: Response, next: NextFunction) => {
+  app.all('/mcp', adminOnly, async (request: Request, response: Response, next: NextFunction) => {
     try {
       const admin = await authenticateAdminKey(database, request.headers.authorization);
       if (!admin) {
@@ -533,10 +544,13 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     else if (gatewayError.type === 'serviceUnavailable') refused(gatewayError, requestIdOf(response));
     sendGatewayError(response, requestIdOf(response), gatewayError, request);
   };
-  const dashboardAuth = new DashboardAuth(database, { clock });
-  const setupToken = await dashboardAuth.issueSetupToken();
+  // One set-up link for the whole fleet (derived from the shared master key), and none in production, where logs would
+  // carry it: there `tollgate dashboard-users create` makes the first administrator.
+  const dashboardAuth = new DashboardAuth(database, { clock, setupKey: setupKeyOf(core.masterKey.key) });
+  const setupToken = configuration.production ? null : await dashboardAuth.issueSetupToken();
   app.use(
     '/v1/admin',
+    adminOnly,
     adminSecurityHeaders(),
     createAdminRouter({
       database,
@@ -548,17 +562,19 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       version: TOLLGATE_VERSION,
       clock,
       gatewayUrl: () => configuration.publicUrl ?? url,
-      publicUrl: configuration.publicUrl,
+      // On its own listener the dashboard is reached at the admin address, not at the apps' public URL.
+      publicUrl: adminAddress ? configuration.adminPublicUrl : configuration.publicUrl,
       trustProxy: configuration.trustProxy,
       onInternalError: (error) => logger.error({ err: error }, 'admin request failed'),
       onUnavailable: (error) => refused(error),
     }),
   );
-  app.use('/dashboard', createDashboardRouter());
+  app.use('/dashboard', adminOnly, createDashboardRouter());
   // A person who opens the gateway's address in a browser wants the dashboard, not a JSON 404.
-  app.get('/', (_request, response) => response.redirect(302, '/dashboard/'));
+  app.get('/', adminOnly, (_request, response) => response.redirect(302, '/dashboard/'));
   app.use(
     '/v1/attest',
+    publicOnly,
     createAttestRouter({
       onFailure: answerFailure,
       directory,
@@ -646,16 +662,18 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
    * straight to the pipeline: the hot path does not pass through Express's router (measured in docs/benchmarks.md);
    * everything else is an Express route.
    */
-  const handleRequest = (request: IncomingMessage, response: ServerResponse) => {
+  const handleRequest = (request: IncomingMessage, response: ServerResponse, surface?: Surface) => {
     const requestId = randomUUID();
     const started = performance.now();
-    if (request.url !== undefined && request.url.startsWith(proxyUrlPrefix)) {
+    // The admin listener has no proxy: there a proxy path falls through to Express's 404.
+    if (request.url !== undefined && surface !== 'admin' && request.url.startsWith(proxyUrlPrefix)) {
       // Proxy bodies may be long uploads: only the idle deadline applies. The response gets its id with the rest of
       // its head (forward.ts, sendGatewayError): one write of the head.
       proxyHandler(request, response, requestId, started, bodies.watch(request, response, proxyBodyDeadlines));
       return;
     }
     response.setHeader('Tollgate-Request-Id', requestId);
+    if (surface !== undefined) markSurface(request, surface);
     // Read now: Express rewrites request.url inside mounted routers.
     const requestUrl = request.url ?? '';
     // Every other route has a whole-request deadline.
@@ -669,36 +687,50 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     app(request, response);
   };
 
-  const server = http.createServer(
-    {
-      // Slow-loris bound: the whole request head within TOLLGATE_HEADERS_TIMEOUT_MS. Heads over 32 KiB get 431.
-      headersTimeout: configuration.headersTimeoutMs,
-      // Node enforces headersTimeout only when it sweeps connections (default every 30 s).
-      connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(configuration.headersTimeoutMs / 4))),
-      // No server-wide whole-request timeout: proxy uploads may legitimately run long. the body watch gives every other
-      // route TOLLGATE_REQUEST_TIMEOUT_MS and every route TOLLGATE_BODY_IDLE_TIMEOUT_MS instead.
-      requestTimeout: 0,
-      keepAliveTimeout: configuration.keepAliveTimeoutMs,
-      maxHeaderSize: 32 * 1024,
-    },
-    handleRequest,
-  );
-  // Parser refusals get the protocol's error body; `100 Continue` waits until a route reads the body (after its checks).
-  server.on('clientError', answerClientError);
-  server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
-    continueWhenRead(request, response);
-    handleRequest(request, response);
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(configuration.port, configuration.host, () => {
-      server.off('error', reject);
-      resolve();
+  const serverOptions: http.ServerOptions = {
+    // Slow-loris bound: the whole request head within TOLLGATE_HEADERS_TIMEOUT_MS. Heads over 32 KiB get 431.
+    headersTimeout: configuration.headersTimeoutMs,
+    // Node enforces headersTimeout only when it sweeps connections (default every 30 s).
+    connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(configuration.headersTimeoutMs / 4))),
+    // No server-wide whole-request timeout: proxy uploads may legitimately run long. the body watch gives every other
+    // route TOLLGATE_REQUEST_TIMEOUT_MS and every route TOLLGATE_BODY_IDLE_TIMEOUT_MS instead.
+    requestTimeout: 0,
+    keepAliveTimeout: configuration.keepAliveTimeoutMs,
+    maxHeaderSize: 32 * 1024,
+  };
+  const createServer = (surface: Surface | undefined): Server => {
+    const handler = surface === undefined ? handleRequest : (request: IncomingMessage, response: ServerResponse) => handleRequest(request, response, surface);
+    const created = http.createServer(serverOptions, handler);
+    // Parser refusals get the protocol's error body; `100 Continue` waits until a route reads the body (after its checks).
+    created.on('clientError', answerClientError);
+    created.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+      continueWhenRead(request, response);
+      handler(request, response);
     });
-  });
-  const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  url = `http://${host}:${address.port}`;
+    return created;
+  };
+  const listen = (target: Server, port: number, listenHost: string) =>
+    new Promise<string>((resolve, reject) => {
+      target.once('error', reject);
+      target.listen(port, listenHost, () => {
+        target.off('error', reject);
+        const address = target.address() as AddressInfo;
+        resolve(`http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`);
+      });
+    });
+  const server = createServer(adminAddress ? 'public' : undefined);
+  url = await listen(server, configuration.port, configuration.host);
+  let adminServer: Server | null = null;
+  let adminUrl: string | null = null;
+  if (adminAddress) {
+    adminServer = createServer('admin');
+    try {
+      adminUrl = await listen(adminServer, adminAddress.port, adminAddress.host);
+    } catch (error) {
+      server.close();
+      throw error;
+    }
+  }
 
   let closing: Promise<void> | undefined;
   const close = () => {
@@ -717,6 +749,9 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
           resolve();
         });
         server.closeIdleConnections();
+        // The admin listener holds no streams worth waiting for: its connections end now.
+        adminServer?.close();
+        adminServer?.closeAllConnections();
       });
       // Streams cut at the deadline report (and record their usage event) on their sockets' 'close' events, which run
       // in a later turn of the event loop: let them run before the last usage flush.
@@ -735,5 +770,5 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     return closing;
   };
 
-  return { ...core, server, url, directory, deviceTokens, usage, forward: forward as ForwardStage, setupToken, close };
+  return { ...core, server, url, adminServer, adminUrl, directory, deviceTokens, usage, forward: forward as ForwardStage, setupToken, close };
 }

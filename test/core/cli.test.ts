@@ -1,5 +1,5 @@
 /**
- * The `tollgate` command line as operations.md specifies it, run as a real process on a real SQLite file, and `serve`
+ * The `tollgate` command line as docs/reference/cli.md specifies it, run as a real process on a real SQLite file, and `serve`
  * (what `npm start` runs) booting on a fresh directory with no other set-up.
  */
 import { expect } from 'chai';
@@ -54,7 +54,9 @@ function exited(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 }
 
-describe('tollgate CLI', () => {
+describe('tollgate CLI', function () {
+  // Each step is a node process opening the database: a dozen of them outlast mocha's 30 s on a loaded machine.
+  this.timeout(180_000);
   let cwd: string;
 
   beforeEach(() => {
@@ -63,6 +65,8 @@ describe('tollgate CLI', () => {
   afterEach(() => rmSync(cwd, { recursive: true, force: true }));
 
   it('creates an app, stores a secret from stdin, lists it masked, and never prints the value again', () => {
+    // Commands other than serve, migrate and restore work on an existing database only.
+    expect(run(cwd, ['migrate']).status).to.equal(0);
     const created = run(cwd, ['apps', 'create', '--name', 'My App', '--allow-development-attestation']);
     expect(created.status, created.stderr).to.equal(0);
     const app = created.json();
@@ -95,8 +99,9 @@ describe('tollgate CLI', () => {
   });
 
   it('opens and closes account routes and sets extra routes (apps update), refusing unknown slugs and bad patterns', () => {
+    run(cwd, ['migrate']);
     const app = run(cwd, ['apps', 'create', '--name', 'Routes']).json();
-    // Account routes (issue 15): opened and closed relative to the current list; extra routes as SLUG:METHODS:PATTERN.
+    // Account routes: opened and closed relative to the current list; extra routes as SLUG:METHODS:PATTERN.
     const opened = run(cwd, ['apps', 'update', '--app', app.id, '--open-account-routes', 'openai,gemini', '--extra-route', 'openai:GET,post:evals/**', '--extra-route', 'openai:DELETE:models/ft:*']);
     expect(opened.status, opened.stderr).to.equal(0);
     expect(opened.json().settings.openAccountRoutes).to.deep.equal(['gemini', 'openai']);
@@ -120,6 +125,7 @@ describe('tollgate CLI', () => {
   });
 
   it('refuses bad input with a one-line error, a non-zero exit and no partial state', () => {
+    run(cwd, ['migrate']);
     const app = run(cwd, ['apps', 'create', '--name', 'Strict']).json();
     const cases: Array<[string[], string | undefined, RegExp]> = [
       [['secrets', 'set', '--app', app.id, '--provider', 'no-such-provider'], 'sk-abcdef0123456789', /unknown provider/],
@@ -145,12 +151,13 @@ describe('tollgate CLI', () => {
     expect(run(cwd, ['apps', 'get', '--app', app.id]).json().settings.deviceLimitPerMinute).to.equal(60);
   });
 
-  it('tests a stored key (secrets test) against the provider, and lists devices searched and paged (issue 19)', async () => {
+  it('tests a stored key (secrets test) against the provider, and lists devices searched and paged', async () => {
     // OpenAI "List models" answered by a loopback fake (https://platform.openai.com/docs/api-reference/models/list).
     const upstream = await FakeUpstream.start();
     upstream.respond(respondJson(200, { object: 'list', data: [{ id: 'gpt-4o-mini', object: 'model', created: 1686935002, owned_by: 'openai' }] }));
     try {
       const env = { TOLLGATE_PROVIDER_OPENAI_BASE_URL: upstream.url };
+      run(cwd, ['migrate'], { env });
       const app = run(cwd, ['apps', 'create', '--name', 'Key test'], { env }).json();
       const secret = 'sk-cli-keycheck-0123456789abcdef';
       expect(run(cwd, ['secrets', 'set', '--app', app.id, '--provider', 'openai'], { input: `${secret}\n`, env }).status).to.equal(0);
@@ -196,6 +203,7 @@ describe('tollgate CLI', () => {
   });
 
   it('dashboard-users create and set-password (password on stdin): sign-in works, and a new password ends old sessions', async () => {
+    run(cwd, ['migrate']);
     expect(run(cwd, ['dashboard-users', 'create', '--username', 'ops'], { input: 'short\n' }).status).to.not.equal(0);
     const created = run(cwd, ['dashboard-users', 'create', '--username', 'ops'], { input: 'first password 123\n' });
     expect(created.status, created.stderr).to.equal(0);
@@ -228,11 +236,15 @@ describe('tollgate CLI', () => {
 
   it('in production, refuses development attestation even for an app that allows it', async () => {
     const key = randomBytes(32).toString('base64');
+    run(cwd, ['migrate'], { env: { TOLLGATE_MASTER_KEY: key } });
     const app = run(cwd, ['apps', 'create', '--name', 'Prod', '--allow-development-attestation'], { env: { TOLLGATE_MASTER_KEY: key } }).json();
     const { developmentToken } = run(cwd, ['dev-tokens', 'create', '--app', app.id], { env: { TOLLGATE_MASTER_KEY: key } }).json();
     const { child, url, stderr } = await serve(cwd, { TOLLGATE_ENV: 'production', TOLLGATE_MASTER_KEY: key });
     try {
       expect(stderr()).to.match(/development attestation is refused/);
+      // No administrator yet, and still no set-up link in production (its output ends up in logs).
+      expect(stderr()).to.not.include('/dashboard/setup#token=');
+      expect(stderr()).to.include('dashboard-users create --username NAME');
       const response = await fetch(`${url}/v1/attest/development`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'tollgate-app-token': app.appToken },
