@@ -44,6 +44,7 @@ const RESPONSE_SCHEMAS: Record<string, Schema> = {
   },
   RotatedToken: object({ id: string, appToken: { type: 'string', pattern: '^at_[0-9A-Za-z]{32}$' }, tokenHint: string, previousToken: nullable(object({ tokenHint: string, expiresAt: dateTime })) }),
   Deleted: object({ id: string, deleted: { const: true } }),
+  EndUser: object({ id: string, appId: string, issuer: string, profile: nullable(string), firstSeenAt: dateTime, lastSeenAt: dateTime, blocked: { type: 'boolean' }, blockedAt: nullable(dateTime) }),
   Secret: object({
     appId: string,
     provider: string,

@@ -69,6 +69,11 @@ export interface RateLimitStore {
   spend(key: string, amount: number, ttlMs: number): number | Promise<number>;
   /** The counters under `keys`, in order (0 for an absent one). Keys named together share one `{…}` hash tag. */
   spent(keys: readonly string[]): number[] | Promise<number[]>;
+  /**
+   * What `consume` would find now, charging nothing (`GET /v1/me`): per rule, `remaining` is how many units may still be
+   * taken at once and `resetSeconds` when the quota is whole again. Optional: a store without it reports each rule whole.
+   */
+  peek?(rules: readonly RateLimitRule[], nowMs: number): RateLimitRuleResult[] | Promise<RateLimitRuleResult[]>;
   /** Releases resources (timers, connections). */
   close?(): void | Promise<void>;
 }

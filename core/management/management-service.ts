@@ -3,6 +3,7 @@
  * and bumps the change feed, so a half-done change is never visible and every gateway process picks it up.
  * No operation ever returns a secret value: secrets come back masked; issued tokens are shown once, at creation.
  */
+import { checkEndUserSettings } from './end-user-inputs';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { isIP } from 'node:net';
 import type { Knex } from 'knex';
@@ -160,6 +161,7 @@ function mergeSettings(base: AppSettings, input: AppSettingsInput, production: b
     if (settings[key] !== undefined && Object.keys(settings[key] as object).length === 0) settings[key] = undefined;
   }
   checkPolicy(settings as unknown as AppSettings, production);
+  checkEndUserSettings(settings as unknown as AppSettings);
   return Object.freeze(settings) as unknown as AppSettings;
 }
 

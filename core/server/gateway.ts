@@ -50,6 +50,11 @@ import { Pipeline } from '../pipeline/pipeline';
 import { ResolveSecretStage } from '../pipeline/resolve-secret';
 import { VerifyDeviceStage } from '../pipeline/verify-device';
 import { VerifyTokenStage } from '../pipeline/verify-token';
+import { VerifyUserStage } from '../pipeline/verify-user';
+import { END_USER_DIRECTORY, EndUserDirectory } from '../users/end-user-store';
+import { EndUserService } from '../users/end-user-service';
+import { endUserRoutes } from '../admin/end-user-routes';
+import { checkCaller, describeLimits } from '../routes/me';
 import { ProviderRegistry } from '../registry/provider-registry';
 import { createAttestRouter } from '../routes/attest';
 import { errorReasonOf, sendGatewayError, toGatewayError } from '../routes/errors';
@@ -297,6 +302,11 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
 
   await directory.start();
   container.register(GATEWAY_DIRECTORY, { useValue: directory });
+  // End users (core/users): the blocked set the verifyUser stage reads, and the management of users.
+  const endUsers = new EndUserDirectory(database, { pollIntervalMs: configuration.changePollMs, clock, onError: (error) => logger.warn({ cause: causeOf(error) }, 'end users could not be read or written; retried') });
+  await endUsers.start();
+  container.register(END_USER_DIRECTORY, { useValue: endUsers });
+  const endUserService = new EndUserService(database, clock, endUsers);
   const deviceTokens = new DeviceTokenService(database, cipher, clock);
   await deviceTokens.initialize();
   container.register(DEVICE_TOKENS, { useValue: deviceTokens });
@@ -332,6 +342,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   const defaultStages: Record<StageName, new (...args: never[]) => PipelineStage> = {
     verifyToken: VerifyTokenStage,
     verifyDevice: VerifyDeviceStage,
+    verifyUser: VerifyUserStage,
     limitRate: LimitRateStage,
     resolveSecret: ResolveSecretStage,
     injectKey: InjectKeyStage,
@@ -513,6 +524,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       trustProxy: configuration.trustProxy,
       onInternalError: (error) => logger.error({ err: error }, 'admin request failed'),
       onUnavailable: (error) => refused(error),
+      extraRoutes: endUserRoutes(endUserService),
     }),
   );
   app.use('/dashboard', createDashboardRouter());
@@ -537,6 +549,12 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       },
     }),
   );
+  // What the calling device and user may still spend (core/routes/me.ts): the checks of a proxied request, no charge.
+  app.get('/v1/me', (request: Request, response: Response, next: NextFunction) => {
+    checkCaller(pipeline.stages, request, response, requestIdOf(response), clock())
+      .then((context) => describeLimits(context, rateLimits, clock()))
+      .then((answer) => response.setHeader('Cache-Control', 'no-store').status(200).json(answer), next);
+  });
   app.use((_request: Request, response: Response) => {
     sendGatewayError(response, requestIdOf(response), new GatewayError('invalidRequest', 'No such route.', { status: 404, reason: 'no_route' }));
   });
@@ -688,6 +706,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       bodies.stop();
       clearInterval(retention);
       await usage.stop();
+      await endUsers.stop();
       (forward as ForwardStage).close?.();
       if (!plugins.rateLimitStore) await rateLimits.close?.();
       if (!plugins.challengeStore) await challenges.close?.();

@@ -36,4 +36,6 @@ export const manifest = defineProvider({
   // "List Models" needs the key and changes nothing: https://docs.anthropic.com/en/api/models-list
   keyCheck: { method: 'GET', version: 'v1', path: 'models' },
   usage: ANTHROPIC_USAGE,
+  // Where a Messages body names the model and its (required) output limit: https://docs.anthropic.com/en/api/messages
+  requestFields: [{ methods: ['POST'], path: 'messages', model: 'model', outputLimit: ['max_tokens'], stream: 'stream' }],
 });
