@@ -2,7 +2,7 @@
  * Shared building blocks for provider manifests. Most providers speak OpenAI's wire format; for them a manifest is a
  * call to {@link openAiCompatible} with the provider's own facts.
  */
-import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute, type Capability, type KeyCheck, type ProviderManifest, type RoutePolicy, type StreamFormat } from '../../core/contract';
+import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute, type Capability, type KeyCheck, type ProviderManifest, type RequestBodyFields, type RoutePolicy, type StreamFormat } from '../../core/contract';
 import { OPENAI_USAGE } from './usage';
 
 export * from './usage';
@@ -78,6 +78,8 @@ export interface OpenAiCompatibleOptions {
   exampleModel?: string;
   /** The key check (see `KeyCheck`), with the page that documents it cited beside it. */
   keyCheck?: KeyCheck;
+  /** Where request bodies name the model and the output limit (see `RequestBodyFields`). */
+  requestFields?: readonly RequestBodyFields[];
 }
 
 /** A manifest for an OpenAI-compatible provider: Bearer auth, OpenAI SSE streaming, the OpenAI route allow-list. */
@@ -97,6 +99,7 @@ export function openAiCompatible(options: OpenAiCompatibleOptions): ProviderMani
     examples: openAiExamples(options.exampleModel ?? 'MODEL_NAME', options.capabilities ?? ['chat']),
     usage: OPENAI_USAGE,
     ...(options.keyCheck ? { keyCheck: options.keyCheck } : {}),
+    ...(options.requestFields ? { requestFields: options.requestFields } : {}),
   });
 }
 
