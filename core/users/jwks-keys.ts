@@ -41,7 +41,8 @@ class KeySet {
   readonly getKey = async (header: JWTHeaderParameters, token: FlattenedJWSInput): Promise<KeyLike | Uint8Array> => {
     const cached = this.remote.jwks();
     const known = cached !== undefined && cached.keys.some((key) => header.kid === undefined || key.kid === header.kid);
-    if (!known) {
+    // A fetch already on its way (another request's) is joined: jose shares it.
+    if (!known && !this.remote.reloading) {
       const now = Date.now();
       if (now - this.lastFetch < JWKS_REFETCH_INTERVAL_MS) {
         throw new KeysUnavailable(cached === undefined ? 'fetch_failed' : 'kid_unknown');
