@@ -314,8 +314,8 @@ function collect(errors: readonly ValidationError[], prefix = '', into: Record<s
 
 /** Names that reach `Object.prototype` or a constructor when used as keys: refused at any depth of an input. */
 const PROTOTYPE_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
-/** Inputs are a few levels deep at most (a map of limits, a list of routes). */
-const MAX_INPUT_DEPTH = 4;
+/** Inputs are a few levels deep at most (a map of limits, a list of routes; a profile's model policy: profiles.pro.modelPolicy.openai.allow). */
+const MAX_INPUT_DEPTH = 5;
 
 /** The fields `type` declares (class-validator metadata), by class. */
 const declaredFields = new Map<Function, ReadonlySet<string>>();

@@ -99,7 +99,7 @@ export class VerifyUserStage implements PipelineStage {
       }));
     } catch (error) {
       if (error instanceof errors.JWTExpired) throw refused('user_token_expired', 'The user token has expired: get a fresh ID token from the sign-in provider.');
-      if (error instanceof KeysUnavailable && error.reason === 'fetch_failed') {
+      if (error instanceof KeysUnavailable && error.kind === 'fetch_failed') {
         throw new GatewayError('serviceUnavailable', 'The sign-in provider\'s keys cannot be fetched right now.', { status: 503, retryAfterSeconds: 60, reason: 'user_keys_unavailable', cause: error.cause });
       }
       throw refused('user_token_invalid', 'The user token is not valid for this app (signature, issuer or audience).');

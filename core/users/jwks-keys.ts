@@ -21,8 +21,8 @@ const MAX_KEY_SETS = 1_000;
 
 /** No key of the set can verify the token, and the set may not be fetched again yet (or the fetch failed). */
 export class KeysUnavailable extends Error {
-  constructor(readonly reason: 'kid_unknown' | 'fetch_failed', cause?: unknown) {
-    super(reason === 'kid_unknown' ? 'no key of the sign-in provider matches the token' : 'the sign-in provider\'s keys could not be fetched', { cause });
+  constructor(readonly kind: 'kid_unknown' | 'fetch_failed', cause?: unknown) {
+    super(kind === 'kid_unknown' ? 'no key of the sign-in provider matches the token' : 'the sign-in provider\'s keys could not be fetched', { cause });
   }
 }
 
