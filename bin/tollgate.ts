@@ -22,6 +22,8 @@ import { DashboardAuth } from '../core/admin/dashboard-auth';
 import { SignInInput, validateInput } from '../core/management/inputs';
 import { DEVICE_PLATFORMS, type DevicePlatform } from '../core/management/management-service';
 import { DeviceTokenService } from '../core/attestation/device-tokens';
+import { USERS_USAGE, usersCommand } from './commands/users';
+import type { CommandHelpers } from './commands/types';
 
 class UsageError extends Error {}
 
@@ -61,6 +63,7 @@ Usage:
   tollgate attest verify --method apple-app-attest --app-id TEAMID.BUNDLE --key-id B64 --attestation FILE --client-data-hash HEX [--environment development|production] [--at ISO8601]
   tollgate attest verify-assertion --public-key PEM_FILE --app-id TEAMID.BUNDLE --assertion B64 --client-data-hash HEX --previous-counter N
   tollgate attest verify --method android-key-attestation --chain FILE --challenge HEX [--package PKG] [--at ISO8601]
+${USERS_USAGE}
 
 Configuration comes from TOLLGATE_* environment variables (see docs/reference/configuration.md).`;
 
@@ -477,7 +480,12 @@ function normalizeFlags(argv: string[]): string[] {
   return out;
 }
 
+/** What a command group in bin/commands/ needs from this file. */
+const COMMAND_HELPERS: CommandHelpers = { withCore, change: (action, target, work) => change(action, target, work), usage: (message) => new UsageError(message) };
+
 async function main(argv: string[]): Promise<void> {
+  // Command groups with their own options live in their own files.
+  if (argv[0] === 'users') return usersCommand(argv.slice(1), COMMAND_HELPERS);
   const { values, positionals } = parseArgs({ args: normalizeFlags(argv), options: OPTIONS, allowPositionals: true, strict: true });
   const options = values as Values;
   if (options.version) return void process.stdout.write(`${TOLLGATE_VERSION}\n`);

@@ -291,6 +291,7 @@ export function mcpDependencies(core: GatewayCore, actor: string, gatewayUrl: st
     gatewayUrl,
     version: TOLLGATE_VERSION,
     appTokenHash: async (appId) => (await new AppRepository(core.database).findById(appId))?.tokenHash ?? null,
+    endUsers: new EndUserService(core.database, Date.now),
   };
 }
 
