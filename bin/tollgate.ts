@@ -23,6 +23,7 @@ import { SignInInput, validateInput } from '../core/management/inputs';
 import { DEVICE_PLATFORMS, type DevicePlatform } from '../core/management/management-service';
 import { DeviceTokenService } from '../core/attestation/device-tokens';
 import { USERS_USAGE, usersCommand } from './commands/users';
+import { WEBHOOKS_USAGE, webhooksCommand } from './commands/webhooks';
 import type { CommandHelpers } from './commands/types';
 
 class UsageError extends Error {}
@@ -64,6 +65,7 @@ Usage:
   tollgate attest verify-assertion --public-key PEM_FILE --app-id TEAMID.BUNDLE --assertion B64 --client-data-hash HEX --previous-counter N
   tollgate attest verify --method android-key-attestation --chain FILE --challenge HEX [--package PKG] [--at ISO8601]
 ${USERS_USAGE}
+${WEBHOOKS_USAGE}
 
 Configuration comes from TOLLGATE_* environment variables (see docs/reference/configuration.md).`;
 
@@ -486,6 +488,7 @@ const COMMAND_HELPERS: CommandHelpers = { withCore, change: (action, target, wor
 async function main(argv: string[]): Promise<void> {
   // Command groups with their own options live in their own files.
   if (argv[0] === 'users') return usersCommand(argv.slice(1), COMMAND_HELPERS);
+  if (argv[0] === 'webhooks') return webhooksCommand(argv.slice(1), COMMAND_HELPERS);
   const { values, positionals } = parseArgs({ args: normalizeFlags(argv), options: OPTIONS, allowPositionals: true, strict: true });
   const options = values as Values;
   if (options.version) return void process.stdout.write(`${TOLLGATE_VERSION}\n`);

@@ -114,6 +114,8 @@ export interface ManagementOptions {
   readonly clock?: () => number;
   /** How long "test this key" waits for the provider (default 10 s). */
   readonly keyCheckTimeoutMs?: number;
+  /** Called after a device (`*`: every device of the app) was revoked (webhook `device.revoked`). */
+  readonly onDeviceRevoked?: (appId: string, deviceId: string) => void;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -649,6 +651,7 @@ export class ManagementService {
       revokedId = device.deviceId;
       await devices.revoke(appId, device.deviceId, this.clock());
     });
+    this.options.onDeviceRevoked?.(appId, revokedId);
     return { appId, deviceId: revokedId, revoked: true };
   }
 
@@ -667,6 +670,7 @@ export class ManagementService {
       await this.requireApp(transaction, appId);
       await new AppRepository(transaction).update(appId, { devicesRevokedBefore: now + 1 }, now);
     });
+    this.options.onDeviceRevoked?.(appId, '*');
     return { appId, revokedBefore: iso(now + 1) };
   }
 

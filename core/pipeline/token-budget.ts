@@ -132,7 +132,13 @@ export function checkTokenBudgets(store: RateLimitStore, context: ProxyContext, 
  * Adds the tokens of a finished request to every budget of its app that applies. None set (or no tokens): returns
  * undefined at once, without a promise, since this runs after every answer whose usage was read.
  */
-export function chargeTokenBudgets(store: RateLimitStore, context: ProxyContext, nowMs: number): Promise<void> | undefined {
+export function chargeTokenBudgets(
+  store: RateLimitStore,
+  context: ProxyContext,
+  nowMs: number,
+  /** Told when this charge carried a budget past 80 % or 100 % of its limit (once per budget and window: the charge that crossed it). */
+  onThreshold?: (budget: Budget, percent: 80 | 100, total: number) => void,
+): Promise<void> | undefined {
   const app = context.peek('app');
   const device = context.peek('device');
   const usage = context.outcome.usage;
@@ -143,7 +149,14 @@ export function chargeTokenBudgets(store: RateLimitStore, context: ProxyContext,
   if (budgets.length === 0) return undefined;
   try {
     return Promise.all(
-      budgets.map((budget) => store.spend(budget.key, tokens, msToWindowEnd(nowMs, budget.windowMs) + (budget.windowMs === DAY_MS ? KEEP_AFTER_DAY_MS : KEEP_AFTER_MINUTE_MS))),
+      budgets.map(async (budget) => {
+        const total = await store.spend(budget.key, tokens, msToWindowEnd(nowMs, budget.windowMs) + (budget.windowMs === DAY_MS ? KEEP_AFTER_DAY_MS : KEEP_AFTER_MINUTE_MS));
+        if (!onThreshold) return;
+        for (const percent of [100, 80] as const) {
+          const mark = (budget.limit * percent) / 100;
+          if (total - tokens < mark && total >= mark) return onThreshold(budget, percent, total);
+        }
+      }),
     ).then(() => undefined);
   } catch (error) {
     return Promise.reject(error);

@@ -54,6 +54,8 @@ import { VerifyUserStage } from '../pipeline/verify-user';
 import { END_USER_DIRECTORY, EndUserDirectory } from '../users/end-user-store';
 import { EndUserService } from '../users/end-user-service';
 import { endUserRoutes } from '../admin/end-user-routes';
+import { webhookRoutes } from '../admin/webhook-routes';
+import { Webhooks } from '../webhooks/webhooks';
 import { checkCaller, describeLimits } from '../routes/me';
 import { ProviderRegistry } from '../registry/provider-registry';
 import { createAttestRouter } from '../routes/attest';
@@ -112,6 +114,8 @@ export interface GatewayCore {
   readonly management: ManagementService;
   readonly logger: Logger;
   readonly container: DependencyContainer;
+  /** Webhook endpoints, their delivery queue and the events sent to them. */
+  readonly webhooks: Webhooks;
   close(): Promise<void>;
 }
 
@@ -246,8 +250,16 @@ export async function createGatewayCore(
     // One log line per change of the database's state, not one per failed poll (issue 17).
     onError: (error) => plugins.reportDependencyState('database', false, causeOf(error)),
   });
+  // Alerts (core/webhooks): queued in the database by any process, sent by a serving gateway's dispatcher.
+  const webhooks = new Webhooks(database, cipher, {
+    retryBaseMs: configuration.webhookRetryMs,
+    pollIntervalMs: configuration.changePollMs,
+    clock,
+    onError: (error, what) => logger.warn({ cause: causeOf(error) }, what),
+  });
   const management = new ManagementService(database, cipher, registry, {
     onChange: (sequence) => directory.invalidate(sequence),
+    onDeviceRevoked: (appId, deviceId) => webhooks.emit(appId, 'device.revoked', { device: deviceId === '*' ? null : deviceId, allDevices: deviceId === '*' }),
     allowPrivateUpstreams: options.allowPrivateUpstreams ?? false,
     production: configuration.production,
     clock,
@@ -263,8 +275,10 @@ export async function createGatewayCore(
     container,
     plugins,
     directory,
+    webhooks,
     async close() {
       directory.stop();
+      await webhooks.stop();
       // Stores a plugin opened (e.g. Redis connections) belong to this core: a CLI command must be able to exit.
       await plugins.rateLimitStore?.close?.();
       await plugins.challengeStore?.close?.();
@@ -366,6 +380,18 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   // Resolved after the verifiers are registered: verifyDevice checks per-request assertions with them.
   const pipeline = container.resolve(Pipeline);
 
+  const webhooks = core.webhooks;
+  endUserService.onBlocked((appId, user) => webhooks.emit(appId, 'user.blocked', { user: user.id, issuer: user.issuer }));
+  const keyRejectedAt = new Map<string, number>();
+  const keyRejected = (appId: string, provider: string, status: number) => {
+    const key = `${appId}\u0000${provider}`;
+    const last = keyRejectedAt.get(key);
+    if (last !== undefined && clock() - last < 600_000) return;
+    if (keyRejectedAt.size > 10_000) keyRejectedAt.clear();
+    keyRejectedAt.set(key, clock());
+    webhooks.emit(appId, 'provider.key_rejected', { provider, status });
+  };
+  webhooks.start();
   const usageObserver: PipelineObserver = {
     onResponse(context) {
       const app = context.peek('app');
@@ -395,8 +421,12 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         model: context.outcome.usage?.model ?? null,
       });
       // Token budgets count what the provider reported; a failed charge is logged, never fails the finished request.
+      // A provider refusing the operator's key: told to the app's webhooks (at most once per app and provider per 10 min).
+      if ((context.outcome.status === 401 || context.outcome.status === 403) && context.outcome.errorType === undefined) keyRejected(app.id, context.provider.slug, context.outcome.status);
       if (context.outcome.usage) {
-        chargeTokenBudgets(rateLimits, context, clock())?.catch((error: unknown) => {
+        chargeTokenBudgets(rateLimits, context, clock(), (budget, percent, total) =>
+          webhooks.emit(app.id, 'budget.threshold', { budget: budget.policy, limit: budget.limit, spent: total, percent, windowSeconds: budget.windowMs / 1000, provider: context.provider.slug, device: device?.deviceId ?? null, user: context.peek('user')?.subject ?? null }),
+        )?.catch((error: unknown) => {
           logger.warn({ requestId: context.requestId, cause: causeOf(error) }, 'tokens could not be added to the token budgets');
         });
       }
@@ -525,7 +555,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       trustProxy: configuration.trustProxy,
       onInternalError: (error) => logger.error({ err: error }, 'admin request failed'),
       onUnavailable: (error) => refused(error),
-      extraRoutes: endUserRoutes(endUserService),
+      extraRoutes: [...endUserRoutes(endUserService), ...webhookRoutes(webhooks)],
     }),
   );
   app.use('/dashboard', createDashboardRouter());
