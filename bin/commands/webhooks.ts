@@ -24,7 +24,7 @@ export async function webhooksCommand(argv: readonly string[], helpers: CommandH
     case 'create': {
       const app = need('app');
       const input = { url: need('url'), events: need('events').split(',').map((event) => event.trim()).filter(Boolean) };
-      return helpers.change('webhook.create', (webhook: { id: string }) => webhook.id, (core) => core.webhooks.create(app, input));
+      return helpers.change<{ id: string }>('webhook.create', (webhook) => webhook.id, (core) => core.webhooks.create(app, input));
     }
     case 'list': {
       const app = need('app');
