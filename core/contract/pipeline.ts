@@ -1,6 +1,6 @@
 /**
- * The pipeline contract: seven stages with fixed names, in one order (../shared/design/style.md, lesson 6; `verifyUser`
- * added for end users, docs/decisions/2026-11-28-verify-user-stage.md).
+ * The pipeline contract: seven stages with fixed names, in one order (`verifyUser` added for end users,
+ * docs/decisions/2026-11-28-verify-user-stage.md).
  *
  *   verifyToken → verifyDevice → verifyUser → limitRate → resolveSecret → injectKey → forward
  *
