@@ -10,7 +10,7 @@ const integer = (value: unknown): number | undefined => (typeof value === 'strin
 export function endUserRoutes(users: EndUserService): AdminRoute[] {
   return [
     {
-      method: 'get', path: '/apps/{appId}/users', operationId: 'listEndUsers', tag: 'users',
+      method: 'get', path: '/apps/{appId}/users', operationId: 'listEndUsers', tag: 'users', conflicts: true,
       summary: 'End users the gateway has seen for an app (signed in with its sign-in provider), most recently seen first',
       query: [
         { name: 'search', description: 'the start of the user id', schema: { type: 'string', minLength: 1, maxLength: 255 } },
@@ -21,7 +21,7 @@ export function endUserRoutes(users: EndUserService): AdminRoute[] {
       handle: ({ params, query }) => users.list(params.appId!, { search: text(query.search), limit: integer(query.limit), offset: integer(query.offset) }),
     },
     {
-      method: 'get', path: '/apps/{appId}/users/{userId}', operationId: 'getEndUser', tag: 'users',
+      method: 'get', path: '/apps/{appId}/users/{userId}', operationId: 'getEndUser', tag: 'users', conflicts: true,
       summary: 'One end user (by the sign-in provider\'s sub)',
       response: { schema: 'EndUser', description: 'the user' },
       handle: ({ params }) => users.get(params.appId!, params.userId!),
