@@ -26,6 +26,9 @@ import { CREATING_COMMANDS, requireExistingDatabase } from './cli-database';
 import { commandHelp } from './cli-help';
 import { render, setOutputMode } from './cli-output';
 import { backup, restore } from './cli-backup';
+import { USERS_USAGE, usersCommand } from './commands/users';
+import { WEBHOOKS_USAGE, webhooksCommand } from './commands/webhooks';
+import type { CommandHelpers } from './commands/types';
 
 class UsageError extends Error {}
 
@@ -67,6 +70,8 @@ Usage:
   tollgate attest verify --method apple-app-attest --app-id TEAMID.BUNDLE --key-id B64 --attestation FILE --client-data-hash HEX [--environment development|production] [--at ISO8601]
   tollgate attest verify-assertion --public-key PEM_FILE --app-id TEAMID.BUNDLE --assertion B64 --client-data-hash HEX --previous-counter N
   tollgate attest verify --method android-key-attestation --chain FILE --challenge HEX [--package PKG] [--at ISO8601]
+${USERS_USAGE}
+${WEBHOOKS_USAGE}
 
 Every command takes --help (its own usage) and --output json|table (JSON by default; table for reading).
 Commands other than serve, migrate and restore need an existing database: they refuse instead of creating one.
@@ -503,7 +508,13 @@ function normalizeFlags(argv: string[]): string[] {
   return out;
 }
 
+/** What a command group in bin/commands/ needs from this file. */
+const COMMAND_HELPERS: CommandHelpers = { withCore, change: (action, target, work) => change(action, target, work), usage: (message) => new UsageError(message) };
+
 async function main(argv: string[]): Promise<void> {
+  // Command groups with their own options live in their own files.
+  if (argv[0] === 'users') return usersCommand(argv.slice(1), COMMAND_HELPERS);
+  if (argv[0] === 'webhooks') return webhooksCommand(argv.slice(1), COMMAND_HELPERS);
   const { values, positionals } = parseArgs({ args: normalizeFlags(argv), options: OPTIONS, allowPositionals: true, strict: true });
   const options = values as Values;
   if (options.version) return void process.stdout.write(`${TOLLGATE_VERSION}\n`);

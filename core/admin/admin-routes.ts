@@ -43,6 +43,8 @@ export interface AdminApiDependencies {
   readonly onInternalError?: (error: unknown) => void;
   /** Requests refused with 503 because a dependency could not answer (logged at warn, counted by cause). */
   readonly onUnavailable?: (error: GatewayError) => void;
+  /** Routes of other modules (end users, webhooks), mounted and documented like these. */
+  readonly extraRoutes?: readonly AdminRoute[];
 }
 
 /** Who makes an admin request. */
@@ -645,7 +647,7 @@ function refuseCrossSite(deps: AdminApiDependencies, request: Request): void {
 /** The Express router for `/v1/admin`. */
 export function createAdminRouter(deps: AdminApiDependencies): Router {
   const router = express.Router({ strict: true });
-  const routes = adminRoutes(deps);
+  const routes = [...adminRoutes(deps), ...(deps.extraRoutes ?? [])];
   const document = buildOpenApiDocument(routes, deps.version, { provider: deps.registry.list().map(({ manifest }) => manifest.slug), name: [...ATTESTATION_SECRET_NAMES] });
   router.get('/openapi.json', (_request, response) => {
     response.setHeader('Cache-Control', 'no-store');

@@ -44,6 +44,10 @@ const RESPONSE_SCHEMAS: Record<string, Schema> = {
   },
   RotatedToken: object({ id: string, appToken: { type: 'string', pattern: '^at_[0-9A-Za-z]{32}$' }, tokenHint: string, previousToken: nullable(object({ tokenHint: string, expiresAt: dateTime })) }),
   Deleted: object({ id: string, deleted: { const: true } }),
+  Webhook: object({ id: string, appId: string, url: string, events: { type: 'array', items: string }, createdAt: dateTime }),
+  CreatedWebhook: { allOf: [ref('Webhook'), object({ secret: { type: 'string', pattern: '^whsec_', description: 'the Standard Webhooks signing secret, shown once' } })] },
+  WebhookDelivery: object({ id: string, webhookId: string, type: string, status: { type: 'string', enum: ['pending', 'delivered', 'failed'] }, attempts: { type: 'integer' }, lastStatus: nullable({ type: 'integer' }), lastError: nullable(string), createdAt: dateTime, nextAttemptAt: nullable(dateTime), finishedAt: nullable(dateTime) }),
+  EndUser: object({ id: string, appId: string, issuer: string, profile: nullable(string), firstSeenAt: dateTime, lastSeenAt: dateTime, blocked: { type: 'boolean' }, blockedAt: nullable(dateTime) }),
   Secret: object({
     appId: string,
     provider: string,

@@ -44,6 +44,8 @@ export interface Configuration {
   readonly upstreamMaxSockets: number;
   /** `TOLLGATE_CHANGE_POLL_MS`, default 1000: how often caches look for changes made by other processes. */
   readonly changePollMs: number;
+  /** The first webhook retry's delay, each next one four times longer (`TOLLGATE_WEBHOOK_RETRY_MS`, default 5000). */
+  readonly webhookRetryMs: number;
   /** `TOLLGATE_REQUEST_LOG_RETENTION_DAYS`, default 30 (7 to 3650): per-request rows (request log, usage) older than this are deleted hourly. */
   readonly requestLogRetentionDays: number;
   /** `TOLLGATE_PUBLIC_URL`: the gateway's address as apps reach it (generated code embeds it). Default: the listen address. */
@@ -201,6 +203,7 @@ export function loadConfiguration(env: Source = process.env, workingDirectory = 
     upstreamFirstByteTimeoutMs: integer(source, 'TOLLGATE_UPSTREAM_TIMEOUT_MS', 120_000, 1, 3_600_000),
     upstreamMaxSockets: integer(source, 'TOLLGATE_UPSTREAM_MAX_SOCKETS', 0, 0, 1_000_000),
     changePollMs: integer(source, 'TOLLGATE_CHANGE_POLL_MS', 1000, 10, 3_600_000),
+    webhookRetryMs: integer(source, 'TOLLGATE_WEBHOOK_RETRY_MS', 5000, 10, 3_600_000),
     requestLogRetentionDays: integer(source, 'TOLLGATE_REQUEST_LOG_RETENTION_DAYS', 30, 7, 3650),
     publicUrl: source.TOLLGATE_PUBLIC_URL ? source.TOLLGATE_PUBLIC_URL.replace(/\/$/, '') : undefined,
     headersTimeoutMs: integer(source, 'TOLLGATE_HEADERS_TIMEOUT_MS', 20_000, 100, 600_000),

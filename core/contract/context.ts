@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TollgateError } from './errors';
 import type { ProviderManifest, ResolvedSecret, TokenUsage } from './manifest';
-import type { AppIdentity, DeviceIdentity, LimitDecision } from './records';
+import type { AppIdentity, DeviceIdentity, EndUserIdentity, LimitDecision } from './records';
 
 /** The parsed proxy route `/v1/proxy/{slug}/{version}/{providerPath}?{query}`. */
 export interface ProxyRoute {
@@ -43,6 +43,8 @@ export interface UpstreamRequest {
 export interface ProxyFacts {
   app: AppIdentity;
   device: DeviceIdentity;
+  /** The signed-in end user, or null (no user token, or user tokens off for the app). */
+  user: EndUserIdentity | null;
   limit: LimitDecision;
   secret: ResolvedSecret;
   upstream: UpstreamRequest;
@@ -52,6 +54,7 @@ export interface ProxyFacts {
 const PROVIDED_BY: Readonly<Record<keyof ProxyFacts, string>> = {
   app: 'verifyToken',
   device: 'verifyDevice',
+  user: 'verifyUser',
   limit: 'limitRate',
   secret: 'resolveSecret',
   upstream: 'injectKey',

@@ -1,7 +1,8 @@
 /**
- * The pipeline contract: six stages with fixed names, in one order (../shared/design/style.md, lesson 6).
+ * The pipeline contract: seven stages with fixed names, in one order (`verifyUser` added for end users,
+ * docs/decisions/2026-11-28-verify-user-stage.md).
  *
- *   verifyToken → verifyDevice → limitRate → resolveSecret → injectKey → forward
+ *   verifyToken → verifyDevice → verifyUser → limitRate → resolveSecret → injectKey → forward
  *
  * Each stage is a class registered under its DI token in {@link STAGE_TOKENS}; a plugin replaces a stage by registering
  * another class under the same token. A stage either adds its fact to the {@link ProxyContext} or throws a
@@ -10,7 +11,7 @@
 import type { ProxyContext } from './context';
 
 /** Stage names, in execution order. */
-export const STAGE_NAMES = ['verifyToken', 'verifyDevice', 'limitRate', 'resolveSecret', 'injectKey', 'forward'] as const;
+export const STAGE_NAMES = ['verifyToken', 'verifyDevice', 'verifyUser', 'limitRate', 'resolveSecret', 'injectKey', 'forward'] as const;
 export type StageName = (typeof STAGE_NAMES)[number];
 
 /**

@@ -83,6 +83,97 @@ export interface AppSettings {
    * of `routes.account`). Still subject to every path-safety rule and to the manifest's `deny`.
    */
   readonly extraRoutes: readonly AppExtraRoute[] | undefined;
+  /**
+   * End users (core/users): the sign-in provider whose ID tokens (`Tollgate-User-Token`) identify the app's users, as
+   * issuer, JWKS address, audience and tier claim, or a preset (`{ preset: 'firebase', projectId: 'my-project' }`).
+   * Absent: none. Example: `{ issuer: 'https://id.example.com', jwksUrl: 'https://id.example.com/jwks.json', audience: 'app' }`.
+   */
+  readonly userAuth: UserAuthSetting | undefined;
+  /** `off` (default): user tokens are ignored; `optional`: checked when sent; `required`: every request sends one. */
+  readonly userTokenMode: 'off' | 'optional' | 'required';
+  /** Requests per minute per end user, across the user's devices. Absent: none. */
+  readonly userLimitPerMinute: number | undefined;
+  /** Requests per rolling day per end user. Absent: none. */
+  readonly userDailyQuota: number | undefined;
+  /** Tokens per UTC day per end user (the rules of {@link deviceDailyTokens}). Absent: none. */
+  readonly userDailyTokens: number | undefined;
+  /** Tokens per UTC minute per end user. Absent: none. */
+  readonly userMinuteTokens: number | undefined;
+  /** Realtime session seconds per UTC day per end user (enforced by realtime sessions). Absent: none. */
+  readonly userDailySessionSeconds: number | undefined;
+  /**
+   * Named limit profiles: the one named by the user token's tier claim overrides the app's own values for that user's
+   * requests, e.g. `{ pro: { userDailyQuota: 1000, modelPolicy: {…} } }`. Absent: none.
+   */
+  readonly profiles: Readonly<Record<string, LimitProfile>> | undefined;
+  /**
+   * Model policy per provider slug: allowed models, aliases replaced before forwarding, a clamp of the output-token
+   * field (where each route's body names them: the manifest's `requestFields`). Absent: bodies pass byte for byte.
+   * Example: `{ openai: { allow: ['gpt-4o-mini'], aliases: { fast: 'gpt-4o-mini' }, maxOutputTokens: 1024 } }`.
+   */
+  readonly modelPolicy: Readonly<Record<string, ModelPolicy>> | undefined;
+}
+
+/** See {@link AppSettings.userAuth}: explicit fields, or a preset with its parameters. */
+export interface UserAuthSetting {
+  readonly preset?: 'firebase' | 'supabase' | 'auth0' | 'clerk' | 'cognito' | 'apple';
+  /** Firebase project id. */
+  readonly projectId?: string;
+  /** Supabase project reference (the `<ref>` of `https://<ref>.supabase.co`). */
+  readonly projectRef?: string;
+  /** Auth0 tenant domain (`example.eu.auth0.com`) or Clerk Frontend API host (`clerk.example.com`). */
+  readonly domain?: string;
+  /** Amazon Cognito region and user pool id. */
+  readonly region?: string;
+  readonly userPoolId?: string;
+  /** Amazon Cognito app client id, or the Sign in with Apple client id (the app's bundle id). */
+  readonly clientId?: string;
+  readonly issuer?: string;
+  readonly jwksUrl?: string;
+  /** The `aud` the tokens must carry; absent: not checked (only where the provider sets none, e.g. Clerk). */
+  readonly audience?: string;
+  /** The claim whose value (a string, or the first known of a list) names a {@link AppSettings.profiles} entry. */
+  readonly tierClaim?: string;
+}
+
+/** Limits a profile may override (per device and per user) and its own model policy. */
+export interface LimitProfile {
+  readonly deviceLimitPerMinute?: number;
+  readonly deviceDailyQuota?: number;
+  readonly deviceDailyTokens?: number;
+  readonly deviceMinuteTokens?: number;
+  readonly userLimitPerMinute?: number;
+  readonly userDailyQuota?: number;
+  readonly userDailyTokens?: number;
+  readonly userMinuteTokens?: number;
+  readonly userDailySessionSeconds?: number;
+  readonly modelPolicy?: Readonly<Record<string, ModelPolicy>>;
+}
+
+/** One provider's model policy (see {@link AppSettings.modelPolicy}). */
+export interface ModelPolicy {
+  /** Models a request may name (after aliases). Absent: any. */
+  readonly allow?: readonly string[];
+  /** Alias → model, replaced in the body before forwarding. */
+  readonly aliases?: Readonly<Record<string, string>>;
+  /** Output tokens a request may ask for at most: the route's output-limit field is lowered (or set) to it. */
+  readonly maxOutputTokens?: number;
+}
+
+/**
+ * The signed-in end user behind a request (set by `verifyUser`), or null when the request carries no user token.
+ * `settings` are the app's settings with the user's profile applied: the limits and policies that hold for this user.
+ */
+export interface EndUserIdentity {
+  /** The token's `iss`. */
+  readonly issuer: string;
+  /** The token's `sub`: the user id, scoped by issuer. */
+  readonly subject: string;
+  /** Counter key of the user (issuer-scoped, no separators of the store's keys). */
+  readonly key: string;
+  /** The profile the tier claim selected, if any. */
+  readonly profile: string | undefined;
+  readonly settings: AppSettings;
 }
 
 /** One extra route of an app (see {@link AppSettings.extraRoutes}). */
@@ -123,6 +214,15 @@ export const DEFAULT_APP_SETTINGS: AppSettings = Object.freeze({
   attestationMode: 'enforce',
   monitorProviders: undefined,
   allowMonitorInProduction: false,
+  userAuth: undefined,
+  userTokenMode: 'off',
+  userLimitPerMinute: undefined,
+  userDailyQuota: undefined,
+  userDailyTokens: undefined,
+  userMinuteTokens: undefined,
+  userDailySessionSeconds: undefined,
+  profiles: undefined,
+  modelPolicy: undefined,
 });
 
 /**

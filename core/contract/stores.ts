@@ -88,6 +88,11 @@ export interface RateLimitStore {
    * this share of each limit: 1/n of it. Absent: 1.
    */
   fleetSize?(): number;
+  /**
+   * What `consume` would find now, charging nothing (`GET /v1/me`): per rule, `remaining` is how many units may still be
+   * taken at once and `resetSeconds` when the quota is whole again. Optional: a store without it reports each rule whole.
+   */
+  peek?(rules: readonly RateLimitRule[], nowMs: number): RateLimitRuleResult[] | Promise<RateLimitRuleResult[]>;
   /** Releases resources (timers, connections). */
   close?(): void | Promise<void>;
 }

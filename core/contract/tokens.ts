@@ -8,6 +8,7 @@ import type { StageName } from './pipeline';
 export const STAGE_TOKENS: Readonly<Record<StageName, symbol>> = Object.freeze({
   verifyToken: Symbol.for('tollgate.stage.verifyToken'),
   verifyDevice: Symbol.for('tollgate.stage.verifyDevice'),
+  verifyUser: Symbol.for('tollgate.stage.verifyUser'),
   limitRate: Symbol.for('tollgate.stage.limitRate'),
   resolveSecret: Symbol.for('tollgate.stage.resolveSecret'),
   injectKey: Symbol.for('tollgate.stage.injectKey'),

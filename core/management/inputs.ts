@@ -30,6 +30,7 @@ import {
 import { JSONSchema } from 'class-validator-jsonschema';
 import { TollgateError } from '../contract';
 import { routePatternProblem } from '../pipeline/route-class';
+import { MODEL_POLICY_SCHEMA, ModelPolicyConstraint, PROFILES_SCHEMA, ProfilesConstraint, USER_AUTH_SCHEMA, UserAuthConstraint } from './end-user-inputs';
 
 const SLUG = /^[a-z0-9][a-z0-9-]{0,39}$/;
 const APPLE_APP_ID = /^[A-Z0-9]{10}\.[A-Za-z0-9][A-Za-z0-9.-]{0,154}$/;
@@ -201,6 +202,19 @@ export class AppSettingsInput {
   @IsOptional() @IsArray() @ArrayMaxSize(100) @Matches(SLUG, { each: true, message: 'monitorProviders must be provider slugs' })
   monitorProviders?: string[];
   @IsOptional() @IsBoolean() allowMonitorInProduction?: boolean;
+  // End users and model policy (core/users, core/management/end-user-inputs.ts).
+  @IsOptional() @Transform(({ obj }) => (obj as Record<string, unknown>).userAuth) @Validate(UserAuthConstraint) @JSONSchema(USER_AUTH_SCHEMA)
+  userAuth?: Record<string, string>;
+  @IsOptional() @IsIn(['off', 'optional', 'required']) userTokenMode?: 'off' | 'optional' | 'required';
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000) userLimitPerMinute?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000) userDailyQuota?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000_000) userDailyTokens?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000_000) userMinuteTokens?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(86_400) userDailySessionSeconds?: number;
+  @IsOptional() @Transform(({ obj }) => (obj as Record<string, unknown>).profiles) @Validate(ProfilesConstraint) @JSONSchema(PROFILES_SCHEMA)
+  profiles?: Record<string, Record<string, unknown>>;
+  @IsOptional() @Transform(({ obj }) => (obj as Record<string, unknown>).modelPolicy) @Validate(ModelPolicyConstraint) @JSONSchema(MODEL_POLICY_SCHEMA)
+  modelPolicy?: Record<string, Record<string, unknown>>;
 }
 
 export class CreateAppInput extends AppSettingsInput {
@@ -300,8 +314,8 @@ function collect(errors: readonly ValidationError[], prefix = '', into: Record<s
 
 /** Names that reach `Object.prototype` or a constructor when used as keys: refused at any depth of an input. */
 const PROTOTYPE_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
-/** Inputs are a few levels deep at most (a map of limits, a list of routes). */
-const MAX_INPUT_DEPTH = 4;
+/** Inputs are a few levels deep at most (a map of limits, a list of routes; a profile's model policy: profiles.pro.modelPolicy.openai.allow). */
+const MAX_INPUT_DEPTH = 5;
 
 /** The fields `type` declares (class-validator metadata), by class. */
 const declaredFields = new Map<Function, ReadonlySet<string>>();

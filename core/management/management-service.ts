@@ -3,6 +3,7 @@
  * and bumps the change feed, so a half-done change is never visible and every gateway process picks it up.
  * No operation ever returns a secret value: secrets come back masked; issued tokens are shown once, at creation.
  */
+import { checkEndUserSettings } from './end-user-inputs';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { isIP } from 'node:net';
 import type { Knex } from 'knex';
@@ -114,6 +115,8 @@ export interface ManagementOptions {
   readonly clock?: () => number;
   /** How long "test this key" waits for the provider (default 10 s). */
   readonly keyCheckTimeoutMs?: number;
+  /** Called after a device (`*`: every device of the app) was revoked (webhook `device.revoked`). */
+  readonly onDeviceRevoked?: (appId: string, deviceId: string) => void;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -161,6 +164,7 @@ function mergeSettings(base: AppSettings, input: AppSettingsInput, production: b
     if (settings[key] !== undefined && Object.keys(settings[key] as object).length === 0) settings[key] = undefined;
   }
   checkPolicy(settings as unknown as AppSettings, production);
+  checkEndUserSettings(settings as unknown as AppSettings);
   return Object.freeze(settings) as unknown as AppSettings;
 }
 
@@ -663,6 +667,7 @@ export class ManagementService {
       revokedId = device.deviceId;
       await devices.revoke(appId, device.deviceId, this.clock());
     });
+    this.options.onDeviceRevoked?.(appId, revokedId);
     return { appId, deviceId: revokedId, revoked: true };
   }
 
@@ -681,6 +686,7 @@ export class ManagementService {
       await this.requireApp(transaction, appId);
       await new AppRepository(transaction).update(appId, { devicesRevokedBefore: now + 1 }, now);
     });
+    this.options.onDeviceRevoked?.(appId, '*');
     return { appId, revokedBefore: iso(now + 1) };
   }
 

@@ -7,6 +7,7 @@
  * never returns a secret value (secrets come back masked; tokens only when they are created), and every tool that
  * changes something is written to the audit log under the admin key's name.
  */
+import type { EndUserService } from '../users/end-user-service';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { GatewayError, TollgateError } from '../contract';
@@ -26,6 +27,8 @@ export interface McpDependencies {
   /** The stored token hash of an app, to check a token passed to `generate_integration_code`. */
   readonly appTokenHash: (appId: string) => Promise<string | null>;
   readonly version: string;
+  /** End users of the apps (list, block, unblock). */
+  readonly endUsers?: EndUserService;
 }
 
 const PROTOCOL_SUMMARY = `# Tollgate protocol (v1), summary
@@ -76,6 +79,16 @@ const settingsShape = {
   assertionMode: z.enum(['exchange', 'every-request']).optional().describe('every-request: each proxied call must carry a Tollgate-Assertion (refused for apps whose methods cannot prove requests)'),
   allowAppAttestDevelopment: z.boolean().optional().describe("accept App Attest keys of Xcode's development environment (never in production)"),
   playIntegrityDeviceVerdict: z.enum(['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY', 'MEETS_STRONG_INTEGRITY']).optional().describe('the Play Integrity device verdict required'),
+  // End users and model policy (checked in full by the management service).
+  userAuth: z.record(z.string()).optional().describe('the sign-in provider of the app\'s users: {"issuer","jwksUrl","audience","tierClaim"} or a preset {"preset":"firebase","projectId":…} (also supabase projectRef, auth0 domain+clientId, clerk domain, cognito region+userPoolId+clientId, apple clientId)'),
+  userTokenMode: z.enum(['off', 'optional', 'required']).optional().describe('Tollgate-User-Token: off (default), optional (checked when sent), required'),
+  userLimitPerMinute: z.number().int().min(1).optional().describe('requests per minute per end user, across the user\'s devices'),
+  userDailyQuota: z.number().int().min(1).optional().describe('requests per rolling day per end user'),
+  userDailyTokens: z.number().int().min(1).optional().describe('tokens per UTC day per end user'),
+  userMinuteTokens: z.number().int().min(1).optional().describe('tokens per UTC minute per end user'),
+  userDailySessionSeconds: z.number().int().min(1).optional().describe('realtime session seconds per UTC day per end user'),
+  profiles: z.record(z.record(z.unknown())).optional().describe('named limit profiles, e.g. {"pro":{"userDailyQuota":1000}}: the one the user token\'s tier claim names overrides the app\'s values'),
+  modelPolicy: z.record(z.record(z.unknown())).optional().describe('per provider: {"allow":[models],"aliases":{"alias":"model"},"maxOutputTokens":N}; other models are refused (model_not_allowed)'),
 };
 
 /** `update_app`: every setting may also be null, which clears it (as in the management API). */
@@ -246,6 +259,21 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
   server.registerTool('create_development_token', { description: 'A development attestation token (dt_…) for simulators and emulators, returned once.', inputSchema: { appId: z.string(), label: z.string().max(200).optional() } }, ({ appId, label }) =>
     audited('create_development_token', appId, null, () => management.createDevelopmentToken(appId, label)),
   );
+
+  if (dependencies.endUsers) {
+    const endUsers = dependencies.endUsers;
+    server.registerTool(
+      'list_users',
+      { description: "The end users the gateway has seen for an app (signed in with the app's sign-in provider; id = the provider's sub), most recently seen first, with their profile and whether they are blocked.", inputSchema: { appId: z.string(), search: z.string().max(255).optional().describe('the start of the user id'), limit: z.number().int().min(1).max(1000).optional() } },
+      ({ appId, search, limit }) => run(async () => ({ users: await endUsers.list(appId, { search, limit }) })),
+    );
+    server.registerTool('block_user', { description: 'Block an end user: refused (user_blocked) on every device and every node.', inputSchema: { appId: z.string(), userId: z.string() } }, ({ appId, userId }) =>
+      audited('block_user', `${appId}/${userId}`, null, () => endUsers.setBlocked(appId, userId, true)),
+    );
+    server.registerTool('unblock_user', { description: 'Unblock an end user.', inputSchema: { appId: z.string(), userId: z.string() } }, ({ appId, userId }) =>
+      audited('unblock_user', `${appId}/${userId}`, null, () => endUsers.setBlocked(appId, userId, false)),
+    );
+  }
 
   server.registerTool('revoke_device', { description: 'Revoke a device: its tokens are refused on its next request.', inputSchema: { appId: z.string(), deviceId: z.string() } }, ({ appId, deviceId }) =>
     audited('revoke_device', `${appId}/${deviceId}`, null, () => management.revokeDevice(appId, deviceId)),

@@ -17,6 +17,7 @@ import {
 } from '../contract';
 import type { Configuration } from '../configuration/configuration';
 import { reserveTokenBudgets } from './token-reservation';
+import { effectiveSettings } from '../users/profiles';
 import { InFlightList, type InFlightMember } from './in-flight-list';
 
 /**
@@ -108,7 +109,9 @@ export class LimitRateStage implements PipelineStage {
    */
   private subjectOf(context: ProxyContext): LimitSubject {
     const app = context.get('app');
-    const deviceId = context.get('device').deviceId;
+    const user = context.peek('user');
+    // A signed-in user's requests are keyed by device and user (and the profile that picked the user's limits).
+    const deviceId = user ? `${context.get('device').deviceId}\u0000${user.key}\u0000${user.profile ?? ''}` : context.get('device').deviceId;
     const provider = context.provider.slug;
     let byProvider = this.subjects.get(app);
     if (!byProvider) {
@@ -123,7 +126,7 @@ export class LimitRateStage implements PipelineStage {
     let subject = byDevice.get(deviceId);
     if (!subject) {
       if (byDevice.size >= SUBJECTS_PER_PROVIDER) byDevice.clear();
-      subject = limitSubject(app, provider, deviceId);
+      subject = limitSubject(app, provider, context.get('device').deviceId, effectiveSettings(context), user?.key);
       byDevice.set(deviceId, subject);
     }
     return subject;
@@ -275,15 +278,17 @@ function nextHolder(): string {
 const SUBJECTS_PER_PROVIDER = 10_000;
 
 /** What limits one app's requests from one device to one provider: its rules, in header order, and its slot set. */
-interface LimitSubject {
+export interface LimitSubject {
   readonly rules: readonly RateLimitRule[];
   readonly slotKey: string;
   readonly slotLimit: number;
 }
 
-/** Every key starts with the app's hash tag (`{app id}`), so that one store call may touch them all (Redis Cluster). */
-function limitSubject(app: AppIdentity, provider: string, deviceId: string): LimitSubject {
-  const settings = app.settings;
+/**
+ * Every key starts with the app's hash tag (`{app id}`), so that one store call may touch them all (Redis Cluster).
+ * `settings`: the app's, or the signed-in user's (profile applied); `userKey`: the user's, for the per-user limits.
+ */
+export function limitSubject(app: AppIdentity, provider: string, deviceId: string, settings: AppIdentity['settings'] = app.settings, userKey?: string): LimitSubject {
   const tag = `{${app.id}}`;
   const rules: RateLimitRule[] = [
     { policy: 'device', key: `${tag}\u0000d\u0000${deviceId}`, limit: settings.deviceLimitPerMinute, windowSeconds: 60 },
@@ -293,6 +298,9 @@ function limitSubject(app: AppIdentity, provider: string, deviceId: string): Lim
   if (providerLimit) rules.push({ policy: 'provider', key: `${tag}\u0000p\u0000${provider}`, limit: providerLimit, windowSeconds: 60 });
   if (settings.deviceDailyQuota) rules.push({ policy: 'device-day', key: `${tag}\u0000dd\u0000${deviceId}`, limit: settings.deviceDailyQuota, windowSeconds: 86_400 });
   if (settings.appDailyQuota) rules.push({ policy: 'app-day', key: `${tag}\u0000ad`, limit: settings.appDailyQuota, windowSeconds: 86_400 });
+  // Per end user, across the user's devices (core/users).
+  if (userKey !== undefined && settings.userLimitPerMinute) rules.push({ policy: 'user', key: `${tag}\u0000u\u0000${userKey}`, limit: settings.userLimitPerMinute, windowSeconds: 60 });
+  if (userKey !== undefined && settings.userDailyQuota) rules.push({ policy: 'user-day', key: `${tag}\u0000ud\u0000${userKey}`, limit: settings.userDailyQuota, windowSeconds: 86_400 });
   return { rules, slotKey: `${tag}\u0000s\u0000${deviceId}`, slotLimit: settings.maxConcurrentStreamsPerDevice };
 }
 

@@ -17,7 +17,7 @@ export function setGatewayHeaders(context: ProxyContext): void {
 }
 
 /**
- * Runs the six stages in their fixed order. A stage that answers synchronously costs no microtask; the first stage that
+ * Runs the stages in their fixed order. A stage that answers synchronously costs no microtask; the first stage that
  * returns a promise makes the rest run after it settles.
  */
 @injectable()
@@ -29,12 +29,13 @@ export class Pipeline {
   constructor(
     @inject(STAGE_TOKENS.verifyToken) verifyToken: PipelineStage,
     @inject(STAGE_TOKENS.verifyDevice) verifyDevice: PipelineStage,
+    @inject(STAGE_TOKENS.verifyUser) verifyUser: PipelineStage,
     @inject(STAGE_TOKENS.limitRate) limitRate: PipelineStage,
     @inject(STAGE_TOKENS.resolveSecret) resolveSecret: PipelineStage,
     @inject(STAGE_TOKENS.injectKey) injectKey: PipelineStage,
     @inject(STAGE_TOKENS.forward) forward: PipelineStage,
   ) {
-    this.stages = [verifyToken, verifyDevice, limitRate, resolveSecret, injectKey, forward];
+    this.stages = [verifyToken, verifyDevice, verifyUser, limitRate, resolveSecret, injectKey, forward];
     this.forwardWritesHeaders = forward.writesGatewayHeaders === true;
     this.stages.forEach((stage, index) => {
       if (stage.name !== STAGE_NAMES[index]) {

@@ -20,6 +20,7 @@
  */
 import type { AppSettings, ProxyContext, RateLimitStore } from '../contract';
 import { GatewayError } from '../contract';
+import { effectiveSettings } from '../users/profiles';
 
 const DAY_MS = 86_400_000;
 const MINUTE_MS = 60_000;
@@ -28,7 +29,7 @@ const KEEP_AFTER_DAY_MS = 3_600_000;
 /** Minute counters live a minute past theirs. */
 const KEEP_AFTER_MINUTE_MS = 60_000;
 
-export type BudgetPolicy = 'device' | 'app' | 'provider' | 'provider-device' | 'device-minute' | 'app-minute' | 'provider-minute';
+export type BudgetPolicy = 'device' | 'app' | 'provider' | 'provider-device' | 'device-minute' | 'app-minute' | 'provider-minute' | 'user' | 'user-minute';
 
 export interface Budget {
   readonly policy: BudgetPolicy;
@@ -40,30 +41,37 @@ export interface Budget {
 
 const NO_BUDGETS: Budget[] = [];
 
-/** The budgets that apply to one request, with their window's counter keys. */
-export function budgetsFor(settings: AppSettings, appId: string, deviceId: string, provider: string, nowMs: number): Budget[] {
+/**
+ * The budgets that apply to one request, with their window's counter keys. `userKey`: the signed-in end user's
+ * (core/users), for the per-user budgets (`settings` are then the user's, profile applied).
+ */
+export function budgetsFor(settings: AppSettings, appId: string, deviceId: string, provider: string, nowMs: number, userKey?: string): Budget[] {
   const providerDay = settings.providerDailyTokens?.[provider];
   const providerDeviceDay = settings.providerDeviceDailyTokens?.[provider];
   const providerMinute = settings.providerMinuteTokens?.[provider];
+  const userDay = userKey === undefined ? undefined : settings.userDailyTokens;
+  const userMinute = userKey === undefined ? undefined : settings.userMinuteTokens;
   // The common case, no budget at all, costs a few property reads: no date formatting, no allocation.
-  if (!settings.deviceDailyTokens && !settings.appDailyTokens && !providerDay && !providerDeviceDay && !settings.deviceMinuteTokens && !settings.appMinuteTokens && !providerMinute) {
+  if (!settings.deviceDailyTokens && !settings.appDailyTokens && !providerDay && !providerDeviceDay && !settings.deviceMinuteTokens && !settings.appMinuteTokens && !providerMinute && !userDay && !userMinute) {
     return NO_BUDGETS;
   }
   const budgets: Budget[] = [];
   const tag = `{${appId}}\u0000tok\u0000`;
-  if (settings.deviceDailyTokens || settings.appDailyTokens || providerDay || providerDeviceDay) {
+  if (settings.deviceDailyTokens || settings.appDailyTokens || providerDay || providerDeviceDay || userDay) {
     const day = new Date(nowMs).toISOString().slice(0, 10).replace(/-/g, '');
     if (settings.deviceDailyTokens) budgets.push({ policy: 'device', key: `${tag}d\u0000${deviceId}\u0000${day}`, limit: settings.deviceDailyTokens, windowMs: DAY_MS });
     if (settings.appDailyTokens) budgets.push({ policy: 'app', key: `${tag}a\u0000${day}`, limit: settings.appDailyTokens, windowMs: DAY_MS });
     if (providerDay) budgets.push({ policy: 'provider', key: `${tag}p\u0000${provider}\u0000${day}`, limit: providerDay, windowMs: DAY_MS });
     if (providerDeviceDay) budgets.push({ policy: 'provider-device', key: `${tag}pd\u0000${provider}\u0000${deviceId}\u0000${day}`, limit: providerDeviceDay, windowMs: DAY_MS });
+    if (userDay) budgets.push({ policy: 'user', key: `${tag}u\u0000${userKey!}\u0000${day}`, limit: userDay, windowMs: DAY_MS });
   }
-  if (settings.deviceMinuteTokens || settings.appMinuteTokens || providerMinute) {
+  if (settings.deviceMinuteTokens || settings.appMinuteTokens || providerMinute || userMinute) {
     // The minute's number since the epoch: cheaper than formatting a date, and as unique.
     const minute = Math.floor(nowMs / MINUTE_MS);
     if (settings.deviceMinuteTokens) budgets.push({ policy: 'device-minute', key: `${tag}dm\u0000${deviceId}\u0000${minute}`, limit: settings.deviceMinuteTokens, windowMs: MINUTE_MS });
     if (settings.appMinuteTokens) budgets.push({ policy: 'app-minute', key: `${tag}am\u0000${minute}`, limit: settings.appMinuteTokens, windowMs: MINUTE_MS });
     if (providerMinute) budgets.push({ policy: 'provider-minute', key: `${tag}pm\u0000${provider}\u0000${minute}`, limit: providerMinute, windowMs: MINUTE_MS });
+    if (userMinute) budgets.push({ policy: 'user-minute', key: `${tag}um\u0000${userKey!}\u0000${minute}`, limit: userMinute, windowMs: MINUTE_MS });
   }
   return budgets;
 }
@@ -91,6 +99,8 @@ const POLICY_NAMES: Record<BudgetPolicy, string> = {
   'device-minute': 'device per minute',
   'app-minute': 'app per minute',
   'provider-minute': 'provider per minute',
+  user: 'user per day',
+  'user-minute': 'user per minute',
 };
 
 /** The name of a budget's policy in messages (`device per day`). */
@@ -109,7 +119,7 @@ export function budgetExpiresAt(budget: Budget, nowMs: number): number {
  */
 export function checkTokenBudgets(store: RateLimitStore, context: ProxyContext, nowMs: number): void | Promise<void> {
   const app = context.get('app');
-  const budgets = budgetsFor(app.settings, app.id, context.get('device').deviceId, context.provider.slug, nowMs);
+  const budgets = budgetsFor(effectiveSettings(context), app.id, context.get('device').deviceId, context.provider.slug, nowMs, context.peek('user')?.key);
   if (budgets.length === 0) return;
   const decide = (spent: readonly number[]) => {
     const exhausted = budgets.filter((budget, index) => (spent[index] ?? 0) >= budget.limit);
@@ -148,18 +158,31 @@ export function chargeTokens(store: RateLimitStore, settings: AppSettings, appId
  * Adds the tokens of a finished request to every budget of its app that applies. None set (or no tokens): returns
  * undefined at once, without a promise, since this runs after every answer whose usage was read.
  */
-export function chargeTokenBudgets(store: RateLimitStore, context: ProxyContext, nowMs: number): Promise<void> | undefined {
+export function chargeTokenBudgets(
+  store: RateLimitStore,
+  context: ProxyContext,
+  nowMs: number,
+  /** Told when this charge carried a budget past 80 % or 100 % of its limit (once per budget and window: the charge that crossed it). */
+  onThreshold?: (budget: Budget, percent: 80 | 100, total: number) => void,
+): Promise<void> | undefined {
   const app = context.peek('app');
   const device = context.peek('device');
   const usage = context.outcome.usage;
   if (!app || !device || !usage) return undefined;
   const tokens = (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0);
   if (tokens <= 0) return undefined;
-  const budgets = budgetsFor(app.settings, app.id, device.deviceId, context.provider.slug, nowMs);
+  const budgets = budgetsFor(effectiveSettings(context), app.id, device.deviceId, context.provider.slug, nowMs, context.peek('user')?.key);
   if (budgets.length === 0) return undefined;
   try {
     return Promise.all(
-      budgets.map((budget) => store.spend(budget.key, tokens, msToWindowEnd(nowMs, budget.windowMs) + (budget.windowMs === DAY_MS ? KEEP_AFTER_DAY_MS : KEEP_AFTER_MINUTE_MS))),
+      budgets.map(async (budget) => {
+        const total = await store.spend(budget.key, tokens, msToWindowEnd(nowMs, budget.windowMs) + (budget.windowMs === DAY_MS ? KEEP_AFTER_DAY_MS : KEEP_AFTER_MINUTE_MS));
+        if (!onThreshold) return;
+        for (const percent of [100, 80] as const) {
+          const mark = (budget.limit * percent) / 100;
+          if (total - tokens < mark && total >= mark) return onThreshold(budget, percent, total);
+        }
+      }),
     ).then(() => undefined);
   } catch (error) {
     return Promise.reject(error);

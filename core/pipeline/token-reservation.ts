@@ -18,6 +18,7 @@
 import { GatewayError, type HttpMethod, type ProviderManifest, type ProxyContext, type RateLimitStore, type RequestBodyFields } from '../contract';
 import { declaresBody, readRequestBody } from './request-body';
 import { compileRoutePattern } from './route-class';
+import { effectiveSettings } from '../users/profiles';
 import { budgetsFor, budgetExpiresAt, budgetPolicyName, secondsToNextUtcMinute, secondsToUtcMidnight, type Budget } from './token-budget';
 
 /** Request-body bytes counted as one input token (English text averages about 4 characters a token). */
@@ -144,7 +145,8 @@ function ttlOf(budget: Budget, startedMs: number, nowMs: number): number {
  */
 export function reserveTokenBudgets(store: RateLimitStore, context: ProxyContext, nowMs: number, maxBodyBytes: number): void | Promise<void> {
   const app = context.get('app');
-  const budgets = budgetsFor(app.settings, app.id, context.get('device').deviceId, context.provider.slug, nowMs);
+  // The signed-in user's settings (profile applied) and the per-user budgets when a user is known (core/users).
+  const budgets = budgetsFor(effectiveSettings(context), app.id, context.get('device').deviceId, context.provider.slug, nowMs, context.peek('user')?.key);
   if (budgets.length === 0) return;
   const reserve = (body: Buffer, unreadBytes = 0): void | Promise<void> => {
     const estimate = estimateTokens(context.provider, context.request.method ?? 'GET', context.route.providerPath, body, true);
@@ -225,19 +227,37 @@ export function tokensToCharge(context: ProxyContext, reserved: number): number 
  * Settles the request's reservation (once): adds what it is charged minus what it reserved to the counters of the
  * windows it started in. Undefined (no promise) when there is nothing to settle.
  */
-export function settleTokenBudgets(store: RateLimitStore, context: ProxyContext, nowMs: number): Promise<void> | undefined {
+export function settleTokenBudgets(
+  store: RateLimitStore,
+  context: ProxyContext,
+  nowMs: number,
+  /** Told when this request's charge carried a budget past 80 % or 100 % of its limit (the charge that crossed it). */
+  onThreshold?: (budget: Budget, percent: 80 | 100, total: number) => void,
+): Promise<void> | undefined {
   const reservation = reservations.get(context);
   if (!reservation || reservation.settled) return undefined;
   reservation.settled = true;
-  const delta = tokensToCharge(context, reservation.tokens) - reservation.tokens;
+  const charged = tokensToCharge(context, reservation.tokens);
+  const delta = charged - reservation.tokens;
   // Counters whose window (and its grace) ended are gone: nothing to settle there.
   const live = reservation.budgets.filter((budget) => ttlOf(budget, reservation.startedMs, nowMs) > 0);
-  if (delta === 0 || live.length === 0) return undefined;
+  if (live.length === 0 || (delta === 0 && (!onThreshold || charged === 0))) return undefined;
   const keys = live.map((budget) => budget.key);
   const ttls = live.map((budget) => ttlOf(budget, reservation.startedMs, nowMs));
   try {
-    if (store.settle) return Promise.resolve(store.settle(keys, delta, ttls));
-    return Promise.all(keys.map((key, index) => store.spend(key, delta, ttls[index]!))).then(() => undefined);
+    const settled = delta === 0 ? Promise.resolve() : store.settle ? Promise.resolve(store.settle(keys, delta, ttls)) : Promise.all(keys.map((key, index) => store.spend(key, delta, ttls[index]!))).then(() => undefined);
+    if (!onThreshold || charged <= 0) return settled;
+    // Thresholds: the totals after this request's charge, against the totals without it.
+    return settled.then(async () => {
+      const totals = await store.spent(keys);
+      live.forEach((budget, index) => {
+        const total = totals[index] ?? 0;
+        for (const percent of [100, 80] as const) {
+          const mark = (budget.limit * percent) / 100;
+          if (total - charged < mark && total >= mark) return onThreshold(budget, percent, total);
+        }
+      });
+    });
   } catch (error) {
     return Promise.reject(error);
   }

@@ -51,6 +51,13 @@ import { Pipeline } from '../pipeline/pipeline';
 import { ResolveSecretStage } from '../pipeline/resolve-secret';
 import { VerifyDeviceStage } from '../pipeline/verify-device';
 import { VerifyTokenStage } from '../pipeline/verify-token';
+import { VerifyUserStage } from '../pipeline/verify-user';
+import { END_USER_DIRECTORY, EndUserDirectory } from '../users/end-user-store';
+import { EndUserService } from '../users/end-user-service';
+import { endUserRoutes } from '../admin/end-user-routes';
+import { webhookRoutes } from '../admin/webhook-routes';
+import { Webhooks } from '../webhooks/webhooks';
+import { checkCaller, describeLimits } from '../routes/me';
 import { ProviderRegistry } from '../registry/provider-registry';
 import { createAttestRouter } from '../routes/attest';
 import { errorReasonOf, sendGatewayError, toGatewayError } from '../routes/errors';
@@ -74,7 +81,7 @@ import { adminSecurityHeaders, createDashboardRouter } from '../admin/dashboard-
 import { setupKeyOf } from '../admin/shared-setup-token';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { UsageRecorder } from '../storage/usage-recorder';
-import { chargeTokenBudgets } from '../pipeline/token-budget';
+import { chargeTokenBudgets, type Budget } from '../pipeline/token-budget';
 import { reservationOf, settleTokenBudgets } from '../pipeline/token-reservation';
 import { DevelopmentAttestationVerifier } from '../attestation/development-verifier';
 import { MemoryChallengeStore } from '../stores/memory-challenge-store';
@@ -114,6 +121,8 @@ export interface GatewayCore {
   readonly management: ManagementService;
   readonly logger: Logger;
   readonly container: DependencyContainer;
+  /** Webhook endpoints, their delivery queue and the events sent to them. */
+  readonly webhooks: Webhooks;
   close(): Promise<void>;
 }
 
@@ -268,8 +277,16 @@ export async function createGatewayCore(
     // One log line per change of the database's state, not one per failed poll.
     onError: (error) => plugins.reportDependencyState('database', false, causeOf(error)),
   });
+  // Alerts (core/webhooks): queued in the database by any process, sent by a serving gateway's dispatcher.
+  const webhooks = new Webhooks(database, cipher, {
+    retryBaseMs: configuration.webhookRetryMs,
+    pollIntervalMs: configuration.changePollMs,
+    clock,
+    onError: (error, what) => logger.warn({ cause: causeOf(error) }, what),
+  });
   const management = new ManagementService(database, cipher, registry, {
     onChange: (sequence) => directory.invalidate(sequence),
+    onDeviceRevoked: (appId, deviceId) => webhooks.emit(appId, 'device.revoked', { device: deviceId === '*' ? null : deviceId, allDevices: deviceId === '*' }),
     allowPrivateUpstreams: options.allowPrivateUpstreams ?? false,
     production: configuration.production,
     clock,
@@ -285,9 +302,11 @@ export async function createGatewayCore(
     container,
     plugins,
     directory,
+    webhooks,
     async close() {
       directory.stop();
       databaseClock?.stop();
+      await webhooks.stop();
       // Stores a plugin opened (e.g. Redis connections) belong to this core: a CLI command must be able to exit.
       await plugins.rateLimitStore?.close?.();
       await plugins.challengeStore?.close?.();
@@ -314,6 +333,7 @@ export function mcpDependencies(core: GatewayCore, actor: string, gatewayUrl: st
     gatewayUrl,
     version: TOLLGATE_VERSION,
     appTokenHash: async (appId) => (await new AppRepository(core.database).findById(appId))?.tokenHash ?? null,
+    endUsers: new EndUserService(core.database, Date.now),
   };
 }
 
@@ -325,6 +345,11 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
 
   await directory.start();
   container.register(GATEWAY_DIRECTORY, { useValue: directory });
+  // End users (core/users): the blocked set the verifyUser stage reads, and the management of users.
+  const endUsers = new EndUserDirectory(database, { pollIntervalMs: configuration.changePollMs, clock, onError: (error) => logger.warn({ cause: causeOf(error) }, 'end users could not be read or written; retried') });
+  await endUsers.start();
+  container.register(END_USER_DIRECTORY, { useValue: endUsers });
+  const endUserService = new EndUserService(database, clock, endUsers);
   const deviceTokens = new DeviceTokenService(database, cipher, clock);
   await deviceTokens.initialize();
   container.register(DEVICE_TOKENS, { useValue: deviceTokens });
@@ -366,6 +391,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   const defaultStages: Record<StageName, new (...args: never[]) => PipelineStage> = {
     verifyToken: VerifyTokenStage,
     verifyDevice: VerifyDeviceStage,
+    verifyUser: VerifyUserStage,
     limitRate: LimitRateStage,
     resolveSecret: ResolveSecretStage,
     injectKey: InjectKeyStage,
@@ -388,6 +414,18 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   // Resolved after the verifiers are registered: verifyDevice checks per-request assertions with them.
   const pipeline = container.resolve(Pipeline);
 
+  const webhooks = core.webhooks;
+  endUserService.onBlocked((appId, user) => webhooks.emit(appId, 'user.blocked', { user: user.id, issuer: user.issuer }));
+  const keyRejectedAt = new Map<string, number>();
+  const keyRejected = (appId: string, provider: string, status: number) => {
+    const key = `${appId}\u0000${provider}`;
+    const last = keyRejectedAt.get(key);
+    if (last !== undefined && clock() - last < 600_000) return;
+    if (keyRejectedAt.size > 10_000) keyRejectedAt.clear();
+    keyRejectedAt.set(key, clock());
+    webhooks.emit(appId, 'provider.key_rejected', { provider, status });
+  };
+  webhooks.start();
   const usageObserver: PipelineObserver = {
     onResponse(context) {
       const app = context.peek('app');
@@ -418,7 +456,15 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       });
       // Token budgets: the reservation is settled to what the provider reported (token-reservation.ts); a request
       // admitted before any budget applied is charged after the fact. A failure is logged, never fails the request.
-      const charged = reservationOf(context) ? settleTokenBudgets(rateLimits, context, clock()) : context.outcome.usage ? chargeTokenBudgets(rateLimits, context, clock()) : undefined;
+      // A provider refusing the operator's key: told to the app's webhooks (at most once per app and provider per 10 min).
+      if ((context.outcome.status === 401 || context.outcome.status === 403) && context.outcome.errorType === undefined) keyRejected(app.id, context.provider.slug, context.outcome.status);
+      const onThreshold = (budget: Budget, percent: 80 | 100, total: number) =>
+        webhooks.emit(app.id, 'budget.threshold', { budget: budget.policy, limit: budget.limit, spent: total, percent, windowSeconds: budget.windowMs / 1000, provider: context.provider.slug, device: device?.deviceId ?? null, user: context.peek('user')?.subject ?? null });
+      const charged = reservationOf(context)
+        ? settleTokenBudgets(rateLimits, context, clock(), onThreshold)
+        : context.outcome.usage
+          ? chargeTokenBudgets(rateLimits, context, clock(), onThreshold)
+          : undefined;
       if (charged) {
         charged.catch((error: unknown) => {
           logger.warn({ requestId: context.requestId, cause: causeOf(error) }, 'tokens could not be added to the token budgets');
@@ -567,6 +613,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       trustProxy: configuration.trustProxy,
       onInternalError: (error) => logger.error({ err: error }, 'admin request failed'),
       onUnavailable: (error) => refused(error),
+      extraRoutes: [...endUserRoutes(endUserService), ...webhookRoutes(webhooks)],
     }),
   );
   app.use('/dashboard', adminOnly, createDashboardRouter());
@@ -592,6 +639,12 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       },
     }),
   );
+  // What the calling device and user may still spend (core/routes/me.ts): the checks of a proxied request, no charge.
+  app.get('/v1/me', (request: Request, response: Response, next: NextFunction) => {
+    checkCaller(pipeline.stages, request, response, requestIdOf(response), clock())
+      .then((context) => describeLimits(context, rateLimits, clock()))
+      .then((answer) => response.setHeader('Cache-Control', 'no-store').status(200).json(answer), next);
+  });
   app.use((_request: Request, response: Response) => {
     sendGatewayError(response, requestIdOf(response), new GatewayError('invalidRequest', 'No such route.', { status: 404, reason: 'no_route' }));
   });
@@ -762,6 +815,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       bodies.stop();
       clearInterval(retention);
       await usage.stop();
+      await endUsers.stop();
       (forward as ForwardStage).close?.();
       if (!plugins.rateLimitStore) await rateLimits.close?.();
       if (!plugins.challengeStore) await challenges.close?.();

@@ -281,8 +281,58 @@ const faultsIdempotencyKeys: Migration = {
   },
 };
 
+/**
+ * End users and alerts: the users the gateway has seen per app (issuer-scoped `sub`, the profile their tier claim
+ * selected, when first and last seen, blocked or not: core/users/end-user-store.ts), the app's webhook endpoints (the
+ * signing secret sealed under the master key) and the queue of their deliveries, which survives a restart
+ * (core/webhooks/).
+ */
+const endUsersAndWebhooks: Migration = {
+  name: '0008-end-users-and-webhooks',
+  async up(knex) {
+    await knex.schema.createTable('end_users', (table) => {
+      table.string('app_id', 64).notNullable();
+      table.string('issuer', 500).notNullable();
+      table.string('subject', 255).notNullable();
+      table.string('profile', 100).nullable();
+      table.bigInteger('first_seen_at').notNullable();
+      table.bigInteger('last_seen_at').notNullable();
+      table.bigInteger('blocked_at').nullable();
+      table.primary(['app_id', 'issuer', 'subject']);
+    });
+    await knex.schema.createTable('webhooks', (table) => {
+      table.string('id', 64).primary();
+      table.string('app_id', 64).notNullable().index();
+      table.string('url', 2048).notNullable();
+      table.text('events').notNullable();
+      table.text('sealed_secret').notNullable();
+      table.bigInteger('created_at').notNullable();
+    });
+    await knex.schema.createTable('webhook_deliveries', (table) => {
+      table.string('id', 64).primary();
+      table.string('webhook_id', 64).notNullable().index();
+      table.string('app_id', 64).notNullable();
+      table.string('type', 64).notNullable();
+      table.text('payload').notNullable();
+      table.string('status', 16).notNullable();
+      table.integer('attempts').notNullable();
+      table.bigInteger('next_attempt_at').notNullable();
+      table.integer('last_status').nullable();
+      table.string('last_error', 500).nullable();
+      table.bigInteger('created_at').notNullable();
+      table.bigInteger('finished_at').nullable();
+      table.index(['status', 'next_attempt_at']);
+    });
+  },
+  async down(knex) {
+    await knex.schema.dropTableIfExists('webhook_deliveries');
+    await knex.schema.dropTableIfExists('webhooks');
+    await knex.schema.dropTableIfExists('end_users');
+  },
+};
+
 /** Append only; never reorder or edit a migration that has shipped. */
-export const MIGRATIONS: readonly Migration[] = [initial, auditLog, dashboardUsers, tokenGraceAndRequestLog, usageTokens, secretLastUsed, usageEventOnce, faultsIdempotencyKeys];
+export const MIGRATIONS: readonly Migration[] = [initial, auditLog, dashboardUsers, tokenGraceAndRequestLog, usageTokens, secretLastUsed, usageEventOnce, faultsIdempotencyKeys, endUsersAndWebhooks];
 
 /** A knex migration source over {@link MIGRATIONS}. */
 export class CodeMigrationSource implements Knex.MigrationSource<Migration> {

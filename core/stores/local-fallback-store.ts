@@ -189,6 +189,14 @@ export class LocalFallbackRateLimitStore implements RateLimitStore {
     return { admitted: true, totals: await Promise.all(keys.map((key, index) => this.shared.spend(key, amount, ttlsMs[index]!))) };
   }
 
+  peek(rules: readonly RateLimitRule[], nowMs: number): Promise<RateLimitRuleResult[]> {
+    const whole = (): RateLimitRuleResult[] => rules.map((rule) => ({ rule, allowed: true, remaining: rule.limit, resetSeconds: 0, retryAfterSeconds: 0 }));
+    return this.either(
+      () => (this.shared.peek ? this.shared.peek(rules, nowMs) : whole()),
+      () => this.local.peek(this.localRules(rules), this.clock()),
+    );
+  }
+
   fleetSize(): number {
     return this.nodes();
   }

@@ -49,6 +49,21 @@ export class MemoryRateLimitStore implements RateLimitStore {
     return results;
   }
 
+  /**
+   * GCRA read without a charge: with TAT `t`, `floor((now - t + window) / T)` units fit now (the burst left), at most
+   * the limit; the quota is whole again at `t`.
+   */
+  peek(rules: readonly RateLimitRule[], nowMs: number): RateLimitRuleResult[] {
+    return rules.map((rule) => {
+      const windowMs = rule.windowSeconds * 1000;
+      const interval = windowMs / rule.limit;
+      const tat = Math.max(this.arrivals.get(rule.key) ?? nowMs, nowMs);
+      // The epsilon absorbs the float error of window / limit, as consume's comparison does not need it.
+      const remaining = Math.min(rule.limit, Math.max(0, Math.floor((nowMs - tat + windowMs) / interval + 1e-9)));
+      return { rule, allowed: remaining > 0, remaining, resetSeconds: Math.max(0, Math.ceil((tat - nowMs) / 1000)), retryAfterSeconds: 0 };
+    });
+  }
+
   /** Key → holder → lease expiry (unix ms): the same lease semantics as the Redis store. */
   private readonly slots = new Map<string, Map<string, number>>();
 

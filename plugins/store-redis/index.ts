@@ -166,6 +166,30 @@ return redis.call('ZCARD', KEYS[1])
 const HEARTBEAT_MS = 5000;
 const HEARTBEAT_LEASE_MS = 15_000;
 
+/**
+ * GCRA_SCRIPT's read without a charge (`GET /v1/me`), with Redis's clock. KEYS: one per rule; ARGV: per rule, interval
+ * and window (ms). Returns per rule: remaining (units that fit now, at most the limit) and reset (ms).
+ */
+const GCRA_PEEK_SCRIPT = `
+local now_parts = redis.call('TIME')
+local now = tonumber(now_parts[1]) * 1000 + math.floor(tonumber(now_parts[2]) / 1000)
+local flat = {}
+for index = 1, #KEYS do
+  local interval = tonumber(ARGV[index * 2 - 1])
+  local window = tonumber(ARGV[index * 2])
+  local stored = tonumber(redis.call('GET', KEYS[index]))
+  local tat = now
+  if stored and stored > now then tat = stored end
+  local remaining = math.floor((now - tat + window) / interval + 0.000000001)
+  local limit = math.floor(window / interval + 0.5)
+  if remaining > limit then remaining = limit end
+  if remaining < 0 then remaining = 0 end
+  table.insert(flat, remaining)
+  table.insert(flat, tat - now)
+end
+return flat
+`;
+
 type RedisClient = Redis | Cluster;
 type ScriptedClient = RedisClient & {
   tollgateGcra(count: number, ...args: string[]): Promise<number[]>;
@@ -173,6 +197,8 @@ type ScriptedClient = RedisClient & {
   tollgateReserve(count: number, ...args: string[]): Promise<number[]>;
   tollgateSettle(count: number, ...args: string[]): Promise<number>;
   tollgateHeartbeat(key: string, node: string, lease: string): Promise<number>;
+  tollgatePeek(count: number, ...args: string[]): Promise<number[]>;
+  tollgatePeek(count: number, ...args: string[]): Promise<number[]>;
 };
 
 function waitForReady(client: RedisClient, timeoutMs: number): Promise<void> {
@@ -235,6 +261,19 @@ export class RedisRateLimitStore implements RateLimitStore {
     redis.defineCommand('tollgateReserve', { lua: RESERVE_SCRIPT });
     redis.defineCommand('tollgateSettle', { lua: SETTLE_SCRIPT });
     redis.defineCommand('tollgateHeartbeat', { lua: HEARTBEAT_SCRIPT, numberOfKeys: 1 });
+    redis.defineCommand('tollgatePeek', { lua: GCRA_PEEK_SCRIPT });
+  }
+
+  /** What `consume` would find now, charging nothing (GCRA_PEEK_SCRIPT). */
+  async peek(rules: readonly RateLimitRule[]): Promise<RateLimitRuleResult[]> {
+    if (rules.length === 0) return [];
+    const keys = rules.map((rule) => this.prefix + rule.key);
+    const argv = rules.flatMap((rule) => [String((rule.windowSeconds * 1000) / rule.limit), String(rule.windowSeconds * 1000)]);
+    const flat = (await this.health.run(this.scripted.tollgatePeek(keys.length, ...keys, ...argv))).map(Number);
+    return rules.map((rule, index) => {
+      const remaining = flat[index * 2]!;
+      return { rule, allowed: remaining > 0, remaining, resetSeconds: Math.max(0, Math.ceil(flat[index * 2 + 1]! / 1000)), retryAfterSeconds: 0 };
+    });
   }
 
   private readonly nodeId = randomUUID();

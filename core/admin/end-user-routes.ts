@@ -1,0 +1,44 @@
+/**
+ * Management routes of end users (`/v1/admin/apps/{appId}/users…`), mounted with the others by the admin router.
+ */
+import type { EndUserService } from '../users/end-user-service';
+import type { AdminRoute } from './admin-routes';
+
+const text = (value: unknown): string | undefined => (typeof value === 'string' && value.length > 0 ? value : undefined);
+const integer = (value: unknown): number | undefined => (typeof value === 'string' && /^\d{1,7}$/.test(value) ? Number(value) : undefined);
+
+export function endUserRoutes(users: EndUserService): AdminRoute[] {
+  return [
+    {
+      method: 'get', path: '/apps/{appId}/users', operationId: 'listEndUsers', tag: 'users', conflicts: true,
+      summary: 'End users the gateway has seen for an app (signed in with its sign-in provider), most recently seen first',
+      query: [
+        { name: 'search', description: 'the start of the user id', schema: { type: 'string', minLength: 1, maxLength: 255 } },
+        { name: 'limit', description: 'users per page (default 100, at most 1000)', schema: { type: 'integer', minimum: 1, maximum: 1000 } },
+        { name: 'offset', description: 'users to skip', schema: { type: 'integer', minimum: 0 } },
+      ],
+      response: { schema: 'EndUser', description: 'the users', array: true },
+      handle: ({ params, query }) => users.list(params.appId!, { search: text(query.search), limit: integer(query.limit), offset: integer(query.offset) }),
+    },
+    {
+      method: 'get', path: '/apps/{appId}/users/{userId}', operationId: 'getEndUser', tag: 'users', conflicts: true,
+      summary: 'One end user (by the sign-in provider\'s sub)',
+      response: { schema: 'EndUser', description: 'the user' },
+      handle: ({ params }) => users.get(params.appId!, params.userId!),
+    },
+    {
+      method: 'post', path: '/apps/{appId}/users/{userId}/block', operationId: 'blockEndUser', tag: 'users', conflicts: true,
+      summary: 'Block an end user: refused (user_blocked) on every device and every node',
+      response: { schema: 'EndUser', description: 'the blocked user' },
+      audit: { action: 'end_user.block', target: ({ params }) => `${params.appId!}/${params.userId!}` },
+      handle: ({ params }) => users.setBlocked(params.appId!, params.userId!, true),
+    },
+    {
+      method: 'post', path: '/apps/{appId}/users/{userId}/unblock', operationId: 'unblockEndUser', tag: 'users', conflicts: true,
+      summary: 'Unblock an end user',
+      response: { schema: 'EndUser', description: 'the unblocked user' },
+      audit: { action: 'end_user.unblock', target: ({ params }) => `${params.appId!}/${params.userId!}` },
+      handle: ({ params }) => users.setBlocked(params.appId!, params.userId!, false),
+    },
+  ];
+}

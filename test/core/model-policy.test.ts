@@ -1,0 +1,106 @@
+/**
+ * Model policy, as the requests arrive at a fake provider: a model outside the allow-list is refused
+ * (`model_not_allowed`) and nothing reaches the provider; an alias is replaced by its model and the output-token field
+ * the manifest declares (`requestFields`) is clamped, both in the body the provider receives (with its own
+ * Content-Length); a profile's policy holds for the users its tier claim names; without a policy for the provider the
+ * body arrives byte for byte as sent. Bodies as in https://platform.openai.com/docs/api-reference/chat/create and
+ * https://docs.anthropic.com/en/api/messages.
+ */
+import { expect } from 'chai';
+import { FakeUpstream } from '../support/fake-upstream';
+import { TestGateway, type Provisioned } from '../support/gateway';
+import { FakeSignInProvider, signingKey, type SigningKey } from '../support/sign-in-provider';
+
+describe('model policy', function () {
+  this.timeout(60_000);
+  let upstream: FakeUpstream;
+  let gateway: TestGateway;
+  let signIn: FakeSignInProvider;
+  let key: SigningKey;
+
+  before(async () => {
+    upstream = await FakeUpstream.start();
+    signIn = await FakeSignInProvider.start();
+    key = await signingKey('policy');
+    signIn.publish([key]);
+    gateway = await TestGateway.start({ upstreams: { openai: upstream.url, anthropic: upstream.url } });
+  });
+  beforeEach(() => upstream.reset());
+  after(async () => {
+    await gateway.close();
+    await upstream.close();
+    await signIn.close();
+  });
+
+  const send = async (device: Provisioned, path: string, body: string, userToken?: string) => {
+    const headers: Record<string, string> = { ...device.headers, 'content-type': 'application/json' };
+    if (userToken) headers['Tollgate-User-Token'] = userToken;
+    const response = await fetch(`${gateway.url}/v1/proxy/${path}`, { method: 'POST', headers, body });
+    const json = (await response.json()) as { error?: { reason?: string } };
+    return { status: response.status, reason: json.error?.reason };
+  };
+  const received = () => {
+    const request = upstream.last();
+    expect(Number(request.headers['content-length'])).to.equal(request.body.length);
+    return JSON.parse(request.body.toString('utf8')) as Record<string, unknown>;
+  };
+
+  it('refuses a model outside the allow-list before anything reaches the provider', async () => {
+    const device = await gateway.provision({ openai: 'sk-policy-0123456789abcdef' }, { modelPolicy: { openai: { allow: ['gpt-4o-mini'] } } });
+    expect(await send(device, 'openai/v1/chat/completions', '{"model":"gpt-4o","messages":[]}')).to.deep.equal({ status: 400, reason: 'model_not_allowed' });
+    expect(await send(device, 'openai/v1/chat/completions', '{"messages":[]}')).to.deep.equal({ status: 400, reason: 'model_not_allowed' });
+    expect(await send(device, 'openai/v1/chat/completions', 'not json')).to.deep.equal({ status: 400, reason: 'body_not_json' });
+    expect(upstream.requests).to.have.length(0);
+    expect((await send(device, 'openai/v1/chat/completions', '{"model":"gpt-4o-mini","messages":[]}')).status).to.equal(200);
+    expect(received().model).to.equal('gpt-4o-mini');
+  });
+
+  it('replaces an alias and clamps the declared output-token field in the body the provider receives', async () => {
+    const device = await gateway.provision(
+      { openai: 'sk-policy-0123456789abcdef', anthropic: 'sk-ant-policy-0123456789abcdef' },
+      { modelPolicy: { openai: { allow: ['gpt-4o-mini'], aliases: { fast: 'gpt-4o-mini' }, maxOutputTokens: 256 }, anthropic: { aliases: { smart: 'claude-sonnet-4-5' }, maxOutputTokens: 1024 } } },
+    );
+    expect((await send(device, 'openai/v1/chat/completions', '{"model":"fast","messages":[{"role":"user","content":"Hi"}],"max_completion_tokens":4000}')).status).to.equal(200);
+    expect(received()).to.deep.equal({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }], max_completion_tokens: 256 });
+    // The legacy member, when it is the one present, is the one clamped; a smaller request is left as asked.
+    await send(device, 'openai/v1/chat/completions', '{"model":"gpt-4o-mini","messages":[],"max_tokens":9000}');
+    expect(received()).to.deep.equal({ model: 'gpt-4o-mini', messages: [], max_tokens: 256 });
+    await send(device, 'openai/v1/chat/completions', '{"model":"gpt-4o-mini","messages":[],"max_completion_tokens":100}');
+    expect(received().max_completion_tokens).to.equal(100);
+    // No limit asked: the cap is set in the first declared member.
+    await send(device, 'openai/v1/chat/completions', '{"model":"gpt-4o-mini","messages":[]}');
+    expect(received().max_completion_tokens).to.equal(256);
+    // Anthropic Messages: `max_tokens`.
+    expect((await send(device, 'anthropic/v1/messages', '{"model":"smart","max_tokens":8192,"messages":[]}')).status).to.equal(200);
+    expect(received()).to.deep.equal({ model: 'claude-sonnet-4-5', max_tokens: 1024, messages: [] });
+  });
+
+  it('applies the policy of the profile the user token names instead of the app\'s', async () => {
+    const device = await gateway.provision(
+      { openai: 'sk-policy-0123456789abcdef' },
+      {
+        userAuth: { issuer: signIn.issuer, jwksUrl: signIn.jwksUrl(), audience: 'tollgate-test', tierClaim: 'entitlements' },
+        userTokenMode: 'optional',
+        modelPolicy: { openai: { allow: ['gpt-4o-mini'] } },
+        profiles: { pro: { modelPolicy: { openai: { allow: ['gpt-4o-mini', 'gpt-4o'] } } } },
+      },
+    );
+    const free = await signIn.token(key, 'free-user');
+    const pro = await signIn.token(key, 'pro-user', { entitlements: ['beta', 'pro'] });
+    expect((await send(device, 'openai/v1/chat/completions', '{"model":"gpt-4o","messages":[]}', free)).reason).to.equal('model_not_allowed');
+    expect((await send(device, 'openai/v1/chat/completions', '{"model":"gpt-4o","messages":[]}', pro)).status).to.equal(200);
+    expect(received().model).to.equal('gpt-4o');
+  });
+
+  it('passes a body byte for byte when no policy applies to the provider or the route', async () => {
+    const device = await gateway.provision({ openai: 'sk-policy-0123456789abcdef', anthropic: 'sk-ant-policy-0123456789abcdef' }, { modelPolicy: { anthropic: { allow: ['claude-sonnet-4-5'] } } });
+    const body = '{ "model" : "gpt-4o",\n  "messages": [ ],   "max_tokens": 99999, "x": 1.50 }';
+    expect((await send(device, 'openai/v1/chat/completions', body)).status).to.equal(200);
+    expect(upstream.last().body.toString('utf8')).to.equal(body);
+    // A route whose body fields the manifest does not declare is not touched either.
+    const policed = await gateway.provision({ openai: 'sk-policy-0123456789abcdef' }, { modelPolicy: { openai: { allow: ['gpt-4o-mini'] } } });
+    const embeddings = '{"model":"text-embedding-3-small",  "input":"hi"}';
+    expect((await send(policed, 'openai/v1/embeddings', embeddings)).status).to.equal(200);
+    expect(upstream.last().body.toString('utf8')).to.equal(embeddings);
+  });
+});
