@@ -90,6 +90,10 @@ export interface Configuration {
   readonly upstreamIdleTimeoutMs: number;
   /** `TOLLGATE_PROVIDER_<SLUG>_BASE_URL` overrides, keyed by the upper-cased variable stem (`OPENAI`, `AZURE_OPENAI`). */
   readonly providerBaseUrls: Readonly<Record<string, string>>;
+  /** `TOLLGATE_PROVIDER_<SLUG>_REALTIME_URL` overrides of a provider's realtime socket origin, keyed like `providerBaseUrls`. */
+  readonly providerRealtimeUrls?: Readonly<Record<string, string>>;
+  /** `TOLLGATE_REALTIME_MAX_FRAME_BYTES`: the largest WebSocket message relayed either way (default 4 MiB). */
+  readonly realtimeMaxFrameBytes: number;
 }
 
 type Source = Readonly<Record<string, string | undefined>>;
@@ -154,6 +158,11 @@ export function loadConfiguration(env: Source = process.env, workingDirectory = 
     const match = /^TOLLGATE_PROVIDER_([A-Z0-9_]+)_BASE_URL$/.exec(name);
     if (match && value) providerBaseUrls[match[1]!] = value;
   }
+  const providerRealtimeUrls: Record<string, string> = {};
+  for (const [name, value] of Object.entries(source)) {
+    const match = /^TOLLGATE_PROVIDER_([A-Z0-9_]+)_REALTIME_URL$/.exec(name);
+    if (match && value) providerRealtimeUrls[match[1]!] = value;
+  }
   return Object.freeze({
     port: integer(source, 'TOLLGATE_PORT', 8080, 0, 65535),
     host: source.TOLLGATE_HOST || '127.0.0.1',
@@ -189,6 +198,8 @@ export function loadConfiguration(env: Source = process.env, workingDirectory = 
     upstreamIdleTimeoutMs: integer(source, 'TOLLGATE_UPSTREAM_IDLE_TIMEOUT_MS', 300_000, 0, 3_600_000),
     streamLeaseMs: integer(source, 'TOLLGATE_STREAM_LEASE_MS', 20_000, 300, 30_000),
     providerBaseUrls: Object.freeze(providerBaseUrls),
+    providerRealtimeUrls: Object.freeze(providerRealtimeUrls),
+    realtimeMaxFrameBytes: integer(source, 'TOLLGATE_REALTIME_MAX_FRAME_BYTES', 4 * 1024 * 1024, 1024, 100 * 1024 * 1024),
   });
 }
 

@@ -6,11 +6,13 @@
  *
  * Decision order for one request (after the path passed every safety rule of `proxy-path.ts`):
  * 1. `deny` refuses, always;
+ * 1a. a WebSocket upgrade is admitted on a declared realtime route only (class `realtime`); a credential-minting route
+ *    is admitted only when the app opened this provider's credential routes (class `credential`);
  * 2. an extra route of the app matching method and pattern allows (the operator named that exact route);
  * 3. an `account` entry matching method and pattern allows only when the app opened this provider's account routes;
  * 4. otherwise `methods` and `allow` decide, and the route is `inference`.
  */
-import { GatewayError, type AccountRoute, type AppSettings, type HttpMethod, type RoutePolicy } from '../contract';
+import { GatewayError, type AccountRoute, type AppSettings, type CredentialRoute, type HttpMethod, type RealtimeRoute, type RoutePolicy } from '../contract';
 import { matchesPrefix } from './proxy-path';
 
 /** Methods a pattern may name. */
@@ -90,6 +92,43 @@ export interface RouteTable {
   readonly policy: RoutePolicy | undefined;
   readonly methods: ReadonlySet<string>;
   readonly accountRoutes: readonly CompiledAccountRoute[];
+  /** The manifest's credential-minting routes, compiled (absent: none). */
+  readonly credentialRoutes?: readonly CompiledCredentialRoute[];
+  /** The manifest's realtime routes, compiled (absent: none). */
+  readonly realtimeRoutes?: readonly CompiledRealtimeRoute[];
+}
+
+/** A credential route with its compiled pattern. */
+export interface CompiledCredentialRoute {
+  readonly route: CredentialRoute;
+  readonly methods: ReadonlySet<string>;
+  readonly pattern: RegExp;
+}
+
+/** A realtime route with its compiled pattern. */
+export interface CompiledRealtimeRoute {
+  readonly route: RealtimeRoute;
+  readonly pattern: RegExp;
+}
+
+export function compileCredentialRoutes(routes: readonly CredentialRoute[] | undefined): CompiledCredentialRoute[] {
+  return (routes ?? []).map((route) => ({ route, methods: new Set(route.methods), pattern: compileRoutePattern(route.path) }));
+}
+
+export function compileRealtimeRoutes(routes: readonly RealtimeRoute[] | undefined): CompiledRealtimeRoute[] {
+  return (routes ?? []).map((route) => ({ route, pattern: compileRoutePattern(route.path) }));
+}
+
+/** The realtime route a provider path opens, or undefined (the path normalized as for account routes). */
+export function findRealtimeRoute(routes: readonly CompiledRealtimeRoute[], providerPath: string): CompiledRealtimeRoute | undefined {
+  const path = normalizeForMatching(providerPath);
+  return path === undefined ? undefined : routes.find((entry) => entry.pattern.test(path));
+}
+
+/** The credential route `method providerPath` names, or undefined. */
+export function findCredentialRoute(routes: readonly CompiledCredentialRoute[], method: string, providerPath: string): CompiledCredentialRoute | undefined {
+  const path = normalizeForMatching(providerPath);
+  return path === undefined ? undefined : routes.find((entry) => entry.methods.has(method) && entry.pattern.test(path));
 }
 
 export function compileAccountRoutes(routes: readonly AccountRoute[] | undefined): CompiledAccountRoute[] {
@@ -108,7 +147,7 @@ function extraPattern(path: string): RegExp | null {
 }
 
 /** The class a request was admitted under. */
-export type RouteClass = 'inference' | 'account' | 'extra';
+export type RouteClass = 'inference' | 'account' | 'extra' | 'credential' | 'realtime';
 
 function notAllowed(message: string): GatewayError {
   return new GatewayError('invalidRequest', message, { status: 400, reason: 'route_not_allowed' });
@@ -125,7 +164,13 @@ function methodNotAllowed(message: string): GatewayError {
  * @throws GatewayError `invalidRequest`: 400 `route_not_allowed` (denied, outside the allow-list, or a closed account
  *   route), 405 `method_not_allowed` (a method the provider never allows).
  */
-export function decideRoute(table: RouteTable, settings: Pick<AppSettings, 'openAccountRoutes' | 'extraRoutes'>, method: string, providerPath: string): RouteClass {
+export function decideRoute(
+  table: RouteTable,
+  settings: Pick<AppSettings, 'openAccountRoutes' | 'extraRoutes'> & Partial<Pick<AppSettings, 'openCredentialRoutes'>>,
+  method: string,
+  providerPath: string,
+  upgrade = false,
+): RouteClass {
   const shown = `${method} ${providerPath || '/'}`;
   const path = normalizeForMatching(providerPath);
   if (path === undefined) throw notAllowed(`${shown} is not an allowed route of provider "${table.slug}".`);
@@ -139,6 +184,18 @@ export function decideRoute(table: RouteTable, settings: Pick<AppSettings, 'open
   // Deny is absolute: checked on the decoded path and on its normalized, lower-case form.
   if (table.policy?.deny?.some((prefix) => matchesPrefix(decoded, prefix) || matchesPrefix(lower, prefix.toLowerCase()) || matchesPrefix(`${lower}/`, prefix.toLowerCase()))) {
     throw notAllowed(`${shown} is refused for provider "${table.slug}".`);
+  }
+  // A WebSocket upgrade opens a declared realtime route and nothing else; a realtime path is never an HTTP route.
+  if (upgrade) {
+    if (method === 'GET' && table.realtimeRoutes?.some((entry) => entry.pattern.test(path))) return 'realtime';
+    throw notAllowed(`${shown} is not a realtime route of provider "${table.slug}".`);
+  }
+  const credential = table.credentialRoutes?.find((entry) => entry.methods.has(method) && entry.pattern.test(path));
+  if (credential) {
+    if (settings.openCredentialRoutes?.includes(table.slug)) return 'credential';
+    throw notAllowed(
+      `${shown} mints a ${table.slug} credential for the device, which would then bypass the gateway's limits, budgets and revocation until it expires; it is closed unless the operator opens ${table.slug} credential routes for this app.`,
+    );
   }
   for (const extra of settings.extraRoutes ?? []) {
     if (extra.provider === table.slug && extra.methods.includes(method as HttpMethod) && extraPattern(extra.path)?.test(path)) return 'extra';

@@ -71,6 +71,8 @@ import { DashboardAuth } from '../admin/dashboard-auth';
 import { adminSecurityHeaders, createDashboardRouter } from '../admin/dashboard-assets';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { UsageRecorder } from '../storage/usage-recorder';
+import { SessionRegistry } from '../realtime/session-registry';
+import { UpgradeHandler } from '../realtime/upgrade-handler';
 import { chargeTokenBudgets } from '../pipeline/token-budget';
 import { DevelopmentAttestationVerifier } from '../attestation/development-verifier';
 import { MemoryChallengeStore } from '../stores/memory-challenge-store';
@@ -408,6 +410,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   const observers: PipelineObserver[] = [usageObserver, logObserver, metrics, ...plugins.observers];
   for (const observer of observers) container.register(PIPELINE_OBSERVER, { useValue: observer });
 
+  // Realtime sessions: WebSocket upgrades on the proxy route run the pipeline's checking stages (core/realtime).
+  const sessions = new SessionRegistry({ store: rateLimits, directory, clock, logger, record: (event) => usage.record(event) });
+  const upgrades = new UpgradeHandler({ registry, stages: pipeline.stages, observers, sessions, store: rateLimits, configuration, clock, logger });
+
   /** The listen URL, known once the server listens (generated code embeds it unless TOLLGATE_PUBLIC_URL is set). */
   let url = '';
   const app = express();
@@ -456,7 +462,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
           usageWritten: () => usage.written,
           usageBuffered: () => usage.buffered,
           dependencies: () => plugins.dependencyStates,
-        }),
+        }) + sessions.renderMetrics(),
       );
   });
   // The assistant-facing server over streamable HTTP, stateless: one MCP server and transport per request. Admin key
@@ -646,6 +652,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   );
   // Parser refusals get the protocol's error body; `100 Continue` waits until a route reads the body (after its checks).
   server.on('clientError', answerClientError);
+  server.on('upgrade', upgrades.handle);
   server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
     continueWhenRead(request, response);
     handleRequest(request, response);
@@ -665,6 +672,9 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   const close = () => {
     closing ??= (async () => {
       clearInterval(databaseProbe);
+      // Realtime sessions run on for the grace period, then close with 4503 `draining`; no new upgrade is accepted.
+      upgrades.stopAccepting();
+      const drained = sessions.drain(configuration.shutdownGraceMs);
       let cut = false;
       await new Promise<void>((resolve) => {
         const deadline = setTimeout(() => {
@@ -679,6 +689,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         });
         server.closeIdleConnections();
       });
+      await drained;
       // Streams cut at the deadline report (and record their usage event) on their sockets' 'close' events, which run
       // in a later turn of the event loop: let them run before the last usage flush.
       if (cut) await new Promise((resolve) => setTimeout(resolve, 100));

@@ -6,6 +6,7 @@ import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute, type Capabi
 import { OPENAI_USAGE } from './usage';
 
 export * from './usage';
+export * from './realtime-usage';
 
 /** `Authorization: Bearer <key>`, the most common auth style. */
 export const BEARER = Object.freeze({ kind: 'header', header: 'Authorization', scheme: 'Bearer' } as const);
