@@ -153,8 +153,8 @@ export class UpgradeHandler {
         if (settled) return;
         settled = true;
         socket.off('close', clientGone);
-        this.passRefusal(context, answer, secret.value.reveal());
-        upstream.terminate();
+        // The socket is ended once the refusal's body was read (ending it now would cut the body).
+        this.passRefusal(context, answer, secret.value.reveal(), () => upstream.terminate());
         resolve();
       });
       upstream.once('error', (error) => {
@@ -192,7 +192,7 @@ export class UpgradeHandler {
   }
 
   /** The provider refused the handshake: its status and body pass on (credential redacted), as an HTTP answer would. */
-  private passRefusal(context: ProxyContext, answer: IncomingMessage, credential: string): void {
+  private passRefusal(context: ProxyContext, answer: IncomingMessage, credential: string, finished: () => void): void {
     const chunks: Buffer[] = [];
     let size = 0;
     answer.on('data', (chunk: Buffer) => {
@@ -200,6 +200,7 @@ export class UpgradeHandler {
       if (size <= MAX_REFUSAL_BODY) chunks.push(chunk);
     });
     const send = () => {
+      finished();
       const response = context.response;
       if (response.headersSent) return;
       const body = redactCredentials(Buffer.concat(chunks).toString('utf8'), [credential]);
