@@ -22,6 +22,7 @@ import { DashboardAuth } from '../core/admin/dashboard-auth';
 import { SignInInput, validateInput } from '../core/management/inputs';
 import { DEVICE_PLATFORMS, type DevicePlatform } from '../core/management/management-service';
 import { DeviceTokenService } from '../core/attestation/device-tokens';
+import { REALTIME_OPTIONS, REALTIME_USAGE, realtimeSettings } from './commands/realtime';
 
 class UsageError extends Error {}
 
@@ -39,6 +40,7 @@ Usage:
                         [--attestation-mode enforce|monitor] [--allow-monitor-in-production]      (an empty value, e.g. --device-daily-quota '', clears a setting)
                         [--device-daily-tokens N] [--app-daily-tokens N] [--provider-daily-tokens SLUG=N …] [--provider-device-daily-tokens SLUG=N …]
                         [--device-minute-tokens N] [--app-minute-tokens N] [--provider-minute-tokens SLUG=N …]   (token budgets per UTC day and minute; 0 or '' clears one)
+${REALTIME_USAGE}
   tollgate usage --app ID [--since MINUTES] [--by device|provider|model]   (requests, errors, tokens and estimated spend; default the last 1440 minutes)
   tollgate prices list | set --provider SLUG --model MODEL --input-usd N --output-usd N | delete --provider SLUG --model MODEL
                                                                             (USD per million tokens; the table ships empty)
@@ -122,6 +124,7 @@ const OPTIONS = {
   'close-account-routes': { type: 'string' },
   'extra-route': { type: 'string', multiple: true },
   'no-extra-routes': { type: 'boolean' },
+  ...REALTIME_OPTIONS,
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;
@@ -555,6 +558,7 @@ async function main(argv: string[]): Promise<void> {
             attestationMode: options['attestation-mode'],
             allowMonitorInProduction: options['allow-monitor-in-production'] ? true : undefined,
             assertionMode: options['assertion-mode'],
+            ...(await realtimeSettings(options, async () => (await core.management.getApp(required(options, 'app'))).settings.openCredentialRoutes, (message) => new UsageError(message), (line) => process.stderr.write(`${line}\n`))),
           }),
         ),
       );
