@@ -16,7 +16,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { WebSocket } from 'ws';
-import { startBenchTargets } from './harness';
+import { gatewayNodeFlags, startBenchTargets } from './harness';
 import { median, processCpuMicros, processRssBytes } from './cpu';
 
 const FRAMES = Number(process.env.BENCH_FRAMES ?? 20_000);
@@ -28,8 +28,9 @@ const BATCH = Number(process.env.BENCH_OPEN_BATCH ?? 100);
 
 const percentile = (values: readonly number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
 
+/** The relays run with the gateway's node flags (as `npm start`), so that they differ in their code only. */
 function startChild(children: ChildProcess[], script: string, args: string[]): Promise<{ port: number; pid: number }> {
-  const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...gatewayNodeFlags(), script, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   return new Promise((resolve, reject) => {
     child.stdout!.once('data', (chunk: Buffer) => resolve({ port: Number(chunk.toString().trim()), pid: child.pid! }));
