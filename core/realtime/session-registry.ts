@@ -136,22 +136,14 @@ export class SessionRegistry implements SessionHost {
     });
   }
 
-  /** The caps that need a clock or a look at the directory, once a second over every open session. */
+  /**
+   * The caps that need a clock or a look at the directory, once a second over every open session, with the app as the
+   * directory knows it now (a settings change applies to open sessions too).
+   */
   sweep(): void {
-    const now = this.clock();
     const byApp = new Map<string, RealtimeSession[]>();
     for (const session of this.sessions) {
       if (session.closedBy !== undefined) continue;
-      const settings = session.context.get('app').settings;
-      if (now - session.lastFrameAt >= settings.sessionIdleSeconds * 1000) {
-        session.closeWith(new GatewayError('upstreamTimeout', `No frame either way for ${settings.sessionIdleSeconds} s.`, { reason: 'session_idle' }));
-        continue;
-      }
-      if (now - session.startedAt >= settings.maxSessionSeconds * 1000) {
-        session.closeWith(new GatewayError('rateLimited', `The session reached its maximum length of ${settings.maxSessionSeconds} s.`, { reason: 'session_too_long' }));
-        continue;
-      }
-      this.chargeSeconds(session, now, false);
       const group = byApp.get(session.appId);
       if (group) group.push(session);
       else byApp.set(session.appId, [session]);
@@ -164,13 +156,14 @@ export class SessionRegistry implements SessionHost {
         this.debug('realtime revocation check failed', error);
         continue;
       }
-      if (found instanceof Promise) found.then((app) => this.checkStanding(app, sessions, this.clock()), (error: unknown) => this.debug('realtime revocation check failed', error));
-      else this.checkStanding(found, sessions, now);
+      if (found instanceof Promise) found.then((app) => this.checkGroup(app, sessions), (error: unknown) => this.debug('realtime revocation check failed', error));
+      else this.checkGroup(found, sessions);
     }
   }
 
-  /** Closes the sessions whose app, app token or device is no longer in good standing. */
-  private checkStanding(app: Awaited<ReturnType<GatewayDirectory['findAppById']>>, sessions: readonly RealtimeSession[], now: number): void {
+  /** Closes the sessions of one app that ran out of time, or whose app, app token or device is no longer in good standing. */
+  private checkGroup(app: Awaited<ReturnType<GatewayDirectory['findAppById']>>, sessions: readonly RealtimeSession[]): void {
+    const now = this.clock();
     for (const session of sessions) {
       if (session.closedBy !== undefined) continue;
       if (!app || app.status !== 'active') {
@@ -185,7 +178,18 @@ export class SessionRegistry implements SessionHost {
       const device = session.context.get('device');
       if (device.verified !== false && (device.issuedAt < app.devicesRevokedBefore || this.dependencies.directory.isDeviceRevoked(app.id, device.deviceId))) {
         session.closeWith(new GatewayError('attestationFailed', 'This device has been revoked.', { reason: 'device_revoked' }));
+        continue;
       }
+      const settings = app.settings;
+      if (now - session.lastFrameAt >= settings.sessionIdleSeconds * 1000) {
+        session.closeWith(new GatewayError('upstreamTimeout', `No frame either way for ${settings.sessionIdleSeconds} s.`, { reason: 'session_idle' }));
+        continue;
+      }
+      if (now - session.startedAt >= settings.maxSessionSeconds * 1000) {
+        session.closeWith(new GatewayError('rateLimited', `The session reached its maximum length of ${settings.maxSessionSeconds} s.`, { reason: 'session_too_long' }));
+        continue;
+      }
+      this.chargeSeconds(session, now, false);
     }
   }
 
