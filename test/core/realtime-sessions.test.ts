@@ -189,6 +189,27 @@ describe('realtime sessions (WebSocket upgrades on the proxy route)', function (
     expect((await upstream.closed).code).to.equal(1000);
   });
 
+  it('closes with 4401 app_disabled when the app is disabled, and 4401 app_token_rotated when its token is rotated with no grace', async () => {
+    const disabled = await provision();
+    const first = await connect(realtimeUrl(), disabled.headers);
+    const firstClosed = closeOf(first);
+    await gateway.gateway.management.setAppStatus(disabled.appId, 'disabled');
+    expect(await firstClosed).to.deep.equal({ code: 4401, reason: 'app_disabled' });
+    const rotated = await provision();
+    const second = await connect(realtimeUrl(), rotated.headers);
+    const secondClosed = closeOf(second);
+    await gateway.gateway.management.rotateAppToken(rotated.appId, 0);
+    expect(await secondClosed).to.deep.equal({ code: 4401, reason: 'app_token_rotated' });
+  });
+
+  it('applies a settings change to open sessions (a shorter idle time)', async () => {
+    const device = await provision({ sessionIdleSeconds: 3600 });
+    const client = await connect(realtimeUrl(), device.headers);
+    const closed = closeOf(client);
+    await gateway.gateway.management.updateApp(device.appId, { sessionIdleSeconds: 1 });
+    expect(await closed).to.deep.equal({ code: 4504, reason: 'session_idle' });
+  });
+
   it('closes with 4504 session_idle after the app\'s idle time, and counts it in the metrics', async () => {
     const device = await provision({ sessionIdleSeconds: 1 });
     const client = await connect(realtimeUrl(), device.headers);
