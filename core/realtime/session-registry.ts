@@ -116,6 +116,11 @@ export class SessionRegistry implements SessionHost {
         ...(session.audioSeconds ? { audioSeconds: session.audioSeconds } : {}),
       },
     });
+    // The session's access line (its request-log row holds the rest).
+    this.dependencies.logger.info(
+      { requestId: session.id, app: app.id, device: device.deviceId, provider: context.provider.slug, durationMs: now - session.startedAt, closeCode: session.closeCode, closedBy: session.closedBy ?? 'gateway', framesIn: session.framesIn, framesOut: session.framesOut },
+      'realtime session ended',
+    );
     if (this.sessions.size === 0) {
       if (this.sweeper) clearInterval(this.sweeper);
       this.sweeper = undefined;

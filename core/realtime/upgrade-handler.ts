@@ -114,6 +114,9 @@ export class UpgradeHandler {
     if (offered.appToken !== undefined && request.headers['tollgate-app-token'] === undefined) request.headers['tollgate-app-token'] = offered.appToken;
     if (offered.deviceToken !== undefined && request.headers['tollgate-device-token'] === undefined) request.headers['tollgate-device-token'] = offered.deviceToken;
     markRealtimeUpgrade(request);
+    // An upgrade has no body: a per-request assertion signs the upgrade's digest with an empty body, and no stage waits
+    // for a body stream that the upgrade's socket will never carry.
+    context.requestBody = Buffer.alloc(0);
     this.check(context)
       .then(() => this.open(context, realtime.route, offered, socket, head))
       .catch((error: unknown) => refuse(toGatewayError(error), context));
