@@ -29,6 +29,7 @@ import { backup, restore } from './cli-backup';
 import { USERS_USAGE, usersCommand } from './commands/users';
 import { WEBHOOKS_USAGE, webhooksCommand } from './commands/webhooks';
 import type { CommandHelpers } from './commands/types';
+import { REALTIME_OPTIONS, REALTIME_USAGE, realtimeSettings } from './commands/realtime';
 
 class UsageError extends Error {}
 
@@ -46,6 +47,7 @@ Usage:
                         [--attestation-mode enforce|monitor] [--allow-monitor-in-production]      (an empty value, e.g. --device-daily-quota '', clears a setting)
                         [--device-daily-tokens N] [--app-daily-tokens N] [--provider-daily-tokens SLUG=N …] [--provider-device-daily-tokens SLUG=N …]
                         [--device-minute-tokens N] [--app-minute-tokens N] [--provider-minute-tokens SLUG=N …]   (token budgets per UTC day and minute; 0 or '' clears one)
+${REALTIME_USAGE}
   tollgate usage --app ID [--since MINUTES] [--by device|provider|model]   (requests, errors, tokens and estimated spend; default the last 1440 minutes)
   tollgate prices list | set --provider SLUG --model MODEL --input-usd N --output-usd N | delete --provider SLUG --model MODEL
                                                                             (USD per million tokens; the table ships empty)
@@ -140,6 +142,7 @@ const OPTIONS = {
   in: { type: 'string' },
   'with-history': { type: 'boolean' },
   replace: { type: 'boolean' },
+  ...REALTIME_OPTIONS,
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;
@@ -609,6 +612,7 @@ async function main(argv: string[]): Promise<void> {
             attestationMode: options['attestation-mode'],
             allowMonitorInProduction: options['allow-monitor-in-production'] ? true : undefined,
             assertionMode: options['assertion-mode'],
+            ...(await realtimeSettings(options, async () => (await core.management.getApp(required(options, 'app'))).settings.openCredentialRoutes, (message) => new UsageError(message), (line) => process.stderr.write(`${line}\n`))),
           }),
         ),
       );

@@ -177,6 +177,19 @@ const RESPONSE_SCHEMAS: Record<string, Schema> = {
         inputTokens: nullable({ type: 'integer', description: 'as the provider reported them; null: usage unknown' }),
         outputTokens: nullable({ type: 'integer' }),
         model: nullable(string),
+        session: nullable(
+          object(
+            {
+              framesIn: { type: 'integer' },
+              framesOut: { type: 'integer' },
+              closeCode: { type: 'integer' },
+              closeReason: string,
+              closedBy: { type: 'string', enum: ['client', 'provider', 'gateway'] },
+              audioSeconds: { type: 'number' },
+            },
+            ['framesIn', 'framesOut', 'closeCode', 'closeReason', 'closedBy'],
+          ),
+        ),
       }),
     },
     nextBefore: nullable({ type: 'integer' }),

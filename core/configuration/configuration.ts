@@ -112,6 +112,10 @@ export interface Configuration {
   readonly adminPublicUrl: string | undefined;
   /** `TOLLGATE_PROVIDER_<SLUG>_BASE_URL` overrides, keyed by the upper-cased variable stem (`OPENAI`, `AZURE_OPENAI`). */
   readonly providerBaseUrls: Readonly<Record<string, string>>;
+  /** `TOLLGATE_PROVIDER_<SLUG>_REALTIME_URL` overrides of a provider's realtime socket origin, keyed like `providerBaseUrls`. */
+  readonly providerRealtimeUrls?: Readonly<Record<string, string>>;
+  /** `TOLLGATE_REALTIME_MAX_FRAME_BYTES`: the largest WebSocket message relayed either way (default 4 MiB). */
+  readonly realtimeMaxFrameBytes: number;
 }
 
 type Source = Readonly<Record<string, string | undefined>>;
@@ -183,6 +187,11 @@ export function loadConfiguration(env: Source = process.env, workingDirectory = 
     const match = /^TOLLGATE_PROVIDER_([A-Z0-9_]+)_BASE_URL$/.exec(name);
     if (match && value) providerBaseUrls[match[1]!] = value;
   }
+  const providerRealtimeUrls: Record<string, string> = {};
+  for (const [name, value] of Object.entries(source)) {
+    const match = /^TOLLGATE_PROVIDER_([A-Z0-9_]+)_REALTIME_URL$/.exec(name);
+    if (match && value) providerRealtimeUrls[match[1]!] = value;
+  }
   return Object.freeze({
     port: integer(source, 'TOLLGATE_PORT', 8080, 0, 65535),
     host: source.TOLLGATE_HOST || '127.0.0.1',
@@ -224,6 +233,8 @@ export function loadConfiguration(env: Source = process.env, workingDirectory = 
     adminHost: source.TOLLGATE_ADMIN_HOST || '127.0.0.1',
     adminPublicUrl: source.TOLLGATE_ADMIN_PUBLIC_URL ? source.TOLLGATE_ADMIN_PUBLIC_URL.replace(/\/$/, '') : undefined,
     providerBaseUrls: Object.freeze(providerBaseUrls),
+    providerRealtimeUrls: Object.freeze(providerRealtimeUrls),
+    realtimeMaxFrameBytes: integer(source, 'TOLLGATE_REALTIME_MAX_FRAME_BYTES', 4 * 1024 * 1024, 1024, 100 * 1024 * 1024),
   });
 }
 

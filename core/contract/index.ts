@@ -4,6 +4,7 @@
  */
 export * from './errors';
 export * from './manifest';
+export * from './realtime';
 export * from './secret-value';
 export * from './records';
 export * from './context';

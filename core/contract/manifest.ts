@@ -3,6 +3,7 @@
  * Core varies only on this data; it never names a provider (../shared/design/style.md, lessons 1–3).
  */
 import type { SecretValue } from './secret-value';
+import type { CredentialRoute, RealtimeRoute } from './realtime';
 
 /**
  * Version of the plugin contract this server speaks. A provider or plugin built for another version is refused at boot
@@ -345,6 +346,10 @@ export interface ProviderManifest {
   readonly keyCheck?: KeyCheck;
   /** Where request bodies name the model, output limit and streaming, per route (see {@link RequestBodyFields}). */
   readonly requestFields?: readonly RequestBodyFields[];
+  /** WebSocket routes the gateway relays as realtime sessions (see {@link RealtimeRoute}); absent: none. */
+  readonly realtime?: readonly RealtimeRoute[];
+  /** Routes that mint a provider credential for the device, closed by default (see {@link CredentialRoute}). */
+  readonly credentialRoutes?: readonly CredentialRoute[];
 }
 
 /**

@@ -112,6 +112,20 @@ export interface AppSettings {
    * Example: `{ openai: { allow: ['gpt-4o-mini'], aliases: { fast: 'gpt-4o-mini' }, maxOutputTokens: 1024 } }`.
    */
   readonly modelPolicy: Readonly<Record<string, ModelPolicy>> | undefined;
+  /** Longest realtime session in seconds; closed with 4429 `session_too_long`. Default 1800. */
+  readonly maxSessionSeconds: number;
+  /** Seconds without a frame either way after which a realtime session is closed (4504 `session_idle`). Default 120. */
+  readonly sessionIdleSeconds: number;
+  /** Realtime session seconds per UTC day per device, and for the whole app (4429 `session_seconds_budget`). Absent: none. */
+  readonly deviceDailySessionSeconds: number | undefined;
+  readonly appDailySessionSeconds: number | undefined;
+  /**
+   * Provider slugs whose `credential` routes (provider credentials minted for the device) are open for this app. Absent:
+   * none (`route_not_allowed`). What a device does with such a credential bypasses every limit until it expires.
+   */
+  readonly openCredentialRoutes: readonly string[] | undefined;
+  /** The longest lifetime, in seconds, a minted credential may ask for where the provider takes one. Default 60. */
+  readonly credentialTtlSeconds: number;
 }
 
 /** See {@link AppSettings.userAuth}: explicit fields, or a preset with its parameters. */
@@ -223,6 +237,12 @@ export const DEFAULT_APP_SETTINGS: AppSettings = Object.freeze({
   userDailySessionSeconds: undefined,
   profiles: undefined,
   modelPolicy: undefined,
+  maxSessionSeconds: 1800,
+  sessionIdleSeconds: 120,
+  deviceDailySessionSeconds: undefined,
+  appDailySessionSeconds: undefined,
+  openCredentialRoutes: undefined,
+  credentialTtlSeconds: 60,
 });
 
 /**

@@ -194,6 +194,24 @@ export class AppSettingsInput {
     },
   })
   extraRoutes?: Array<{ provider: string; methods: Array<'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'>; path: string }>;
+  @IsOptional() @IsInt() @Min(1) @Max(86_400)
+  @JSONSchema({ description: 'longest realtime session in seconds (closed 4429 session_too_long); default 1800' })
+  maxSessionSeconds?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(86_400)
+  @JSONSchema({ description: 'seconds without a frame after which a realtime session is closed (4504 session_idle); default 120' })
+  sessionIdleSeconds?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000)
+  @JSONSchema({ description: 'realtime session seconds per UTC day per device; null clears' })
+  deviceDailySessionSeconds?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000)
+  @JSONSchema({ description: 'realtime session seconds per UTC day for the whole app; null clears' })
+  appDailySessionSeconds?: number;
+  @IsOptional() @IsArray() @ArrayMaxSize(100) @Matches(SLUG, { each: true, message: 'openCredentialRoutes must be provider slugs' })
+  @JSONSchema({ description: 'provider slugs whose credential-minting routes are open for this app: a minted credential bypasses every limit, budget and revocation until it expires; null closes all' })
+  openCredentialRoutes?: string[];
+  @IsOptional() @IsInt() @Min(1) @Max(3600)
+  @JSONSchema({ description: 'longest lifetime in seconds of a credential minted through a credential route, where the provider takes one; default 60' })
+  credentialTtlSeconds?: number;
   @IsOptional() @IsIn(['exchange', 'every-request']) assertionMode?: 'exchange' | 'every-request';
   @IsOptional() @IsBoolean() allowAppAttestDevelopment?: boolean;
   @IsOptional() @IsIn(['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY', 'MEETS_STRONG_INTEGRITY'])

@@ -159,6 +159,7 @@ function mergeSettings(base: AppSettings, input: AppSettingsInput, production: b
   // An empty list opens nothing: stored as none, so that the settings read the same as the default.
   if (Array.isArray(settings.openAccountRoutes)) settings.openAccountRoutes = settings.openAccountRoutes.length ? [...new Set(settings.openAccountRoutes as string[])].sort() : undefined;
   if (Array.isArray(settings.extraRoutes) && settings.extraRoutes.length === 0) settings.extraRoutes = undefined;
+  if (Array.isArray(settings.openCredentialRoutes)) settings.openCredentialRoutes = settings.openCredentialRoutes.length ? [...new Set(settings.openCredentialRoutes as string[])].sort() : undefined;
   // An empty budget map sets no budget: stored as none (and the hot path's no-budget check stays a property read).
   for (const key of ['providerDailyTokens', 'providerDeviceDailyTokens', 'providerMinuteTokens'] as const) {
     if (settings[key] !== undefined && Object.keys(settings[key] as object).length === 0) settings[key] = undefined;
@@ -290,6 +291,8 @@ export class ManagementService {
     const fields: Record<string, string[]> = {};
     const closedUnknown = unknown(input.openAccountRoutes ?? []);
     if (closedUnknown.length) fields.openAccountRoutes = [`unknown provider ${closedUnknown.join(', ')}`];
+    const credentialUnknown = unknown(input.openCredentialRoutes ?? []);
+    if (credentialUnknown.length) fields.openCredentialRoutes = [`unknown provider ${credentialUnknown.join(', ')}`];
     const extraUnknown = unknown((input.extraRoutes ?? []).map((route) => route.provider));
     if (extraUnknown.length) fields.extraRoutes = [`unknown provider ${extraUnknown.join(', ')}`];
     if (Object.keys(fields).length) {

@@ -73,6 +73,16 @@ const settingsShape = {
     .nullable()
     .optional()
     .describe('routes a manifest does not know yet, for this app only, e.g. [{"provider":"acme","methods":["GET"],"path":"evals/**"}]; still subject to path safety and deny; null clears'),
+  maxSessionSeconds: z.number().int().min(1).max(86_400).nullable().optional().describe('longest realtime (WebSocket) session in seconds, closed 4429 session_too_long (default 1800)'),
+  sessionIdleSeconds: z.number().int().min(1).max(86_400).nullable().optional().describe('seconds without a frame after which a realtime session is closed 4504 session_idle (default 120)'),
+  deviceDailySessionSeconds: z.number().int().min(1).nullable().optional().describe('realtime session seconds per UTC day per device; null clears'),
+  appDailySessionSeconds: z.number().int().min(1).nullable().optional().describe('realtime session seconds per UTC day for the whole app; null clears'),
+  openCredentialRoutes: z
+    .array(z.string())
+    .nullable()
+    .optional()
+    .describe('provider slugs whose credential-minting routes (OpenAI client secrets, Gemini auth_tokens, Deepgram auth/grant…) are open for this app; a minted credential lets the device call the provider directly, outside every limit, budget and revocation, until it expires; null closes all'),
+  credentialTtlSeconds: z.number().int().min(1).max(3600).nullable().optional().describe('longest lifetime of a minted credential where the provider takes one (default 60)'),
   attestationMode: z.enum(['enforce', 'monitor']).optional().describe('monitor: forward requests without a valid device token and count them as unverified (a rollout aid; production needs allowMonitorInProduction)'),
   monitorProviders: z.array(z.string()).optional().describe('with monitor: only these providers are monitored, the rest enforced'),
   allowMonitorInProduction: z.boolean().optional().describe('the explicit opt-in for monitor mode on a production gateway'),

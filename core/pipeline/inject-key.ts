@@ -5,8 +5,10 @@ import { ProviderRegistry, type RegisteredProvider } from '../registry/provider-
 import { forwardableRequestHeaders, withoutCredentialParameters } from './header-hygiene';
 import { readRequestBody } from './request-body';
 import { joinUpstreamUrl } from './proxy-path';
-import { decideRoute } from './route-class';
+import { decideRoute, findCredentialRoute, type RouteClass } from './route-class';
 import { versionRoots } from './upstream-views';
+import { clampBodyLifetime, clampQueryLifetime } from './credential-lifetime';
+import { isRealtimeUpgrade } from './realtime-upgrades';
 
 /**
  * The base URL for a request with this secret: the operator's override, a tenant URL from the secret, or the manifest's
@@ -44,26 +46,36 @@ export function versionBase(provider: RegisteredProvider, secret: ResolvedSecret
  * routes, and a settings change arrives as a new object. Refusals are never remembered (they are recomputed, and cheap
  * enough for what they are).
  */
-const admittedRoutes = new WeakMap<object, Map<string, true>>();
+const admittedRoutes = new WeakMap<object, Map<string, RouteClass>>();
 const routeTables = new WeakMap<RegisteredProvider, Parameters<typeof decideRoute>[0]>();
 const MAX_ADMITTED_PER_APP = 1000;
 
-function admitRoute(provider: RegisteredProvider, settings: Parameters<typeof decideRoute>[1], method: string, version: string, providerPath: string): void {
+function admitRoute(provider: RegisteredProvider, settings: Parameters<typeof decideRoute>[1], method: string, version: string, providerPath: string, upgrade: boolean): RouteClass {
   let admitted = admittedRoutes.get(settings);
   // The version is part of the decision: the same path below another version is another upstream path.
-  const key = `${provider.manifest.slug}\u0000${method}\u0000${version}\u0000${providerPath}`;
-  if (admitted?.has(key)) return;
+  const key = `${provider.manifest.slug}\u0000${upgrade ? 'UPGRADE' : method}\u0000${version}\u0000${providerPath}`;
+  const known = admitted?.get(key);
+  if (known) return known;
   let table = routeTables.get(provider);
   if (!table) {
-    table = { slug: provider.manifest.slug, policy: provider.manifest.routes, methods: provider.methods, accountRoutes: provider.accountRoutes, roots: versionRoots(provider.manifest.versions) };
+    table = {
+      slug: provider.manifest.slug,
+      policy: provider.manifest.routes,
+      methods: provider.methods,
+      accountRoutes: provider.accountRoutes,
+      roots: versionRoots(provider.manifest.versions),
+      credentialRoutes: provider.credentialRoutes,
+      realtimeRoutes: provider.realtimeRoutes,
+    };
     routeTables.set(provider, table);
   }
-  decideRoute(table, settings, method, providerPath, version);
+  const routeClass = decideRoute(table, settings, method, providerPath, version, upgrade);
   if (!admitted) {
     admitted = new Map();
     admittedRoutes.set(settings, admitted);
   }
-  if (admitted.size < MAX_ADMITTED_PER_APP) admitted.set(key, true);
+  if (admitted.size < MAX_ADMITTED_PER_APP) admitted.set(key, routeClass);
+  return routeClass;
 }
 
 /** The draft with a whole body: sent with its length, not chunked. */
@@ -93,11 +105,15 @@ export class InjectKeyStage implements PipelineStage {
     const { version, providerPath } = context.route;
     const method = context.request.method ?? 'GET';
     // Route classes: deny, the app's extra routes, closed account routes, then the allow-list (route-class.ts).
-    admitRoute(provider, context.get('app').settings, method, version, providerPath);
+    const settings = context.get('app').settings;
+    const routeClass = admitRoute(provider, settings, method, version, providerPath, isRealtimeUpgrade(context.request));
     const secret = context.get('secret');
     const auth = manifest.auth;
     // The client's own credential parameters never go upstream (the auth parameter, `key`, `api_key`, declared ones).
     let query = withoutCredentialParameters(context.route.query, provider.credentialQueryParameters, provider.credentialQueryParameterPrefixes);
+    // A minted credential lives at most the app's credentialTtlSeconds where the provider takes a lifetime.
+    const lifetime = routeClass === 'credential' ? findCredentialRoute(provider.credentialRoutes, method, providerPath)?.route.lifetime : undefined;
+    if (lifetime?.kind === 'query') query = clampQueryLifetime(query, lifetime.parameter, settings.credentialTtlSeconds);
     if (auth.kind === 'query') {
       const pair = `${encodeURIComponent(auth.parameter)}=${encodeURIComponent(secret.value.reveal())}`;
       query = query ? `${query}&${pair}` : pair;
@@ -116,6 +132,11 @@ export class InjectKeyStage implements PipelineStage {
     if (manifest.usage) headers['accept-encoding'] = 'identity';
     if (auth.kind === 'header') {
       headers[auth.header.toLowerCase()] = auth.scheme ? `${auth.scheme} ${secret.value.reveal()}` : secret.value.reveal();
+    }
+    if (lifetime !== undefined && lifetime.kind !== 'query') {
+      return clampBodyLifetime(context, lifetime, settings.credentialTtlSeconds, this.configuration.maxBodyBytes).then(() =>
+        auth.kind === 'computed' ? this.authorize(context, { method, origin, path, headers }) : context.set('upstream', withBody({ method, origin, path, headers }, context.requestBody!)),
+      );
     }
     if (auth.kind === 'computed') return this.authorize(context, { method, origin, path, headers });
     // A body already read (a per-request assertion covered it) is sent as is.

@@ -6,11 +6,13 @@
  *
  * Decision order for one request (after the path passed every safety rule of `proxy-path.ts`):
  * 1. `deny` refuses, always;
+ * 1a. a WebSocket upgrade is admitted on a declared realtime route only (class `realtime`); a credential-minting route
+ *    is admitted only when the app opened this provider's credential routes (class `credential`);
  * 2. an extra route of the app matching method and pattern allows (the operator named that exact route);
  * 3. an `account` entry matching method and pattern allows only when the app opened this provider's account routes;
  * 4. otherwise `methods` and `allow` decide, and the route is `inference`.
  */
-import { GatewayError, type AccountRoute, type AppSettings, type HttpMethod, type RoutePolicy } from '../contract';
+import { GatewayError, type AccountRoute, type AppSettings, type CredentialRoute, type HttpMethod, type RealtimeRoute, type RoutePolicy } from '../contract';
 import { matchesPrefix } from './proxy-path';
 import { decodedForms, upstreamViews, type VersionRoot } from './upstream-views';
 
@@ -96,6 +98,43 @@ export interface RouteTable {
    * path as seen from every version root on the same host, so a version mapped to a parent path cannot step around them.
    */
   readonly roots?: readonly VersionRoot[];
+  /** The manifest's credential-minting routes, compiled (absent: none). */
+  readonly credentialRoutes?: readonly CompiledCredentialRoute[];
+  /** The manifest's realtime routes, compiled (absent: none). */
+  readonly realtimeRoutes?: readonly CompiledRealtimeRoute[];
+}
+
+/** A credential route with its compiled pattern. */
+export interface CompiledCredentialRoute {
+  readonly route: CredentialRoute;
+  readonly methods: ReadonlySet<string>;
+  readonly pattern: RegExp;
+}
+
+/** A realtime route with its compiled pattern. */
+export interface CompiledRealtimeRoute {
+  readonly route: RealtimeRoute;
+  readonly pattern: RegExp;
+}
+
+export function compileCredentialRoutes(routes: readonly CredentialRoute[] | undefined): CompiledCredentialRoute[] {
+  return (routes ?? []).map((route) => ({ route, methods: new Set(route.methods), pattern: compileRoutePattern(route.path) }));
+}
+
+export function compileRealtimeRoutes(routes: readonly RealtimeRoute[] | undefined): CompiledRealtimeRoute[] {
+  return (routes ?? []).map((route) => ({ route, pattern: compileRoutePattern(route.path) }));
+}
+
+/** The realtime route a provider path opens, or undefined (the path normalized as for account routes). */
+export function findRealtimeRoute(routes: readonly CompiledRealtimeRoute[], providerPath: string): CompiledRealtimeRoute | undefined {
+  const path = normalizeForMatching(providerPath);
+  return path === undefined ? undefined : routes.find((entry) => entry.pattern.test(path));
+}
+
+/** The credential route `method providerPath` names, or undefined. */
+export function findCredentialRoute(routes: readonly CompiledCredentialRoute[], method: string, providerPath: string): CompiledCredentialRoute | undefined {
+  const path = normalizeForMatching(providerPath);
+  return path === undefined ? undefined : routes.find((entry) => entry.methods.has(method) && entry.pattern.test(path));
 }
 
 export function compileAccountRoutes(routes: readonly AccountRoute[] | undefined): CompiledAccountRoute[] {
@@ -114,7 +153,7 @@ function extraPattern(path: string): RegExp | null {
 }
 
 /** The class a request was admitted under. */
-export type RouteClass = 'inference' | 'account' | 'extra';
+export type RouteClass = 'inference' | 'account' | 'extra' | 'credential' | 'realtime';
 
 function notAllowed(message: string): GatewayError {
   return new GatewayError('invalidRequest', message, { status: 400, reason: 'route_not_allowed' });
@@ -133,10 +172,11 @@ function methodNotAllowed(message: string): GatewayError {
  */
 export function decideRoute(
   table: RouteTable,
-  settings: Pick<AppSettings, 'openAccountRoutes' | 'extraRoutes'>,
+  settings: Pick<AppSettings, 'openAccountRoutes' | 'extraRoutes'> & Partial<Pick<AppSettings, 'openCredentialRoutes'>>,
   method: string,
   providerPath: string,
   version?: string,
+  upgrade = false,
 ): RouteClass {
   const shown = `${method} ${providerPath || '/'}`;
   // Every decoded form the upstream may see (once, and fully for servers that decode twice), first the once-decoded one.
@@ -160,6 +200,18 @@ export function decideRoute(
     return matchesPrefix(decoded, prefix) || views.some((view) => matchesPrefix(view.toLowerCase(), low) || matchesPrefix(`${view.toLowerCase()}/`, low));
   };
   if (table.policy?.deny?.some(denied)) throw notAllowed(`${shown} is refused for provider "${table.slug}".`);
+  // A WebSocket upgrade opens a declared realtime route and nothing else; a realtime path is never an HTTP route.
+  if (upgrade) {
+    if (method === 'GET' && table.realtimeRoutes?.some((entry) => entry.pattern.test(path))) return 'realtime';
+    throw notAllowed(`${shown} is not a realtime route of provider "${table.slug}".`);
+  }
+  const credential = table.credentialRoutes?.find((entry) => entry.methods.has(method) && views.some((view) => entry.pattern.test(view)));
+  if (credential) {
+    if (settings.openCredentialRoutes?.includes(table.slug)) return 'credential';
+    throw notAllowed(
+      `${shown} mints a ${table.slug} credential for the device, which would then bypass the gateway's limits, budgets and revocation until it expires; it is closed unless the operator opens ${table.slug} credential routes for this app.`,
+    );
+  }
   for (const extra of settings.extraRoutes ?? []) {
     if (extra.provider === table.slug && extra.methods.includes(method as HttpMethod) && extraPattern(extra.path)?.test(path)) return 'extra';
   }

@@ -12,7 +12,7 @@ import {
   type ProviderManifest,
 } from '../contract';
 import { providerVariableStem, type Configuration } from '../configuration/configuration';
-import { compileAccountRoutes, routePatternProblem, type CompiledAccountRoute } from '../pipeline/route-class';
+import { compileAccountRoutes, compileCredentialRoutes, compileRealtimeRoutes, routePatternProblem, type CompiledAccountRoute, type CompiledCredentialRoute, type CompiledRealtimeRoute } from '../pipeline/route-class';
 
 import { DEFAULT_CREDENTIAL_QUERY_PARAMETERS } from '../pipeline/header-hygiene';
 
@@ -33,6 +33,15 @@ export interface RegisteredProvider {
   readonly credentialHeaders: readonly string[];
   /** The manifest's `account`-class routes, compiled. */
   readonly accountRoutes: readonly CompiledAccountRoute[];
+  /** The manifest's credential-minting routes, compiled. */
+  readonly credentialRoutes: readonly CompiledCredentialRoute[];
+  /** The manifest's realtime routes, compiled. */
+  readonly realtimeRoutes: readonly CompiledRealtimeRoute[];
+  /**
+   * The operator's replacement for the origin (and path) of every realtime socket URL: `TOLLGATE_PROVIDER_<SLUG>_REALTIME_URL`,
+   * else the base URL override with `http(s)` → `ws(s)`; undefined: the manifest's URLs.
+   */
+  readonly realtimeOverride: string | undefined;
   /** Lower-case query parameter names a client may not send to this provider (credential channels). */
   readonly credentialQueryParameters: ReadonlySet<string>;
   /** Lower-case query parameter name prefixes a client may not send to this provider. */
@@ -112,6 +121,27 @@ export function validateManifest(manifest: ProviderManifest, origin = 'built-in'
     const usage = fields.streamUsageRequest;
     if (usage !== undefined && (usage === null || typeof usage !== 'object' || Array.isArray(usage))) fail(slug, `requestFields route "${fields.path}": streamUsageRequest must be an object of members`);
   }
+  for (const route of manifest.realtime ?? []) {
+    const problem = routePatternProblem(route?.path);
+    if (problem) fail(slug, `realtime route "${String(route?.path)}" ${problem}`);
+    if (typeof route.doc !== 'string' || !route.doc.startsWith('https://')) fail(slug, `realtime route "${route.path}" must cite its documentation (doc: https://…)`);
+    if (route.url !== undefined) {
+      let url: URL | undefined;
+      try {
+        url = new URL(route.url);
+      } catch {
+        fail(slug, `realtime route "${route.path}" url "${route.url}" is not a URL`);
+      }
+      if (url.protocol !== 'wss:' || url.search || url.hash || url.username || url.password || (url.pathname.endsWith('/') && url.pathname !== '/')) fail(slug, `realtime route "${route.path}" url must be wss://host[/prefix] without a query or trailing "/"`);
+    }
+    if (route.usage !== undefined && (!Array.isArray(route.usage.markers) || route.usage.markers.length === 0 || typeof route.usage.read !== 'function')) fail(slug, `realtime route "${route.path}" usage needs markers and read()`);
+  }
+  for (const route of manifest.credentialRoutes ?? []) {
+    const problem = routePatternProblem(route?.path);
+    if (problem) fail(slug, `credential route "${String(route?.path)}" ${problem}`);
+    if (!Array.isArray(route.methods) || route.methods.length === 0 || route.methods.some((method) => !METHODS.includes(method))) fail(slug, `credential route "${route.path}" needs methods among ${METHODS.join(', ')}`);
+    if (typeof route.doc !== 'string' || !route.doc.startsWith('https://')) fail(slug, `credential route "${route.path}" must cite its documentation (doc: https://…)`);
+  }
   const check = manifest.keyCheck;
   if (check !== undefined) {
     if (check.method !== 'GET') fail(slug, 'keyCheck.method must be GET (a key check changes nothing)');
@@ -120,6 +150,15 @@ export function validateManifest(manifest: ProviderManifest, origin = 'built-in'
       fail(slug, `keyCheck.path "${String(check.path)}" must be a relative path (segments of letters, digits and ._~:@-; no query)`);
     }
   }
+}
+
+/** See {@link RegisteredProvider.realtimeOverride}: an explicit realtime URL, else the base URL override's origin. */
+function realtimeOverride(slug: string, explicit: string | undefined, baseOverride: string | undefined): string | undefined {
+  if (explicit) {
+    const url = parseBaseUrl(slug, explicit.replace(/^ws/, 'http'), true, `TOLLGATE_PROVIDER_${providerVariableStem(slug)}_REALTIME_URL`);
+    return url.href.replace(/^http/, 'ws').replace(/\/$/, '');
+  }
+  return baseOverride ? new URL(baseOverride).origin.replace(/^http/, 'ws') : undefined;
 }
 
 @injectable()
@@ -158,6 +197,9 @@ export class ProviderRegistry {
         methods: new Set(manifest.routes?.methods ?? ['GET', 'POST']),
         credentialHeaders: [...credentialHeaders],
         accountRoutes: compileAccountRoutes(manifest.routes?.account),
+        credentialRoutes: compileCredentialRoutes(manifest.credentialRoutes),
+        realtimeRoutes: compileRealtimeRoutes(manifest.realtime),
+        realtimeOverride: realtimeOverride(manifest.slug, configuration.providerRealtimeUrls?.[providerVariableStem(manifest.slug)], override ? baseUrl : undefined),
         credentialQueryParameters,
         credentialQueryParameterPrefixes: (channels.queryParameterPrefixes ?? []).map((name) => name.toLowerCase()),
       });

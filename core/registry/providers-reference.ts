@@ -54,6 +54,19 @@ function section(manifest: ProviderManifest): string[] {
   } else {
     lines.push('**Account routes**: none.', '');
   }
+  if (manifest.realtime?.length) {
+    lines.push('**Realtime routes** (WebSocket sessions: `GET` with `Upgrade: websocket` on the proxy route):', '', '| path | upstream socket | usage read from frames | documentation |', '|---|---|---|---|');
+    for (const route of manifest.realtime) lines.push(`| ${code(route.path)} | ${route.url ? code(`${route.url}/{path}`) : 'the version\'s base, `wss`'} | ${route.usage ? route.usage.markers.map(code).join(', ') : 'none (seconds only)'} | ${route.doc} |`);
+    lines.push('');
+  }
+  if (manifest.credentialRoutes?.length) {
+    lines.push('**Credential routes** (mint a provider credential for the device; closed unless the app opens them, `openCredentialRoutes`):', '', '| methods | path | lifetime clamped | documentation |', '|---|---|---|---|');
+    for (const route of manifest.credentialRoutes) {
+      const lifetime = route.lifetime ? (route.lifetime.kind === 'query' ? `query ${code(route.lifetime.parameter)}` : `body ${code(route.lifetime.member)}`) : 'fixed by the provider';
+      lines.push(`| ${route.methods.join(', ')} | ${code(route.path)} | ${lifetime} | ${route.doc} |`);
+    }
+    lines.push('');
+  }
   if (manifest.notes) lines.push(`Notes: ${cell(manifest.notes)}`, '');
   return lines;
 }

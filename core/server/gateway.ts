@@ -83,6 +83,8 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { UsageRecorder } from '../storage/usage-recorder';
 import { chargeTokenBudgets, type Budget } from '../pipeline/token-budget';
 import { reservationOf, settleTokenBudgets } from '../pipeline/token-reservation';
+import { SessionRegistry } from '../realtime/session-registry';
+import { UpgradeHandler } from '../realtime/upgrade-handler';
 import { DevelopmentAttestationVerifier } from '../attestation/development-verifier';
 import { MemoryChallengeStore } from '../stores/memory-challenge-store';
 import { MemoryRateLimitStore } from '../stores/memory-rate-limit-store';
@@ -490,6 +492,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   const observers: PipelineObserver[] = [usageObserver, logObserver, metrics, ...plugins.observers];
   for (const observer of observers) container.register(PIPELINE_OBSERVER, { useValue: observer });
 
+  // Realtime sessions: WebSocket upgrades on the proxy route run the pipeline's checking stages (core/realtime).
+  const sessions = new SessionRegistry({ store: rateLimits, directory, clock, logger, record: (event) => usage.record(event) });
+  const upgrades = new UpgradeHandler({ registry, stages: pipeline.stages, observers, sessions, store: rateLimits, configuration, clock, logger });
+
   /** The listen URL, known once the server listens (generated code embeds it unless TOLLGATE_PUBLIC_URL is set). */
   let url = '';
   // With TOLLGATE_ADMIN_PORT, the operator surfaces answer only on the admin listener (core/server/admin-listener.ts).
@@ -552,7 +558,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
           usageBuffered: () => usage.buffered,
           more: () => [...logMetricLines(), ...(fallback?.metricLines() ?? [])],
           dependencies: () => plugins.dependencyStates,
-        }),
+        }) + sessions.renderMetrics(),
       );
   });
   // The assistant-facing server over streamable HTTP, stateless: one MCP server and transport per request. Admin key
@@ -756,6 +762,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     const created = http.createServer(serverOptions, handler);
     // Parser refusals get the protocol's error body; `100 Continue` waits until a route reads the body (after its checks).
     created.on('clientError', answerClientError);
+    // WebSocket upgrades (realtime sessions) are proxy traffic: the public listener's, never the admin one's.
+    if (surface !== 'admin') created.on('upgrade', upgrades.handle);
     created.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
       continueWhenRead(request, response);
       handler(request, response);
@@ -789,6 +797,9 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   const close = () => {
     closing ??= (async () => {
       clearInterval(databaseProbe);
+      // Realtime sessions run on for the grace period, then close with 4503 `draining`; no new upgrade is accepted.
+      upgrades.stopAccepting();
+      const drained = sessions.drain(configuration.shutdownGraceMs);
       let cut = false;
       await new Promise<void>((resolve) => {
         const deadline = setTimeout(() => {
@@ -806,6 +817,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         adminServer?.close();
         adminServer?.closeAllConnections();
       });
+      await drained;
       // Streams cut at the deadline report (and record their usage event) on their sockets' 'close' events, which run
       // in a later turn of the event loop: let them run before the last usage flush.
       if (cut) await new Promise((resolve) => setTimeout(resolve, 100));

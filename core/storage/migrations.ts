@@ -331,8 +331,26 @@ const endUsersAndWebhooks: Migration = {
   },
 };
 
+/**
+ * Realtime sessions: one request-log row per WebSocket session, whose own figures (frames each way, close code and
+ * reason, who closed, audio seconds) go in one JSON text column; null on every HTTP request's row.
+ */
+const realtimeSessions: Migration = {
+  name: '0008-realtime-sessions',
+  async up(knex) {
+    await knex.schema.alterTable('usage_events', (table) => {
+      table.text('session').nullable();
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('usage_events', (table) => {
+      table.dropColumn('session');
+    });
+  },
+};
+
 /** Append only; never reorder or edit a migration that has shipped. */
-export const MIGRATIONS: readonly Migration[] = [initial, auditLog, dashboardUsers, tokenGraceAndRequestLog, usageTokens, secretLastUsed, usageEventOnce, faultsIdempotencyKeys, endUsersAndWebhooks];
+export const MIGRATIONS: readonly Migration[] = [initial, auditLog, dashboardUsers, tokenGraceAndRequestLog, usageTokens, secretLastUsed, usageEventOnce, faultsIdempotencyKeys, endUsersAndWebhooks, realtimeSessions];
 
 /** A knex migration source over {@link MIGRATIONS}. */
 export class CodeMigrationSource implements Knex.MigrationSource<Migration> {

@@ -79,6 +79,22 @@ export interface UsageEvent {
   readonly cachedTokens?: number | null;
   readonly reasoningTokens?: number | null;
   readonly model?: string | null;
+  /** A realtime session's own figures (one row per session); null/absent for an HTTP request. */
+  readonly session?: RealtimeSessionFigures | null;
+}
+
+/** What the request log keeps of one realtime session, besides duration (`latencyMs`) and bytes each way. */
+export interface RealtimeSessionFigures {
+  /** Messages from the client to the provider, and from the provider to the client. */
+  readonly framesIn: number;
+  readonly framesOut: number;
+  /** The close code and reason the client saw (the provider's, passed through, or the gateway's 44xx/45xx). */
+  readonly closeCode: number;
+  readonly closeReason: string;
+  /** Who closed: `client`, `provider` or `gateway`. */
+  readonly closedBy: 'client' | 'provider' | 'gateway';
+  /** Audio seconds the provider reported, where it does. */
+  readonly audioSeconds?: number;
 }
 
 type Row = Record<string, unknown>;
@@ -441,6 +457,17 @@ export interface RequestLogEntry {
   readonly inputTokens: number | null;
   readonly outputTokens: number | null;
   readonly model: string | null;
+  /** Present on a realtime session's row. */
+  readonly session: RealtimeSessionFigures | null;
+}
+
+function parseSession(value: unknown): RealtimeSessionFigures | null {
+  if (typeof value !== 'string' || value === '') return null;
+  try {
+    return JSON.parse(value) as RealtimeSessionFigures;
+  } catch {
+    return null;
+  }
 }
 
 /** Filters of the request log; `before` is the id cursor of the previous page (newest first). */
@@ -465,10 +492,12 @@ export interface RequestLogQuery {
 const USAGE_COLUMNS = [
   'app_id', 'device_id', 'provider', 'status', 'error_type', 'latency_ms', 'bytes_in', 'bytes_out', 'truncated', 'created_at',
   'method', 'route', 'reason', 'request_id', 'verified', 'input_tokens', 'output_tokens', 'cached_tokens', 'reasoning_tokens', 'model',
+  'session',
 ] as const;
 const USAGE_COLUMN_TYPES = [
   'varchar', 'varchar', 'varchar', 'integer', 'varchar', 'integer', 'bigint', 'bigint', 'boolean', 'bigint',
   'varchar', 'varchar', 'varchar', 'varchar', 'boolean', 'bigint', 'bigint', 'bigint', 'bigint', 'varchar',
+  'text',
 ] as const;
 
 type UsageValue = string | number | boolean | null;
@@ -496,6 +525,7 @@ function usageRow(event: UsageEvent): UsageValue[] {
     event.cachedTokens ?? null,
     event.reasoningTokens ?? null,
     event.model === undefined || event.model === null ? null : event.model.slice(0, 200),
+    event.session ? JSON.stringify(event.session) : null,
   ];
 }
 
@@ -563,6 +593,7 @@ export class UsageRepository {
       inputTokens: row.input_tokens == null ? null : Number(row.input_tokens),
       outputTokens: row.output_tokens == null ? null : Number(row.output_tokens),
       model: (row.model as string | null) ?? null,
+      session: parseSession(row.session),
     }));
   }
 
@@ -811,6 +842,7 @@ export class UsageRepository {
       cachedTokens: row.cached_tokens == null ? null : Number(row.cached_tokens),
       reasoningTokens: row.reasoning_tokens == null ? null : Number(row.reasoning_tokens),
       model: (row.model as string | null) ?? null,
+      session: parseSession(row.session),
     }));
   }
 }

@@ -8,6 +8,7 @@ import { OPENAI_REQUEST_FIELDS } from './request-fields';
 
 export * from './usage';
 export * from './request-fields';
+export * from './realtime-usage';
 
 /** `Authorization: Bearer <key>`, the most common auth style. */
 export const BEARER = Object.freeze({ kind: 'header', header: 'Authorization', scheme: 'Bearer' } as const);

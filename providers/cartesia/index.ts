@@ -27,4 +27,13 @@ export const manifest = defineProvider({
   capabilities: ['tts'],
   streaming: ['binary', 'sse'],
   routes: { methods: ['GET', 'POST'], allow: ['tts/', 'voices', 'stt'], account: ACCOUNT },
+  // TTS over WebSocket (`wss://api.cartesia.ai/tts/websocket`, https://docs.cartesia.ai/api-reference/tts/websocket) and
+  // streaming STT (`wss://api.cartesia.ai/stt/websocket`, https://docs.cartesia.ai/api-reference/stt/stt), the key and
+  // `Cartesia-Version` as for HTTP. No token usage in their frames: the sessions are charged their seconds.
+  realtime: [
+    { path: 'tts/websocket', doc: 'https://docs.cartesia.ai/api-reference/tts/websocket' },
+    { path: 'stt/websocket', doc: 'https://docs.cartesia.ai/api-reference/stt/stt' },
+  ],
+  // Access tokens for client apps: `expires_in` seconds, at most 3600 (https://docs.cartesia.ai/api-reference/auth/access-token).
+  credentialRoutes: [{ methods: ['POST'], path: 'access-token', lifetime: { kind: 'body-seconds', member: 'expires_in' }, doc: 'https://docs.cartesia.ai/api-reference/auth/access-token' }],
 });

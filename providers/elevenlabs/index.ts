@@ -43,4 +43,14 @@ export const manifest = defineProvider({
   },
   examples: { tts: { method: 'POST', version: 'v1', path: 'text-to-speech/21m00Tcm4TlvDq8ikWAM/stream', body: { text: 'Hello!', model_id: 'eleven_multilingual_v2' }, streams: true } },
   routes: { methods: ['GET', 'POST'], allow: ['text-to-speech/', 'text-to-dialogue', 'speech-to-text', 'speech-to-speech/', 'sound-generation', 'audio-isolation', 'voices', 'models'], deny: ['user', 'workspace/'], account: ACCOUNT },
+  // Input streaming text-to-speech (`wss://api.elevenlabs.io/v1/text-to-speech/{voice_id}/stream-input` and
+  // `multi-stream-input`) and realtime speech-to-text (`wss://api.elevenlabs.io/v1/speech-to-text/realtime`), the key
+  // in `xi-api-key` for servers. Their frames report no token usage: the sessions are charged their seconds.
+  realtime: [
+    { path: 'text-to-speech/{voice_id}/stream-input', doc: 'https://elevenlabs.io/docs/api-reference/text-to-speech/v-1-text-to-speech-voice-id-stream-input' },
+    { path: 'text-to-speech/{voice_id}/multi-stream-input', doc: 'https://elevenlabs.io/docs/api-reference/text-to-speech/v-1-text-to-speech-voice-id-multi-stream-input' },
+    { path: 'speech-to-text/realtime', doc: 'https://elevenlabs.io/docs/api-reference/speech-to-text/v-1-speech-to-text-realtime' },
+  ],
+  // Single-use tokens for the realtime APIs; they expire after 15 minutes, fixed (https://elevenlabs.io/docs/api-reference/tokens/create).
+  credentialRoutes: [{ methods: ['POST'], path: 'single-use-token/{token_type}', doc: 'https://elevenlabs.io/docs/api-reference/tokens/create' }],
 });

@@ -8,7 +8,7 @@
  * `v1-root` version maps to the host root and allows only the upload routes: `@google/genai` reaches it with
  * `files.upload({ file, config: { httpOptions: { baseUrl: '<gateway>/v1/proxy/gemini/v1-root' } } })`.
  */
-import { GEMINI_USAGE } from '../_shared';
+import { GEMINI_LIVE_USAGE, GEMINI_USAGE } from '../_shared';
 import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute } from '../../core/contract';
 
 /**
@@ -56,4 +56,19 @@ export const manifest = defineProvider({
     { methods: ['POST'], path: 'models/{model}:generateContent', outputLimit: ['generationConfig.maxOutputTokens'], defaultOutputTokens: 8192 },
     { methods: ['POST'], path: 'models/{model}:streamGenerateContent', outputLimit: ['generationConfig.maxOutputTokens'], defaultOutputTokens: 8192 },
   ],
+  // Live API: `wss://generativelanguage.googleapis.com/ws/google.ai.generativelanguage.{version}.GenerativeService.BidiGenerateContent`,
+  // the API key in `x-goog-api-key` for servers (https://ai.google.dev/api/live). The SDK builds the socket URL as its
+  // base URL + `/ws/…`, so with the base `<gateway>/v1/proxy/gemini/v1beta` the path arrives below a version; upstream
+  // the socket sits at the host root.
+  realtime: [
+    {
+      path: 'ws/google.ai.generativelanguage.*.GenerativeService.BidiGenerateContent',
+      url: 'wss://generativelanguage.googleapis.com',
+      doc: 'https://ai.google.dev/api/live',
+      usage: GEMINI_LIVE_USAGE,
+    },
+  ],
+  // Ephemeral tokens for the Live API (v1alpha): `expireTime` defaults to 30 minutes ahead
+  // (https://ai.google.dev/gemini-api/docs/ephemeral-tokens).
+  credentialRoutes: [{ methods: ['POST'], path: 'auth_tokens', lifetime: { kind: 'body-expire-time', member: 'expireTime' }, doc: 'https://ai.google.dev/gemini-api/docs/ephemeral-tokens' }],
 });

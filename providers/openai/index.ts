@@ -2,9 +2,10 @@
  * OpenAI (https://platform.openai.com/docs/api-reference). `Authorization: Bearer <key>`; chat streams as SSE ending in
  * `data: [DONE]`; `/audio/speech` answers with audio bytes. Organization admin routes (`/v1/organization/...`) are refused.
  */
-import { openAiCompatible, OPENAI_ACCOUNT_ROUTES, OPENAI_COMPATIBLE_ROUTES } from '../_shared';
+import { defineProvider } from '../../core/contract';
+import { openAiCompatible, OPENAI_ACCOUNT_ROUTES, OPENAI_COMPATIBLE_ROUTES, OPENAI_REALTIME_USAGE } from '../_shared';
 
-export const manifest = openAiCompatible({
+const base = openAiCompatible({
   slug: 'openai',
   name: 'OpenAI',
   baseUrl: 'https://api.openai.com',
@@ -13,7 +14,7 @@ export const manifest = openAiCompatible({
   routes: {
     ...OPENAI_COMPATIBLE_ROUTES,
     // Files and uploads back the Responses and Assistants features; vector stores back file search.
-    allow: [...(OPENAI_COMPATIBLE_ROUTES.allow ?? []), 'files', 'uploads', 'vector_stores', 'conversations', 'realtime/sessions'],
+    allow: [...(OPENAI_COMPATIBLE_ROUTES.allow ?? []), 'files', 'uploads', 'vector_stores', 'conversations', 'realtime/calls'],
     methods: ['GET', 'POST', 'DELETE'],
     // Account routes (providers.md, "Route classes"), from https://platform.openai.com/docs/api-reference: listing,
     // reading and deleting what the key stored for every user. `POST files` (a file input for one request) and
@@ -31,4 +32,32 @@ export const manifest = openAiCompatible({
   // "List models" needs the key and changes nothing: https://platform.openai.com/docs/api-reference/models/list
   keyCheck: { method: 'GET', version: 'v1', path: 'models' },
   notes: 'Chat: OpenAI SSE ending in [DONE]; Responses API: SSE with event names; /audio/speech: audio bytes.',
+});
+
+/**
+ * Realtime: the WebSocket API at `wss://api.openai.com/v1/realtime`, a conversation (`?model=`) or a transcription
+ * (`?intent=transcription`) session, `Authorization: Bearer` for servers
+ * (https://platform.openai.com/docs/guides/realtime-websocket). `realtime/calls` (a WebRTC SDP offer answered with the
+ * operator key, https://platform.openai.com/docs/guides/realtime-webrtc) is an inference route. Routes that mint a
+ * client secret for the device are `credential` routes: `realtime/client_secrets` takes `expires_after.seconds`
+ * (10-7200, default 600: https://platform.openai.com/docs/api-reference/realtime-sessions/create-realtime-client-secret);
+ * the older `realtime/sessions` and `realtime/transcription_sessions` secrets expire after one minute, fixed
+ * (https://platform.openai.com/docs/api-reference/realtime-sessions/create).
+ */
+export const manifest = defineProvider({
+  ...base,
+  realtime: [
+    {
+      path: 'realtime',
+      doc: 'https://platform.openai.com/docs/guides/realtime-websocket',
+      usage: OPENAI_REALTIME_USAGE,
+      // Browsers authenticate with the subprotocol `openai-insecure-api-key.<key>` (the SDK's browser client).
+      credentialSubprotocols: { prefixes: ['openai-insecure-api-key.'] },
+    },
+  ],
+  credentialRoutes: [
+    { methods: ['POST'], path: 'realtime/client_secrets', lifetime: { kind: 'body-seconds', member: 'expires_after.seconds' }, doc: 'https://platform.openai.com/docs/api-reference/realtime-sessions/create-realtime-client-secret' },
+    { methods: ['POST'], path: 'realtime/sessions', doc: 'https://platform.openai.com/docs/api-reference/realtime-sessions/create' },
+    { methods: ['POST'], path: 'realtime/transcription_sessions', doc: 'https://platform.openai.com/docs/api-reference/realtime-sessions/create-transcription' },
+  ],
 });
