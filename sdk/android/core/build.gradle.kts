@@ -1,7 +1,7 @@
 // Gradle mirror of pom.xml, so that Android apps can depend on `project(":core")`. Maven stays the build of record
 // for the tests: `mvn -q -B test` in this folder.
 plugins {
-    id("org.jetbrains.kotlin.jvm")
+    alias(libs.plugins.kotlin.jvm)
     `maven-publish`
 }
 
@@ -23,8 +23,11 @@ java {
 }
 
 dependencies {
-    api("org.jetbrains.kotlinx:kotlinx-coroutines-core:1.8.1")
-    api("org.jetbrains.kotlinx:kotlinx-serialization-json:1.6.3")
+    api(libs.coroutines.core)
+    api(libs.serialization.json)
+    api(libs.okhttp)
+    testImplementation("com.squareup.okhttp3:mockwebserver:4.12.0")
+    testImplementation("com.openai:openai-java:4.101.0")
     testImplementation("org.junit.jupiter:junit-jupiter:5.10.2")
     testImplementation("org.jetbrains.kotlin:kotlin-test-junit5:1.9.24")
     testRuntimeOnly("org.junit.platform:junit-platform-launcher")

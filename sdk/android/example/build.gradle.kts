@@ -1,8 +1,9 @@
-// A minimal app using the Tollgate SDK. CI compiles its Kotlin against the real Android framework (sdk/android/compile);
-// the Gradle build needs the Android SDK.
+// A minimal app using the Tollgate SDK by its coordinates (settings.gradle.kts names the repository). CI compiles its
+// Kotlin against the real Android framework and the packaged SDK (sdk/android/typecheck/example); an APK needs the
+// Android SDK: `gradle assembleDebug` in this folder.
 plugins {
-    id("com.android.application")
-    kotlin("android")
+    alias(libs.plugins.android.application)
+    alias(libs.plugins.kotlin.android)
 }
 
 android {
@@ -19,9 +20,14 @@ android {
         buildConfigField("String", "TOLLGATE_DEV_TOKEN", "\"\"")
     }
     buildFeatures { buildConfig = true }
+    compileOptions {
+        sourceCompatibility = JavaVersion.VERSION_11
+        targetCompatibility = JavaVersion.VERSION_11
+    }
+    kotlinOptions { jvmTarget = "11" }
 }
 
 dependencies {
-    implementation(project(":tollgate"))
-    implementation("org.jetbrains.kotlinx:kotlinx-coroutines-android:1.8.1")
+    implementation(libs.tollgate.android)
+    implementation(libs.coroutines.android)
 }

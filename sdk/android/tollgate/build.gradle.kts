@@ -1,6 +1,6 @@
 plugins {
-    id("com.android.library")
-    id("org.jetbrains.kotlin.android")
+    alias(libs.plugins.android.library)
+    alias(libs.plugins.kotlin.android)
     `maven-publish`
 }
 
@@ -40,14 +40,14 @@ android {
 
 dependencies {
     api(project(":core"))
-    implementation("com.squareup.okhttp3:okhttp:4.12.0")
+    api(libs.okhttp)
     // 1.4.0: the standard request API (StandardIntegrityManager) used as the default Play Integrity path.
-    implementation("com.google.android.play:integrity:1.4.0")
-    implementation("org.jetbrains.kotlinx:kotlinx-coroutines-android:1.8.1")
+    implementation(libs.play.integrity)
+    implementation(libs.coroutines.android)
 }
 
-// dev.tollgate:tollgate-android, the artifact the Flutter and React Native plugins depend on
-// (`./gradlew publishToMavenLocal` from sdk/android until it is published).
+// dev.tollgate:tollgate-android. `npm run sdk:package` builds the same artifact (AAR and POM) into dist/sdk/maven
+// without Gradle; `./gradlew publish` with a repository of your own publishes this one.
 publishing {
     publications {
         register<MavenPublication>("release") {

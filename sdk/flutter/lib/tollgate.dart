@@ -24,7 +24,11 @@ export 'src/behaviour.dart'
         refreshMarginMs,
         retryDelaySeconds,
         tokenExpiryMs;
-export 'src/client.dart' show RetryPolicy, TollgateClient, TollgateResponse, tollgateSdkHeader, tollgateVersion;
+export 'src/client.dart' show CancelToken, RetryPolicy, TollgateClient, TollgateResponse, tollgateSdkHeader, tollgateVersion;
+export 'src/http_client.dart' show TollgateHttpClient;
+export 'src/me.dart' show Me, MeLimit;
+export 'src/realtime.dart' show RealtimeAction, RealtimeBinary, RealtimeClose, RealtimeMessage, RealtimeSession, RealtimeText;
+export 'src/user_tokens.dart' show UserTokenProvider, UserTokens;
 export 'src/device_tokens.dart'
     show DeviceSession, DeviceToken, DeviceTokenCache, DeviceTokenSource, StaticDeviceToken, jwsExpiryMs;
 export 'src/error_mapper.dart' show mapError, noResponse, parseHttpDate, parseRetryAfter;

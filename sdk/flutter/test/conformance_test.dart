@@ -7,7 +7,7 @@ import 'dart:convert';
 import 'dart:io';
 import 'dart:typed_data';
 
-import 'package:test/test.dart';
+import 'package:flutter_test/flutter_test.dart';
 import 'package:tollgate/src/behaviour.dart';
 import 'package:tollgate/src/device_tokens.dart';
 import 'package:tollgate/src/error_mapper.dart';

@@ -6,9 +6,28 @@ import 'behaviour.dart';
 import 'device_tokens.dart';
 import 'error_mapper.dart';
 import 'exceptions.dart';
+import 'me.dart';
+import 'realtime.dart';
 import 'request_builder.dart';
 import 'stream_parsers.dart';
 import 'transport.dart';
+import 'user_tokens.dart';
+
+/// Cancels a [TollgateClient.request] in flight: the call fails with a [NetworkException] (reason `cancelled`) and the
+/// connection is closed, which makes the gateway abort the provider request.
+class CancelToken {
+  final Completer<void> _cancelled = Completer<void>();
+
+  /// True once [cancel] ran.
+  bool get isCancelled => _cancelled.isCompleted;
+
+  /// Cancels every call this token was given to.
+  void cancel() {
+    if (!_cancelled.isCompleted) _cancelled.complete();
+  }
+
+  Future<void> get _whenCancelled => _cancelled.future;
+}
 
 /// The SDK version and its `Tollgate-SDK` header value.
 const String tollgateVersion = '1.2.0';
@@ -78,6 +97,14 @@ class TollgateClient {
   final int Function() _clock;
   bool _assertions = false;
 
+  /// The signed-in user's token for `Tollgate-User-Token` (see [setUserTokenProvider]).
+  final UserTokens userTokens = UserTokens();
+
+  /// Sets the callback returning the signed-in user's ID token (e.g. Firebase
+  /// `(force) => FirebaseAuth.instance.currentUser?.getIdToken(force) ?? Future.value(null)`): called when no fresh
+  /// token is cached, and once more with `true` after the gateway's `user_token_expired`. Null signs out.
+  void setUserTokenProvider(UserTokenProvider? provider) => userTokens.setProvider(provider);
+
   /// True once the gateway asked for per-request assertions (`assertion_required`): every request from then on
   /// carries `Tollgate-Assertion`.
   bool get sendsAssertions => _assertions;
@@ -93,23 +120,156 @@ class TollgateClient {
     Object? body,
     List<(String, String)> query = const [],
     Map<String, String> headers = const {},
+    Duration? timeout,
+    CancelToken? cancelToken,
   }) =>
-      send(TollgateRequest(method: method, endpoint: endpoint, body: RequestBody.from(body), query: query, headers: headers));
+      send(TollgateRequest(method: method, endpoint: endpoint, body: RequestBody.from(body), query: query, headers: headers),
+          timeout: timeout, cancelToken: cancelToken);
 
-  /// Sends [request] and returns the whole 2xx response.
-  Future<TollgateResponse> send(TollgateRequest request) async {
-    final result = await _open(request);
+  /// Sends [request] and returns the whole 2xx response. [timeout] bounds the whole call (attestation, retries and
+  /// the body included) and [cancelToken] cancels it: either fails with a [NetworkException] (reason `timeout` or
+  /// `cancelled`) and closes the connection.
+  Future<TollgateResponse> send(TollgateRequest request, {Duration? timeout, CancelToken? cancelToken}) async {
+    HttpResult? opened;
+    var abandoned = false;
+    Future<Uint8List> whole() async {
+      final result = await _open(request);
+      if (abandoned) {
+        await result.cancel();
+        throw const NetworkException('Cancelled.', reason: 'cancelled');
+      }
+      opened = result;
+      try {
+        return await result.readAll();
+      } on Exception catch (error) {
+        throw NetworkException('The response was cut: $error', reason: 'stream_cut', cause: error);
+      }
+    }
+
+    final completer = Completer<Uint8List>();
+    Timer? timer;
+    void abandon(TollgateException error) {
+      if (completer.isCompleted) return;
+      abandoned = true;
+      completer.completeError(error);
+      final result = opened;
+      if (result != null) unawaited(result.cancel());
+    }
+
+    whole().then((Uint8List bytes) {
+      if (!completer.isCompleted) completer.complete(bytes);
+    }, onError: (Object error, StackTrace stack) {
+      if (!completer.isCompleted) completer.completeError(error, stack);
+    });
+    if (timeout != null) {
+      timer = Timer(timeout, () => abandon(NetworkException('No answer within ${timeout.inMilliseconds} ms.', reason: 'timeout')));
+    }
+    if (cancelToken != null) {
+      unawaited(cancelToken._whenCancelled.then((_) => abandon(const NetworkException('Cancelled.', reason: 'cancelled'))));
+    }
     final Uint8List bytes;
     try {
-      bytes = await result.readAll();
-    } on Exception catch (error) {
-      throw NetworkException('The response was cut: $error', reason: 'stream_cut', cause: error);
+      bytes = await completer.future;
+    } finally {
+      timer?.cancel();
     }
+    final result = opened!;
     final headers = <String, String>{};
     for (final (name, value) in result.headers) {
       headers.putIfAbsent(name.toLowerCase(), () => value);
     }
     return TollgateResponse(result.status, headers, bytes);
+  }
+
+  /// `GET /v1/me`: every limit and budget of this device (and user) with what remains. Counts against nothing.
+  Future<Me> me() async {
+    final token = await deviceTokens.deviceToken();
+    final now = _clock();
+    final headers = <(String, String)>[
+      ('Tollgate-App-Token', builder.appToken),
+      ('Tollgate-Device-Token', token),
+      ('Tollgate-Request-Time', '$now'),
+      ('Tollgate-SDK', builder.sdk),
+    ];
+    final user = await userTokens.current(now);
+    if (user != null) headers.add(('Tollgate-User-Token', user));
+    final HttpResult result;
+    try {
+      result = await transport.send(HttpCall('GET', '${builder.base}/v1/me', headers, Uint8List(0)));
+    } on TollgateException {
+      rethrow;
+    } on Exception catch (error) {
+      throw noResponse(error);
+    }
+    final bytes = await result.readAll();
+    final error = mapError(result.status, result.headers, bytes, _clock());
+    if (error != null) throw error;
+    return Me.parse(utf8.decode(bytes, allowMalformed: true));
+  }
+
+  /// Opens a realtime session (protocol.md, "Realtime sessions") at [endpoint], e.g.
+  /// `openai/v1/realtime?model=gpt-realtime`: the device token is refreshed when due before the upgrade and the
+  /// Tollgate headers go on it. A refused upgrade throws its typed error (an attestationFailed that asks for a refresh,
+  /// and `user_token_expired`, are retried once). See [RealtimeSession] for the closes.
+  Future<RealtimeSession> realtime(String endpoint, {List<String> protocols = const [], Map<String, String> headers = const {}}) async {
+    final request = TollgateRequest(method: 'GET', endpoint: endpoint, headers: headers);
+    var resent = false;
+    var userResent = false;
+    var forceRefresh = false;
+    String? user = await userTokens.current(_clock());
+    while (true) {
+      final token = await deviceTokens.deviceToken(forceRefresh: forceRefresh);
+      forceRefresh = false;
+      final built = builder.build(request, token, _clock());
+      final sent = [...built.headers];
+      if (user != null) sent.add(('Tollgate-User-Token', user));
+      if (_assertions) {
+        final assertion = await deviceTokens.assertion(built.digest);
+        if (assertion != null && assertion.isNotEmpty) sent.add(('Tollgate-Assertion', assertion));
+      }
+      final RealtimeUpgrade upgrade;
+      try {
+        upgrade = await upgradeWebSocket(built.url, sent, protocols);
+      } on TollgateException {
+        rethrow;
+      } on Exception catch (error) {
+        throw noResponse(error);
+      }
+      switch (upgrade) {
+        case RealtimeOpened(:final socket):
+          return RealtimeSession(socket, onGatewayClose: (RealtimeClose close) {
+            final error = close.error();
+            // Only 4403 device_revoked changes the device session (it stops); a close never attests a new key.
+            if (close.action == RealtimeAction.stop && error != null) deviceTokens.stop(error);
+          });
+        case RealtimeRefused(:final status, headers: final responseHeaders, :final body):
+          final error = mapError(status, responseHeaders, body, _clock()) ??
+              NetworkException('The gateway did not upgrade the connection (HTTP $status).');
+          if (error is AttestationFailedException && status == 403) {
+            final action = await deviceTokens.reportError(token, error.reason);
+            if (action == ReasonAction.stop) {
+              deviceTokens.stop(error);
+              throw error;
+            }
+            if (!resent && action.retriesOnce) {
+              resent = true;
+              if (action == ReasonAction.assert_) {
+                _assertions = true;
+              } else {
+                deviceTokens.invalidate(token);
+                forceRefresh = true;
+              }
+              continue;
+            }
+          }
+          if (error is UnauthorizedException && error.reason == 'user_token_expired' && userTokens.isSet && !userResent) {
+            userResent = true;
+            user = await userTokens.refreshed();
+            continue;
+          }
+          throw error;
+      }
+    }
   }
 
   /// Sends a request and emits events as the provider sends them (see [streamRequest]).
@@ -207,6 +367,10 @@ class TollgateClient {
     await deviceTokens.deviceToken();
   }
 
+  /// The 2xx response head of [request] with every rule of [send] (for [TollgateHttpClient]); throws the mapped error,
+  /// a provider's own error as [ProviderErrorException] with its body.
+  Future<HttpResult> openForHttpClient(TollgateRequest request) => _open(request);
+
   /// Sends [request] and returns the 2xx response head, or throws the mapped error. Around the exchange:
   /// - everything the SDK can refuse is refused before asking for a device token or sending;
   /// - a 403 attestationFailed is reported to the device session with its `reason`, which answers the action (rule
@@ -223,7 +387,10 @@ class TollgateClient {
     var retries = 0;
     var waitedSeconds = 0;
     var resent = false;
+    var userResent = false;
     var forceRefresh = false;
+    // Asked once per call (the callback runs only when nothing fresh is cached), and once more on expiry.
+    String? user = await userTokens.current(_clock());
     while (true) {
       try {
         final token = await deviceTokens.deviceToken(forceRefresh: forceRefresh);
@@ -231,6 +398,7 @@ class TollgateClient {
         final built = builder.build(request, token, _clock());
         _checkUriKeepsPath(built);
         final headers = [...built.headers];
+        if (user != null) headers.add(('Tollgate-User-Token', user));
         if (_assertions) {
           final assertion = await deviceTokens.assertion(built.digest);
           if (assertion != null && assertion.isNotEmpty) headers.add(('Tollgate-Assertion', assertion));
@@ -268,6 +436,11 @@ class TollgateClient {
             }
             continue;
           }
+        }
+        if (error is UnauthorizedException && error.reason == 'user_token_expired' && userTokens.isSet && !userResent) {
+          userResent = true;
+          user = await userTokens.refreshed();
+          continue;
         }
         throw error;
       } on RateLimitedException catch (error) {

@@ -4,9 +4,13 @@ import 'package:http/http.dart' as http;
 import 'client.dart';
 import 'device_tokens.dart';
 import 'exceptions.dart';
+import 'http_client.dart';
+import 'me.dart';
 import 'native_device.dart';
+import 'realtime.dart';
 import 'stream_parsers.dart';
 import 'transport.dart';
+import 'user_tokens.dart';
 
 /// The Tollgate SDK for Flutter: call AI providers through your Tollgate gateway without shipping a provider key.
 ///
@@ -39,6 +43,7 @@ class Tollgate {
       "Tollgate is not initialized: call `await Tollgate.initialize(appToken)` in main(), before runApp.";
 
   static TollgateClient? _client;
+  static UserTokenProvider? _userTokenProvider;
   static TollgateNative? _native;
   static TollgateException? _configurationError;
 
@@ -95,6 +100,7 @@ class Tollgate {
         gatewayUrl: client.builder.base,
         developmentToken: kDebugMode && development != null && development.isNotEmpty ? development : null,
       );
+      client.setUserTokenProvider(_userTokenProvider);
       _client = client;
       _native = native;
     } on TollgateException catch (error) {
@@ -135,9 +141,40 @@ class Tollgate {
     Object? body,
     List<(String, String)> query = const [],
     Map<String, String> headers = const {},
+    Duration? timeout,
+    CancelToken? cancelToken,
   }) async {
     final client = _client ?? (throw _notReady());
-    return client.request(endpoint: endpoint, method: method, body: body, query: query, headers: headers);
+    return client.request(
+        endpoint: endpoint, method: method, body: body, query: query, headers: headers, timeout: timeout, cancelToken: cancelToken);
+  }
+
+  /// Opens a realtime session (WebSocket) through the gateway. See [TollgateClient.realtime].
+  static Future<RealtimeSession> realtime(String endpoint, {List<String> protocols = const [], Map<String, String> headers = const {}}) async {
+    final client = _client ?? (throw _notReady());
+    return client.realtime(endpoint, protocols: protocols, headers: headers);
+  }
+
+  /// The signed-in user's ID token callback (see [TollgateClient.setUserTokenProvider]); null at sign-out. May be set
+  /// before [initialize].
+  static void setUserTokenProvider(UserTokenProvider? provider) {
+    _userTokenProvider = provider;
+    _client?.setUserTokenProvider(provider);
+  }
+
+  /// `GET /v1/me`: the limits and budgets of this device (and user) with what remains.
+  static Future<Me> me() async {
+    final client = _client ?? (throw _notReady());
+    return client.me();
+  }
+
+  /// An `http.Client` for provider SDKs that take one (openai_dart, dart_openai): see [TollgateHttpClient].
+  static http.Client httpClient() => TollgateHttpClient(_client ?? (throw _notReady()));
+
+  /// The base URL to give a provider SDK for `{provider}/{version}`, e.g. `providerBaseUrl('openai/v1')`.
+  static String providerBaseUrl(String prefix) {
+    final client = _client ?? (throw _notReady());
+    return '${client.builder.base}/v1/proxy/${prefix.replaceAll(RegExp(r'^/+|/+$'), '')}';
   }
 
   /// Streams a response as events (a `Stream`, for `await for`). See [TollgateClient.streamRequest].

@@ -108,6 +108,28 @@ internal class AndroidAttestor(
     }
 
     /**
+     * Every-request mode (docs/guides/attestation.md): a Play Integrity device sends, verbatim, the token of a **standard**
+     * request whose `requestHash` is base64url-nopad of the 32-byte request digest (a classic request cannot carry it);
+     * a key-attested device sends its key's signature. A device attested in development mode has no proof (null).
+     */
+    override suspend fun assertion(digest: ByteArray): String? {
+        if (developmentTokenOrNull() != null) return null
+        if (storage.lastMethod() != AttestationMethod.PLAY_INTEGRITY.wireName) return super.assertion(digest)
+        return try {
+            standardToken(Proofs.playIntegrityAssertionHash(digest))
+        } catch (error: CancellationException) {
+            throw error
+        } catch (error: Exception) {
+            throw TollgateError.AttestationFailed("play_integrity_unavailable", "A Play Integrity standard token could not be requested: ${error.message}", cause = error)
+        } ?: throw TollgateError.AttestationFailed(
+            "play_integrity_not_configured",
+            "Every-request mode with Play Integrity needs the Cloud project number (TollgateConfiguration.cloudProjectNumber or the manifest's dev.tollgate.CLOUD_PROJECT_NUMBER).",
+        )
+    }
+
+    private fun developmentTokenOrNull(): String? = configuration.developmentToken?.takeIf { it.isNotBlank() }
+
+    /**
      * The development token, only in a debuggable app. The app passes it only from debug builds
      * (`if (BuildConfig.DEBUG) "dt_…" else null`); this library checks the app's own debuggable flag as well, because its
      * own `BuildConfig.DEBUG` describes how the library was built, not the app.
@@ -226,8 +248,8 @@ internal class AndroidAttestor(
         IntegrityManagerFactory.createStandard(context).prepareIntegrityToken(prepare).awaitResult().also { standardProvider = it }
     }
 
-    /** Warms the standard provider up (call early: preparing takes a few seconds); failures are left for the request. */
-    suspend fun warmUp() {
+    /** Warms the standard provider up (run at initialize: preparing takes a few seconds); failures are left for the request. */
+    override suspend fun warmUp() {
         if (configuration.developmentToken != null || AttestationMethod.PLAY_INTEGRITY !in configuration.attestationMethods) return
         val projectNumber = cloudProjectNumber() ?: return
         runCatching { provider(projectNumber, fresh = false) }

@@ -1,7 +1,6 @@
 package dev.tollgate
 
 import android.content.Context
-import android.content.SharedPreferences
 import android.security.keystore.KeyGenParameterSpec
 import android.security.keystore.KeyProperties
 import android.util.Base64
@@ -16,16 +15,17 @@ import javax.crypto.SecretKey
 import javax.crypto.spec.GCMParameterSpec
 
 /**
- * The SDK's persistent state, in the app's private preferences file `dev.tollgate.xml` ([PREFERENCES_FILE]):
+ * The SDK's persistent state, in `no_backup/dev.tollgate.properties` ([STATE_FILE]) under the app's private storage:
  * - the device token, encrypted with AES-256-GCM under a non-exportable Android Keystore key (so a copy of the file
  *   is useless elsewhere), one entry per app token, so that switching apps or gateways never reuses another's token;
  * - the installation id (Play Integrity and development attestation name the device by it) and the last attestation
  *   method.
- * The file is excluded from cloud backup and device transfer (res/xml/tollgate_data_extraction_rules.xml,
- * tollgate_full_backup_content.xml): a restored phone attests as a new device, never as the old one.
+ * `Context.getNoBackupFilesDir()` is never part of cloud backup or device transfer, whatever the app's manifest says, so
+ * the library needs no `<application>` backup attributes (which would clash in a fresh app's manifest merge): a restored
+ * phone attests as a new device, never as the old one.
  */
 internal class SecureStorage(context: Context, appToken: String) : DeviceTokenStore {
-    private val preferences: SharedPreferences = context.getSharedPreferences(PREFERENCES_FILE, Context.MODE_PRIVATE)
+    private val preferences = NoBackupPreferences(java.io.File(context.noBackupFilesDir, STATE_FILE))
 
     /** Entries are per app token (a hash of it, never the token itself). */
     private val scope = Digest.sha256Hex(appToken.toByteArray(Charsets.UTF_8)).substring(0, 16)
@@ -50,7 +50,8 @@ internal class SecureStorage(context: Context, appToken: String) : DeviceTokenSt
             editor.putString(key(TOKEN), seal(token.token))
                 .putLong(key(EXPIRES_AT), token.expiresAtMs)
                 .putLong(key(RECEIVED_AT), token.receivedAtMs)
-            if (token.deviceId != null) editor.putString(key(DEVICE_ID), token.deviceId) else editor.remove(key(DEVICE_ID))
+            val deviceId = token.deviceId
+            if (deviceId != null) editor.putString(key(DEVICE_ID), deviceId) else editor.remove(key(DEVICE_ID))
         }
         editor.apply()
     }
@@ -103,8 +104,8 @@ internal class SecureStorage(context: Context, appToken: String) : DeviceTokenSt
     }
 
     internal companion object {
-        /** The preferences file (`shared_prefs/dev.tollgate.xml`) the backup rules exclude. */
-        const val PREFERENCES_FILE = "dev.tollgate"
+        /** The state file, in `no_backup/` (never backed up). */
+        const val STATE_FILE = "dev.tollgate.properties"
         private const val ANDROID_KEYSTORE = "AndroidKeyStore"
         private const val KEY_ALIAS = "dev.tollgate.token-key"
         private const val TRANSFORMATION = "AES/GCM/NoPadding"

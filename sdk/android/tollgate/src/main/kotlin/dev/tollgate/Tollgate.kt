@@ -12,6 +12,15 @@ import dev.tollgate.core.TollgateClient
 import dev.tollgate.core.TollgateError
 import dev.tollgate.core.TollgateRequest
 import dev.tollgate.core.TollgateResponse
+import dev.tollgate.core.Me
+import dev.tollgate.core.RealtimeSession
+import dev.tollgate.core.ServerClock
+import dev.tollgate.core.TollgateInterceptor
+import dev.tollgate.core.okHttpClient
+import dev.tollgate.core.providerBaseUrl
+import kotlinx.coroutines.CoroutineScope
+import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.SupervisorJob
 import kotlinx.coroutines.flow.Flow
 import okhttp3.OkHttpClient
 
@@ -51,6 +60,10 @@ public object Tollgate {
 
     private val state = Initialization<State>()
     private val lock = Any()
+    private val background = CoroutineScope(SupervisorJob() + Dispatchers.IO)
+
+    @Volatile
+    private var userTokenProvider: (suspend (forceRefresh: Boolean) -> String?)? = null
 
     /** True once [initialize] has run with a gateway address. */
     public val isInitialized: Boolean get() = state.isReady
@@ -88,13 +101,22 @@ public object Tollgate {
             if (previous?.key == key) return
             // A revocation lasts until the process restarts, whatever the new settings for the same app and gateway.
             val revoked = previous != null && previous.key.substringBeforeLast('\n') == key.substringBeforeLast('\n') && previous.session.isRevoked
-            val transport = OkHttpTransport(configuration.httpClient ?: OkHttpClient())
+            val http = configuration.httpClient ?: OkHttpClient()
+            val transport = OkHttpTransport(http)
             val storage = SecureStorage(application, appToken)
-            val api = AttestationApi(gatewayUrl, appToken, SDK, transport)
+            // One clock for attestation and requests: the offset learnt from any answer's Date serves both.
+            val serverClock = ServerClock()
+            val api = AttestationApi(gatewayUrl, appToken, SDK, transport, serverClock = serverClock)
             val attestor = AndroidAttestor(application, configuration, storage)
             val session = DeviceSession(api, attestor, storage, sendAssertions = configuration.sendAssertions, revoked = revoked)
-            val client = TollgateClient(gatewayUrl, appToken, session, transport, SDK, retry = configuration.retry)
+            val client = TollgateClient(
+                gatewayUrl, appToken, session, transport, SDK, retry = configuration.retry, serverClock = serverClock, webSockets = http,
+            )
+            // A user-token callback set before initialize (or before a re-initialize) applies to the new client.
+            client.userTokens.setProvider(userTokenProvider)
             state.ready(State(key, client, session, attestor))
+            // The Play Integrity standard provider takes seconds to prepare: start now, not at the first request.
+            session.warmUpIn(background)
         }
     }
 
@@ -141,8 +163,44 @@ public object Tollgate {
     public fun stream(request: TollgateRequest, format: StreamFormat? = null): Flow<StreamEvent> = client.stream(request, format)
 
     /**
-     * Attests now if needed (e.g. at start-up, to hide the first request's latency) and warms the Play Integrity
-     * standard provider up; later requests reuse the token.
+     * Opens a realtime session (WebSocket) through the gateway, e.g. `Tollgate.realtime("openai/v1/realtime?model=gpt-realtime")`.
+     * The device token is refreshed before the upgrade; [RealtimeSession.messages] is a `Flow` of the provider's frames,
+     * ending with the close's typed error (4429 → [TollgateError.RateLimited] with its reason, …); after 4503 `draining`
+     * ([RealtimeSession.closed] `.mayReconnect`) open a new session at once. A refused upgrade throws its typed error.
+     */
+    public suspend fun realtime(endpoint: String, protocols: List<String> = emptyList(), headers: Map<String, String> = emptyMap()): RealtimeSession =
+        client.realtime(endpoint, protocols, headers)
+
+    /**
+     * The signed-in user's ID token, for apps whose gateway identifies users (`Tollgate-User-Token`): e.g. with Firebase
+     * `Tollgate.setUserTokenProvider { force -> Firebase.auth.currentUser?.getIdToken(force)?.await()?.token }`. Called
+     * when no fresh token is cached, and once more with `true` after the gateway's `user_token_expired`. Pass null at
+     * sign-out: no user token is sent any more. May be called before [initialize].
+     */
+    public fun setUserTokenProvider(provider: (suspend (forceRefresh: Boolean) -> String?)?) {
+        userTokenProvider = provider
+        if (state.isReady) client.setUserTokenProvider(provider)
+    }
+
+    /** `GET /v1/me`: every limit and budget of this device (and user) with what remains, e.g. "12 messages left today". */
+    public suspend fun me(): Me = client.me()
+
+    /**
+     * An OkHttp client for provider SDKs that take one (openai-java `OpenAIOkHttpClient.builder().okHttpClient(…)`,
+     * Retrofit, Ktor's OkHttp engine): adds the Tollgate headers to every request to [providerBaseUrl], refreshes the
+     * device token, maps gateway refusals ([TollgateException]) and streams unbuffered.
+     */
+    public fun okHttpClient(base: OkHttpClient = OkHttpClient()): OkHttpClient = client.okHttpClient(base)
+
+    /** The interceptor of [okHttpClient], for SDKs that take interceptors (`OpenAIOkHttpClient.builder().addInterceptor(…)`). */
+    public fun interceptor(): TollgateInterceptor = TollgateInterceptor(client)
+
+    /** The base URL to give a provider SDK for `{provider}/{version}`, e.g. `providerBaseUrl("openai/v1")`. */
+    public fun providerBaseUrl(prefix: String): String = client.providerBaseUrl(prefix)
+
+    /**
+     * Attests now if needed (e.g. at start-up, to hide the first request's latency); later requests reuse the token.
+     * The Play Integrity provider is warmed up by [initialize] already.
      */
     public suspend fun prepare() {
         val current = state.get()

@@ -21,6 +21,8 @@ public class AttestationApi(
     sdk: String,
     private val transport: HttpTransport,
     private val clock: () -> Long = System::currentTimeMillis,
+    /** The gateway's clock: its offset is learnt from each answer's `Date` and converts absolute expiries. */
+    private val serverClock: ServerClock = ServerClock(clock),
 ) {
     private val builder = RequestBuilder(baseUrl, appToken, sdk)
     private val json = Json { ignoreUnknownKeys = true }
@@ -46,7 +48,8 @@ public class AttestationApi(
 
     private fun readToken(body: JsonObject, receivedAtMs: Long): DeviceToken {
         val token = body.string("deviceToken")?.takeIf { it.isNotEmpty() } ?: throw malformed("deviceToken")
-        val expiresAt = TokenExpiry.expiresAtMs(token, body.string("expiresAt"), receivedAtMs)
+        val expiresIn = (body["expiresIn"] as? JsonPrimitive)?.takeIf { !it.isString }?.content?.toDoubleOrNull()?.toLong()
+        val expiresAt = TokenExpiry.expiresAtDeviceMs(token, body.string("expiresAt"), expiresIn, receivedAtMs, serverClock)
         return DeviceToken(token, expiresAt, receivedAtMs, body.string("deviceId"))
     }
 
@@ -70,6 +73,7 @@ public class AttestationApi(
                 throw ErrorMapper.noResponse(error)
             }
         }
+        serverClock.observe(result.headers, clock())
         ErrorMapper.map(result.status, result.headers, bytes, clock())?.let { throw it }
         return try {
             json.parseToJsonElement(bytes.toString(Charsets.UTF_8)) as JsonObject

@@ -72,6 +72,25 @@ public object TokenExpiry {
         return listOfNotNull(fromAnswer, fromClaim).minOrNull() ?: receivedAtMs
     }
 
+    /**
+     * The expiry on the device clock of a token received at [receivedAtMs] (device clock). The answer's `expiresIn`
+     * (seconds of lifetime) is measured from receipt and needs no clock agreement; `expiresAt` and the JWS `exp` are the
+     * gateway's clock, converted with [clock]'s offset when a `Date` header gave one, and ignored when `expiresIn` is
+     * there but the offset is unknown (a device clock an hour ahead would read them as already past). The earliest
+     * candidate wins; none gives [receivedAtMs] (use once, never cache).
+     */
+    public fun expiresAtDeviceMs(deviceToken: String, expiresAt: String?, expiresInSeconds: Long?, receivedAtMs: Long, clock: ServerClock): Long {
+        val fromLifetime = expiresInSeconds?.takeIf { it > 0 }?.let { receivedAtMs + it * 1000 }
+        val absolute = listOfNotNull(expiresAt?.let { runCatching { Instant.parse(it).toEpochMilli() }.getOrNull() }, jwsExpMs(deviceToken)).minOrNull()
+        val fromAbsolute = when {
+            absolute == null -> null
+            clock.isKnown -> clock.toDevice(absolute)
+            fromLifetime != null -> null
+            else -> absolute
+        }
+        return listOfNotNull(fromLifetime, fromAbsolute).minOrNull() ?: receivedAtMs
+    }
+
     /** The `exp` claim of a compact JWS in unix ms, or null when it cannot be read. */
     public fun jwsExpMs(deviceToken: String): Long? = try {
         val parts = deviceToken.split('.')
@@ -144,6 +163,12 @@ public object Proofs {
      */
     public fun playIntegrityRequestHash(challenge: String, installationId: String): String =
         base64UrlNoPad(Digest.sha256("$challenge\n$installationId".toByteArray(Charsets.UTF_8)))
+
+    /**
+     * Play Integrity in every-request mode: the standard request's `requestHash` is base64url-nopad of the 32-byte request
+     * digest, and its token is sent verbatim as `Tollgate-Assertion`.
+     */
+    public fun playIntegrityAssertionHash(digest: ByteArray): String = base64UrlNoPad(digest)
 
     /** base64url (RFC 4648 §5) without padding. */
     public fun base64UrlNoPad(bytes: ByteArray): String = Base64.getUrlEncoder().withoutPadding().encodeToString(bytes)

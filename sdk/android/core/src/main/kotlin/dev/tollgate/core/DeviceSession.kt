@@ -1,6 +1,7 @@
 package dev.tollgate.core
 
 import kotlinx.coroutines.CancellationException
+import kotlinx.coroutines.launch
 import kotlinx.coroutines.sync.Mutex
 import kotlinx.coroutines.sync.withLock
 
@@ -26,6 +27,17 @@ public interface Attestor {
 
     /** A signature (DER) by the attested key over the 32-byte request [digest], or null when the device has no key. */
     public suspend fun sign(digest: ByteArray): ByteArray?
+
+    /**
+     * The `Tollgate-Assertion` value for a request [digest] (docs/guides/attestation.md, "Every-request mode"): for a
+     * key-attested device the key's signature ([sign], base64url); a Play Integrity device overrides this with the
+     * verbatim token of a standard request whose `requestHash` is [Proofs.playIntegrityAssertionHash] of the digest.
+     * Null when the device cannot prove requests.
+     */
+    public suspend fun assertion(digest: ByteArray): String? = sign(digest)?.let(Proofs::assertionHeader)
+
+    /** Prepares what the first attestation or assertion needs (Android: the Play Integrity standard provider); no network to the gateway. */
+    public suspend fun warmUp() {}
 }
 
 /**
@@ -143,7 +155,20 @@ public class DeviceSession(
     /** `Tollgate-Assertion` over the 32-byte request digest when assertions are on and the device has a key; else null. */
     override suspend fun assertion(digest: ByteArray): String? {
         if (!assertions || revoked) return null
-        return attestor.sign(digest)?.let(Proofs::assertionHeader)
+        return attestor.assertion(digest)
+    }
+
+    /**
+     * Starts the attestor's warm-up in [scope] (the SDK calls it at initialize, so that the Play Integrity provider is
+     * ready before the first request needs it). Failures are left for the request that needs it.
+     */
+    public fun warmUpIn(scope: kotlinx.coroutines.CoroutineScope): kotlinx.coroutines.Job = scope.launch {
+        try {
+            attestor.warmUp()
+        } catch (error: CancellationException) {
+            throw error
+        } catch (_: Exception) {
+        }
     }
 
     /** Forgets the token (memory and store). A revoked session stays stopped until the process restarts. */

@@ -103,6 +103,28 @@ public class RequestBuilder(baseUrl: String, private val appToken: String, priva
         )
     }
 
+    /**
+     * A gateway route of the device's own (`GET /v1/me`) with the headers of a proxied request and its digest over an
+     * empty body. [pathWithQuery] is one of the SDK's fixed routes, never caller input.
+     */
+    public fun buildRoute(method: String, pathWithQuery: String, deviceToken: String, requestTimeMs: Long): BuiltRequest {
+        if (!pathWithQuery.startsWith("/v1/") || pathWithQuery.startsWith("/v1/proxy/")) throw invalid("Not a gateway route: \"$pathWithQuery\".")
+        checkHeaderValue("Tollgate-Device-Token", deviceToken)
+        val headers = listOf(
+            "Tollgate-App-Token" to appToken,
+            "Tollgate-Device-Token" to deviceToken,
+            "Tollgate-Request-Time" to requestTimeMs.toString(),
+            "Tollgate-SDK" to sdk,
+        )
+        val bodySha256 = Digest.sha256Hex(ByteArray(0))
+        val canonical = "${method.uppercase()}\n$pathWithQuery\n$requestTimeMs\n$bodySha256"
+        return BuiltRequest(method.uppercase(), base + pathWithQuery, pathWithQuery, headers, ByteArray(0), bodySha256, canonical,
+            Digest.sha256Hex(canonical.toByteArray(Charsets.UTF_8)))
+    }
+
+    /** The gateway's base URL without a trailing slash. */
+    public val baseUrl: String get() = base
+
     /** URL of a non-proxy gateway route, e.g. `attestUrl("challenge")` → `{base}/v1/attest/challenge`. */
     public fun attestUrl(method: String): String {
         if (!SLUG.matches(method)) throw invalid("Not an attestation method: \"$method\".")

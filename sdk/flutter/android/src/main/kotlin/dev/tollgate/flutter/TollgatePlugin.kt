@@ -10,6 +10,7 @@ import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.SupervisorJob
 import kotlinx.coroutines.cancel
 import kotlinx.coroutines.launch
+import kotlinx.coroutines.withContext
 
 /**
  * Serves the MethodChannel `dev.tollgate/native` for the Dart SDK with the Tollgate Android SDK (`dev.tollgate`,
@@ -50,7 +51,7 @@ public class TollgatePlugin : FlutterPlugin, MethodChannel.MethodCallHandler {
     override fun onMethodCall(call: MethodCall, result: MethodChannel.Result) {
         val context = context ?: return result.error("invalidRequest", "The Tollgate plugin is not attached to an engine.", mapOf("reason" to "not_attached"))
         when (call.method) {
-            "getConfiguration" -> result.success(TollgateBridge.getConfiguration(context))
+            "getConfiguration" -> respond(result) { TollgateBridge.getConfiguration(context) }
             "configure" -> respond(result) {
                 val appToken = call.argument<String>("appToken")
                     ?: throw IllegalArgumentException("configure needs {appToken}.")
@@ -71,11 +72,14 @@ public class TollgatePlugin : FlutterPlugin, MethodChannel.MethodCallHandler {
         }
     }
 
-    /** Runs [block] off the main thread's work and answers on the main thread (MethodChannel results must be). */
+    /**
+     * Runs [block] on the IO dispatcher (Keystore operations, the state file, the package manager and the network never
+     * run on the main thread, which would stall frames) and answers on the main thread, as MethodChannel results must be.
+     */
     private fun respond(result: MethodChannel.Result, block: suspend () -> Any?) {
         scope.launch {
             try {
-                result.success(block())
+                result.success(withContext(Dispatchers.IO) { block() })
             } catch (error: Throwable) {
                 val failure = TollgateBridge.failure(error)
                 result.error(failure.code, failure.message, mapOf("reason" to failure.reason))

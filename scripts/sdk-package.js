@@ -1,0 +1,28 @@
+#!/usr/bin/env node
+// `npm run sdk:package`: builds every SDK artifact into dist/sdk/ by running each part in scripts/sdk-package/*.js
+// (each exports `async function build({ root, out, log })`), in name order. `node scripts/sdk-package.js maven flutter`
+// runs only the parts named.
+'use strict';
+const fs = require('node:fs');
+const path = require('node:path');
+
+async function main() {
+  const root = path.resolve(__dirname, '..');
+  const out = path.join(root, 'dist', 'sdk');
+  const only = process.argv.slice(2);
+  const directory = path.join(__dirname, 'sdk-package');
+  const parts = fs.readdirSync(directory).filter((name) => name.endsWith('.js')).sort()
+    .filter((name) => only.length === 0 || only.includes(name.replace(/\.js$/, '')));
+  fs.mkdirSync(out, { recursive: true });
+  for (const name of parts) {
+    const started = Date.now();
+    process.stdout.write(`sdk:package ${name} …\n`);
+    await require(path.join(directory, name)).build({ root, out, log: (line) => process.stdout.write(`  ${line}\n`) });
+    process.stdout.write(`sdk:package ${name} done in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  }
+}
+
+main().catch((error) => {
+  process.stderr.write(`${error.stack ?? error}\n`);
+  process.exit(1);
+});

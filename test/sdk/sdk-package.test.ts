@@ -1,0 +1,95 @@
+/**
+ * `npm run sdk:package`, the Android and Flutter parts (scripts/sdk-package/maven.js, flutter.js), run as CI runs them:
+ * dist/sdk/maven is a Maven repository with the core JAR and the Android AAR (the entries an AAR must hold:
+ * https://developer.android.com/studio/projects/android-library#aar-contents), each with a POM naming its dependencies;
+ * dist/sdk/flutter holds the Flutter package archive with the Android SDK's sources bundled for the plugin to compile.
+ */
+import { expect } from 'chai';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { mavenCommand, requireTool } from '../support/services';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+const MAVEN = path.join(ROOT, 'dist', 'sdk', 'maven', 'dev', 'tollgate');
+
+function entries(archive: string): string[] {
+  const result = spawnSync('jar', ['tf', archive], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  expect(result.status, result.stderr).to.equal(0);
+  return result.stdout.split('\n').filter(Boolean).map((entry) => entry.replace(/^\.\//, ''));
+}
+
+function extract(archive: string, entry: string, directory: string): string {
+  const result = spawnSync('jar', ['xf', archive, entry], { cwd: directory, encoding: 'utf8' });
+  expect(result.status, result.stderr).to.equal(0);
+  return path.join(directory, entry);
+}
+
+describe('npm run sdk:package: Maven repository and Flutter archive (dist/sdk)', function () {
+  this.timeout(25 * 60 * 1000);
+  let version: string;
+
+  before(async function () {
+    requireTool(this, mavenCommand() !== null, 'Maven is missing and .ci/maven-tool could not fetch it');
+    const status = await new Promise<number | null>((resolve) => {
+      const child = spawn('node', [path.join(ROOT, 'scripts', 'sdk-package.js'), 'maven', 'flutter'], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+      child.on('close', resolve);
+    });
+    expect(status).to.equal(0);
+    version = /<artifactId>tollgate-core<\/artifactId>\s*<version>([^<]+)/.exec(readFileSync(path.join(ROOT, 'sdk', 'android', 'core', 'pom.xml'), 'utf8'))![1]!;
+  });
+
+  it('holds the Android AAR with classes.jar, the library manifest (no <application>), consumer rules and R.txt', function () {
+    const aar = path.join(MAVEN, 'tollgate-android', version, `tollgate-android-${version}.aar`);
+    expect(existsSync(aar)).to.equal(true);
+    expect(entries(aar)).to.include.members(['classes.jar', 'AndroidManifest.xml', 'proguard.txt', 'R.txt']);
+    const scratch = mkdtempSync(path.join(os.tmpdir(), 'tollgate-aar-test-'));
+    try {
+      const manifest = readFileSync(extract(aar, 'AndroidManifest.xml', scratch), 'utf8');
+      expect(manifest).to.include('package="dev.tollgate"');
+      expect(manifest).to.match(/android:minSdkVersion="26"/);
+      expect(manifest.replace(/<!--[\s\S]*?-->/g, '')).not.to.include('<application');
+      expect(readFileSync(extract(aar, 'proguard.txt', scratch), 'utf8')).to.include('-dontwarn java.net.http.**');
+      const classes = entries(extract(aar, 'classes.jar', scratch));
+      expect(classes).to.include.members(['dev/tollgate/Tollgate.class', 'dev/tollgate/AndroidAttestor.class', 'dev/tollgate/TollgateBridge.class']);
+      expect(classes.filter((entry) => entry.startsWith('dev/tollgate/core/')), 'core classes ship in tollgate-core').to.deep.equal([]);
+      expect(classes.filter((entry) => /^(com\/google|android)\//.test(entry)), 'no stub classes').to.deep.equal([]);
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+
+  it('holds the core JAR, and POMs naming every dependency, with checksums', function () {
+    const jar = path.join(MAVEN, 'tollgate-core', version, `tollgate-core-${version}.jar`);
+    expect(entries(jar)).to.include.members(['dev/tollgate/core/TollgateClient.class', 'dev/tollgate/core/RealtimeSession.class', 'dev/tollgate/core/TollgateInterceptor.class']);
+    const corePom = readFileSync(path.join(MAVEN, 'tollgate-core', version, `tollgate-core-${version}.pom`), 'utf8');
+    for (const artifact of ['kotlin-stdlib', 'kotlinx-coroutines-core-jvm', 'kotlinx-serialization-json-jvm', 'okhttp']) expect(corePom).to.include(`<artifactId>${artifact}</artifactId>`);
+    expect(corePom).to.include('<packaging>jar</packaging>');
+    const androidPom = readFileSync(path.join(MAVEN, 'tollgate-android', version, `tollgate-android-${version}.pom`), 'utf8');
+    expect(androidPom).to.include('<packaging>aar</packaging>');
+    expect(androidPom).to.match(/<groupId>dev\.tollgate<\/groupId>\s*<artifactId>tollgate-core<\/artifactId>\s*<version>[^<]+<\/version>\s*<scope>compile<\/scope>/);
+    for (const artifact of ['okhttp', 'kotlinx-coroutines-android', 'integrity']) expect(androidPom).to.include(`<artifactId>${artifact}</artifactId>`);
+    for (const file of [`tollgate-android-${version}.aar`, `tollgate-android-${version}.pom`]) {
+      expect(readFileSync(path.join(MAVEN, 'tollgate-android', version, `${file}.sha1`), 'utf8')).to.match(/^[0-9a-f]{40}$/);
+    }
+  });
+
+  it('holds the Flutter archive, whose Android build compiles the bundled SDK sources and names no mavenLocal()', function () {
+    const archive = path.join(ROOT, 'dist', 'sdk', 'flutter', `tollgate-${version}.tar.gz`);
+    const listing = spawnSync('tar', ['-tzf', archive], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    expect(listing.status).to.equal(0);
+    const files = listing.stdout.split('\n').map((entry) => entry.replace(/^\.\//, ''));
+    expect(files).to.include.members([
+      'pubspec.yaml', 'lib/tollgate.dart', 'android/build.gradle', 'android/consumer-rules.pro',
+      'android/src/main/kotlin/dev/tollgate/flutter/TollgatePlugin.kt',
+      'android/src/tollgate-sdk/core/dev/tollgate/core/TollgateClient.kt',
+      'android/src/tollgate-sdk/tollgate/dev/tollgate/Tollgate.kt',
+      'ios/tollgate.podspec',
+    ]);
+    expect(files.filter((entry) => /(^|\/)(build|\.dart_tool)\//.test(entry))).to.deep.equal([]);
+    const gradle = readFileSync(path.join(ROOT, 'sdk', 'flutter', 'android', 'build.gradle'), 'utf8').replace(/\/\/.*$/gm, '');
+    expect(gradle).not.to.match(/mavenLocal|buildscript|allprojects|repositories/);
+    expect(gradle).to.include("file('src/tollgate-sdk')");
+  });
+});
