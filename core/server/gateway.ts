@@ -167,8 +167,20 @@ class PluginRegistrations implements PluginHost {
     private readonly logger?: Logger,
   ) {}
 
-  /** One log line per change of state: `warn` when it goes down (with the cause, no stack), `info` when it is back. */
-  reportDependencyState(name: string, up: boolean, detail?: string): void {
+  /** Per dependency, the aspects reported down (e.g. the database's writes while its reads answer). */
+  private readonly failingAspects = new Map<string, Set<string>>();
+
+  /**
+   * One log line per change of state: `warn` when it goes down (with the cause, no stack), `info` when it is back.
+   * `aspect` keeps apart what may fail alone (the database's `read`s and `write`s): the dependency is up only when
+   * every aspect reported is, so reads that answer while writes fail do not flap its state.
+   */
+  reportDependencyState(name: string, aspectUp: boolean, detail?: string, aspect = 'read'): void {
+    let failing = this.failingAspects.get(name);
+    if (!failing) this.failingAspects.set(name, (failing = new Set()));
+    if (aspectUp) failing.delete(aspect);
+    else failing.add(aspect);
+    const up = failing.size === 0;
     if (this.dependencyStates.get(name) === up) return;
     const known = this.dependencyStates.has(name);
     this.dependencyStates.set(name, up);
@@ -373,9 +385,9 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     // Failed batches stay buffered and are retried with back-off; this is told once per outage.
     onError: (error) => {
       logger.warn({ cause: causeOf(error), buffered: usage.buffered }, 'usage events could not be written; kept buffered and retried');
-      plugins.reportDependencyState('database', false, causeOf(error));
+      plugins.reportDependencyState('database', false, causeOf(error), 'write');
     },
-    onRecovered: () => plugins.reportDependencyState('database', true),
+    onRecovered: () => plugins.reportDependencyState('database', true, undefined, 'write'),
     // Every loss is said when it happens, with its reason and count (the metric keeps the totals).
     onDropped: (reason, count) =>
       logger.error({ reason, lost: count, lostSinceStart: usage.droppedByReason[reason] }, reason === 'shutdown' ? 'usage events lost: still unwritten when the process stopped (the database did not accept them)' : 'usage events lost: the buffer is full (the database has not accepted writes for too long); the oldest were dropped'),
