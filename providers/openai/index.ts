@@ -21,13 +21,8 @@ const base = openAiCompatible({
     // `GET models` (the catalog) stay inference.
     account: OPENAI_ACCOUNT_ROUTES,
   },
-  // Where bodies name the model and the output limit (model policy, token budgets):
-  // https://platform.openai.com/docs/api-reference/chat/create (`max_completion_tokens`, formerly `max_tokens`) and
-  // https://platform.openai.com/docs/api-reference/responses/create (`max_output_tokens`).
-  requestFields: [
-    { methods: ['POST'], path: 'chat/completions', model: 'model', outputLimit: ['max_completion_tokens', 'max_tokens'], stream: 'stream', streamUsageRequest: { stream_options: { include_usage: true } } },
-    { methods: ['POST'], path: 'responses', model: 'model', outputLimit: ['max_output_tokens'], stream: 'stream' },
-  ],
+  // Where bodies name the model and the output limit (model policy, token budgets): the OpenAI shapes of
+  // openAiCompatible's default (providers/_shared/request-fields.ts, each with its reference page).
   exampleModel: 'gpt-4o-mini',
   // "List models" needs the key and changes nothing: https://platform.openai.com/docs/api-reference/models/list
   keyCheck: { method: 'GET', version: 'v1', path: 'models' },
