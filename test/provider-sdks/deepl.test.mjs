@@ -29,13 +29,6 @@ describe('official SDK: deepl-node', function () {
     assertUpstream(only(suite.upstream), { method: 'POST', path: '/v2/translate', header: credential });
   });
 
-  it('getUsage', async function () {
-    suite.upstream.on(/\/v2\/usage/, respondJson(200, { character_count: 180118, character_limit: 1250000 }));
-    const usage = await client.getUsage();
-    assert.equal(usage.character.count, 180118);
-    assertUpstream(only(suite.upstream), { method: 'GET', path: '/v2/usage', header: credential });
-  });
-
   it('rephraseText (POST /v2/write/rephrase)', async function () {
     suite.upstream.on(/\/v2\/write\/rephrase/, respondJson(200, { improvements: [{ text: 'I could really use a nap.', detected_source_language: 'en', target_language: 'en-US' }] }));
     const result = await client.rephraseText('I could real use a nap.', 'en-US');
@@ -51,11 +44,12 @@ describe('official SDK: deepl-node', function () {
     assertUpstream(only(suite.upstream), { method: 'POST', path: '/v2/write/correct', header: credential });
   });
 
-  describe("glossaries: account routes (the account's glossaries are shared by every user of the key)", function () {
-    // WAITS FOR the routes branch: account routes are closed by default and opened per app with openAccountRoutes.
+  describe("glossaries and usage: account routes (the account's glossaries and quota are shared by every user of the key)", function () {
+    // Account routes are closed by default and opened per app with openAccountRoutes.
     it('are refused by default, with nothing sent upstream', async function () {
       await assert.rejects(client.listGlossaries());
       await assert.rejects(client.listMultilingualGlossaries());
+      await assert.rejects(client.getUsage(), /Bad request/);
       assert.equal(suite.upstream.requests.length, 0);
     });
 
@@ -65,6 +59,13 @@ describe('official SDK: deepl-node', function () {
       });
       after(async function () {
         await suite.gateway.gateway.management.updateApp(suite.provisioned.appId, { openAccountRoutes: null });
+      });
+
+      it('getUsage (GET /v2/usage)', async function () {
+        suite.upstream.on(/\/v2\/usage/, respondJson(200, { character_count: 180118, character_limit: 1250000 }));
+        const usage = await client.getUsage();
+        assert.equal(usage.character.count, 180118);
+        assertUpstream(only(suite.upstream), { method: 'GET', path: '/v2/usage', header: credential });
       });
 
       it('listGlossaries (GET /v2/glossaries)', async function () {
