@@ -291,7 +291,7 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
 
   server.registerTool(
     'get_usage',
-    { description: "An app's usage over the last minutes: requests by provider, status and error type, with latency; tokens (input, output, cached, reasoning) in total and per device, provider and model; estimated spend in USD where the operator set prices (tollgate prices set).", inputSchema: { appId: z.string(), sinceMinutes: z.number().int().min(1).max(43_200).default(60) } },
+    { description: "An app's usage over the last minutes: requests by provider, status and error type, with latency; tokens (input, output, cached, reasoning) in total and per device, provider and model; estimated spend in USD from the operator's prices (tollgate prices set), else the dated default table, with the date of the prices used (spend.priceAsOf; \"operator price\" for the operator's own).", inputSchema: { appId: z.string(), sinceMinutes: z.number().int().min(1).max(43_200).default(60) } },
     ({ appId, sinceMinutes }) =>
       run(async () => {
         const now = Date.now();
@@ -307,7 +307,7 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
         // Tokens as the providers reported them (requests whose usage is unknown are not in these sums).
         const summary = await management.usageSummary(appId, now - sinceMinutes * 60_000, now + 1);
         const { byApp: _byApp, ...tokens } = summary.tokens;
-        // Estimated spend from the operator's price table (null while it is empty).
+        // Estimated spend: the operator's prices, else the dated default table; priceAsOf names the prices used.
         const spend = summary.spend === null ? null : (({ byApp: _apps, ...rest }) => rest)(summary.spend);
         return { appId, sinceMinutes, requests: events.length, byProvider, tokens, spend };
       }),
