@@ -60,7 +60,7 @@ export async function pricesPage(): Promise<void> {
       await pricesPage();
       say(`The price of ${price.model} is saved.`);
     }),
-    h('h2', {}, 'Default prices'),
+    h('h2', {}, 'Defaults'),
     h(
       'p',
       { class: 'muted', 'data-testid': 'default-prices-note' },
