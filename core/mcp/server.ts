@@ -8,6 +8,8 @@
  * changes something is written to the audit log under the admin key's name.
  */
 import type { EndUserService } from '../users/end-user-service';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { GatewayError, TollgateError } from '../contract';
@@ -36,11 +38,27 @@ const PROTOCOL_SUMMARY = `# Tollgate protocol (v1), summary
 Proxy: {base}/v1/proxy/{provider}/{version}/{path} with headers Tollgate-App-Token (at_…) and Tollgate-Device-Token.
 Device tokens come from POST {base}/v1/attest/{method} (apple-app-attest, android-play-integrity, android-key-attestation,
 development). The gateway strips client credentials, injects the provider key, and streams the answer back untouched.
-Errors: header Tollgate-Error and {"error":{"type","message","requestId"}}; types unauthorized (401), attestationFailed
-(403), rateLimited (429, Retry-After), secretNotFound (424), providerNotFound (404), invalidRequest (400/405/413),
-upstreamUnavailable (502), upstreamTimeout (504). Provider errors pass through unchanged.
+Errors: header Tollgate-Error and {"error":{"type","reason","message","requestId"}}; types unauthorized (401),
+attestationFailed (403), rateLimited (429, Retry-After), secretNotFound (424), providerNotFound (404), invalidRequest
+(400/405/413), upstreamUnavailable (502), upstreamTimeout (504), serviceUnavailable (503, Retry-After), internalError
+(500). Provider errors pass through unchanged. The whole protocol is docs/reference/protocol.md.
 SDK rules: initialize at app start; call only through the SDK's request/stream methods; never put a provider key in the
 app; simulators use development tokens in debug builds only; every security check is on in production builds.`;
+
+/**
+ * docs/reference/protocol.md (shipped in the package beside dist/), read once; the summary above where it is missing.
+ */
+let protocolText: string | undefined;
+export function protocolReference(): string {
+  if (protocolText === undefined) {
+    try {
+      protocolText = readFileSync(path.resolve(__dirname, '..', '..', '..', 'docs', 'reference', 'protocol.md'), 'utf8');
+    } catch {
+      protocolText = PROTOCOL_SUMMARY;
+    }
+  }
+  return protocolText;
+}
 
 const settingsShape = {
   deviceLimitPerMinute: z.number().int().min(1).max(1_000_000).optional().describe('requests per minute per device (default 60)'),
@@ -363,8 +381,8 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
       }),
   );
 
-  server.registerResource('protocol', 'tollgate://protocol', { title: 'Tollgate protocol summary', mimeType: 'text/markdown' }, (uri) => ({
-    contents: [{ uri: uri.href, mimeType: 'text/markdown', text: PROTOCOL_SUMMARY }],
+  server.registerResource('protocol', 'tollgate://protocol', { title: 'Tollgate wire protocol', mimeType: 'text/markdown' }, (uri) => ({
+    contents: [{ uri: uri.href, mimeType: 'text/markdown', text: protocolReference() }],
   }));
   server.registerResource('providers', 'tollgate://providers', { title: 'Provider catalog', mimeType: 'application/json' }, (uri) => ({
     contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify({ providers: catalog() }, null, 2) }],

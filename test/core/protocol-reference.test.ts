@@ -5,11 +5,13 @@
  *   or in errors.md, which protocol.md links for the management API's own reasons;
  * - every reason protocol.md (and errors.md) lists in its reason tables is one the code can send;
  * - every `Tollgate-*` header the code reads or writes is named in protocol.md, and every realtime close code too;
+ * - the assistant server serves this page as its `tollgate://protocol` resource;
  * - no project file points at the design folder outside the repository.
  */
 import { expect } from 'chai';
 import fs from 'node:fs';
 import path from 'node:path';
+import { protocolReference } from '../../core/mcp/server';
 import { CLOSE_CODES } from '../../core/realtime/session';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -162,6 +164,10 @@ describe('the protocol reference (docs/reference/protocol.md) and the code', () 
     expect(read('README.md')).to.include('docs/reference/protocol.md');
     expect(read('docs/reference/routes.md')).to.include('(protocol.md)');
     expect(read('docs/reference/errors.md')).to.include('(protocol.md)');
+  });
+
+  it('is what the assistant server serves as tollgate://protocol', () => {
+    expect(protocolReference()).to.equal(protocol);
   });
 
   it('leaves no project file pointing at the design folder outside the repository', () => {
