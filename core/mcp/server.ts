@@ -41,21 +41,28 @@ development). The gateway strips client credentials, injects the provider key, a
 Errors: header Tollgate-Error and {"error":{"type","reason","message","requestId"}}; types unauthorized (401),
 attestationFailed (403), rateLimited (429, Retry-After), secretNotFound (424), providerNotFound (404), invalidRequest
 (400/405/413), upstreamUnavailable (502), upstreamTimeout (504), serviceUnavailable (503, Retry-After), internalError
-(500). Provider errors pass through unchanged. The whole protocol is docs/reference/protocol.md.
-SDK rules: initialize at app start; call only through the SDK's request/stream methods; never put a provider key in the
-app; simulators use development tokens in debug builds only; every security check is on in production builds.`;
+(500). Provider errors pass through unchanged. The whole protocol is docs/reference/protocol.md.`;
+
+/** What an app that uses an SDK must do, served after the protocol. */
+const SDK_RULES = `## Rules for an app that uses an SDK
+
+Initialize at app start; call only through the SDK's request/stream methods; never put a provider key in the app;
+simulators use development tokens in debug builds only; every security check is on in production builds.`;
 
 /**
- * docs/reference/protocol.md (shipped in the package beside dist/), read once; the summary above where it is missing.
+ * The `tollgate://protocol` resource: docs/reference/protocol.md (shipped in the package beside dist/), read once, or
+ * the summary above where it is missing; then the rules for apps.
  */
 let protocolText: string | undefined;
 export function protocolReference(): string {
   if (protocolText === undefined) {
+    let protocol: string;
     try {
-      protocolText = readFileSync(path.resolve(__dirname, '..', '..', '..', 'docs', 'reference', 'protocol.md'), 'utf8');
+      protocol = readFileSync(path.resolve(__dirname, '..', '..', '..', 'docs', 'reference', 'protocol.md'), 'utf8');
     } catch {
-      protocolText = PROTOCOL_SUMMARY;
+      protocol = PROTOCOL_SUMMARY;
     }
+    protocolText = `${protocol.trimEnd()}\n\n${SDK_RULES}\n`;
   }
   return protocolText;
 }
