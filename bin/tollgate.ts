@@ -49,8 +49,8 @@ Usage:
                         [--device-minute-tokens N] [--app-minute-tokens N] [--provider-minute-tokens SLUG=N …]   (token budgets per UTC day and minute; 0 or '' clears one)
 ${REALTIME_USAGE}
   tollgate usage --app ID [--since MINUTES] [--by device|provider|model]   (requests, errors, tokens and estimated spend; default the last 1440 minutes)
-  tollgate prices list | set --provider SLUG --model MODEL --input-usd N --output-usd N | delete --provider SLUG --model MODEL
-                                                                            (USD per million tokens; the table ships empty)
+  tollgate prices list | defaults | set --provider SLUG --model MODEL --input-usd N --output-usd N | delete --provider SLUG --model MODEL
+                                                                            (USD per million tokens; yours override the dated defaults)
   tollgate requests --app ID [--device ID] [--limit N]                      (the request log, newest first)
   tollgate apps list | get --app ID | rotate-token --app ID [--grace HOURS] | disable --app ID | enable --app ID | delete --app ID
   tollgate secrets set --app ID --provider SLUG [--base-url URL]     (the value is read from stdin, never from argv)
@@ -642,6 +642,8 @@ async function main(argv: string[]): Promise<void> {
       });
     case 'prices list':
       return withCore(async (core) => ({ prices: await core.management.listPrices() }));
+    case 'prices defaults':
+      return withCore((core) => core.management.listDefaultPrices());
     case 'prices set': {
       const usd = (name: 'input-usd' | 'output-usd') => {
         const value = Number(required(options, name));

@@ -163,7 +163,7 @@ function requestLogQuery(appId: string, query: Readonly<Record<string, unknown>>
 
 /** RFC 4180 CSV; a cell that a spreadsheet would run as a formula (=, +, -, @) is prefixed with a quote (OWASP CSV injection). */
 function requestLogCsv(rows: ReadonlyArray<Record<string, unknown>>): string {
-  const columns = ['createdAt', 'requestId', 'deviceId', 'provider', 'method', 'route', 'status', 'errorType', 'reason', 'latencyMs', 'bytesIn', 'bytesOut', 'truncated', 'inputTokens', 'outputTokens', 'model'];
+  const columns = ['createdAt', 'requestId', 'deviceId', 'provider', 'method', 'route', 'status', 'errorType', 'reason', 'latencyMs', 'bytesIn', 'bytesOut', 'truncated', 'inputTokens', 'outputTokens', 'model', 'estimatedUsd', 'priceAsOf'];
   const cell = (value: unknown) => {
     let text = value === null || value === undefined ? '' : String(value);
     if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
@@ -476,11 +476,17 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
         return management.usageSummary(null, from, to);
       },
     },
-    // The price table (USD per million tokens) behind the usage summary's spend; shipped empty.
+    // The operator's price table (USD per million tokens); where it has no row, spend uses the dated default table.
     {
       method: 'get', path: '/prices', operationId: 'listPrices', tag: 'usage', summary: 'The price table: USD per million input and output tokens per provider and model',
       response: { schema: 'Price', description: 'prices', array: true },
       handle: () => management.listPrices(),
+    },
+    {
+      method: 'get', path: '/prices/defaults', operationId: 'listDefaultPrices', tag: 'usage',
+      summary: "The dated default price table spend falls back on where no operator price is set: each row with its provider's price page and the day it was read",
+      response: { schema: 'DefaultPrices', description: 'the default prices' },
+      handle: () => management.listDefaultPrices(),
     },
     {
       method: 'put', path: '/prices', operationId: 'setPrice', tag: 'usage', body: SetPriceInput,

@@ -117,7 +117,8 @@ const RESPONSE_SCHEMAS: Record<string, Schema> = {
         currency: { const: 'USD' },
         totalUsd: { type: 'number' },
         unpricedTokens: { type: 'integer', description: 'tokens of models without a price (not in the total)' },
-        byModel: { type: 'array', items: object({ provider: string, model: string, usd: { type: 'number' } }) },
+        priceAsOf: { type: 'array', items: string, description: 'every price date the total used: YYYY-MM-DD of the default price table, or "operator price"' },
+        byModel: { type: 'array', items: object({ provider: string, model: string, usd: { type: 'number' }, priceAsOf: { type: 'string', description: 'YYYY-MM-DD of the default price table, or "operator price"' } }) },
         byDevice: { type: 'array', items: object({ deviceId: string, usd: { type: 'number' } }) },
         byApp: { type: 'array', description: 'all-apps summary only (empty for one app): the top 50 apps by spend', items: object({ appId: string, usd: { type: 'number' } }) },
       }),
@@ -125,6 +126,22 @@ const RESPONSE_SCHEMAS: Record<string, Schema> = {
   }),
   Price: object({ provider: string, model: string, inputUsdPerMillion: { type: 'number' }, outputUsdPerMillion: { type: 'number' }, updatedAt: dateTime }),
   PriceDeleted: object({ provider: string, model: string, deleted: { const: true } }),
+  DefaultPrices: object({
+    enabled: { type: 'boolean', description: 'false: TOLLGATE_DEFAULT_PRICES=false, spend uses the operator prices only' },
+    sources: { type: 'object', additionalProperties: object({ url: string, asOf: { type: 'string', format: 'date' } }), description: "each provider's price page and the day it was read" },
+    prices: {
+      type: 'array',
+      items: object({
+        provider: string,
+        model: string,
+        inputUsdPerMillion: { type: 'number' },
+        outputUsdPerMillion: { type: 'number' },
+        priceAsOf: { type: 'string', format: 'date', description: "the day the provider's price page was read" },
+        source: string,
+        overridden: { type: 'boolean', description: 'an operator price for this provider and model wins over this row' },
+      }),
+    },
+  }),
   Integration: object({
     platform: { type: 'string', enum: ['ios', 'android', 'flutter', 'react-native'] },
     language: string,
@@ -177,6 +194,8 @@ const RESPONSE_SCHEMAS: Record<string, Schema> = {
         inputTokens: nullable({ type: 'integer', description: 'as the provider reported them; null: usage unknown' }),
         outputTokens: nullable({ type: 'integer' }),
         model: nullable(string),
+        estimatedUsd: nullable({ type: 'number', description: "tokens × the model's price; null: no tokens reported or no price for the model" }),
+        priceAsOf: nullable({ type: 'string', description: 'the price the estimate used: YYYY-MM-DD of the default price table, or "operator price"' }),
         session: nullable(
           object(
             {

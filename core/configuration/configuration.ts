@@ -48,6 +48,11 @@ export interface Configuration {
   readonly webhookRetryMs: number;
   /** `TOLLGATE_REQUEST_LOG_RETENTION_DAYS`, default 30 (7 to 3650): per-request rows (request log, usage) older than this are deleted hourly. */
   readonly requestLogRetentionDays: number;
+  /**
+   * `TOLLGATE_DEFAULT_PRICES`, default true: spend is estimated from the dated default price table
+   * (core/storage/default-prices.ts) where the operator set no price; false: from the operator's prices only.
+   */
+  readonly defaultPrices: boolean;
   /** `TOLLGATE_PUBLIC_URL`: the gateway's address as apps reach it (generated code embeds it). Default: the listen address. */
   readonly publicUrl: string | undefined;
   /** `TOLLGATE_HEADERS_TIMEOUT_MS`, default 20 000: a client must send its whole request head within this (slow-loris). */
@@ -214,6 +219,7 @@ export function loadConfiguration(env: Source = process.env, workingDirectory = 
     changePollMs: integer(source, 'TOLLGATE_CHANGE_POLL_MS', 1000, 10, 3_600_000),
     webhookRetryMs: integer(source, 'TOLLGATE_WEBHOOK_RETRY_MS', 5000, 10, 3_600_000),
     requestLogRetentionDays: integer(source, 'TOLLGATE_REQUEST_LOG_RETENTION_DAYS', 30, 7, 3650),
+    defaultPrices: boolean(source, 'TOLLGATE_DEFAULT_PRICES', true),
     publicUrl: source.TOLLGATE_PUBLIC_URL ? source.TOLLGATE_PUBLIC_URL.replace(/\/$/, '') : undefined,
     headersTimeoutMs: integer(source, 'TOLLGATE_HEADERS_TIMEOUT_MS', 20_000, 100, 600_000),
     requestTimeoutMs: integer(source, 'TOLLGATE_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),

@@ -1,5 +1,5 @@
 /**
- * Error types of the Tollgate wire protocol (../shared/design/protocol.md, "Errors") and the coded errors of the
+ * Error types of the Tollgate wire protocol (docs/reference/protocol.md, "Errors") and the coded errors of the
  * server's own internals.
  *
  * Two families, never mixed:

@@ -1,6 +1,6 @@
 /**
  * The provider plugin contract: what a provider folder (`providers/<slug>/`) or an external npm plugin declares.
- * Core varies only on this data; it never names a provider (../shared/design/style.md, lessons 1–3).
+ * Core varies only on this data; it never names a provider (docs/architecture.md).
  */
 import type { SecretValue } from './secret-value';
 import type { CredentialRoute, RealtimeRoute } from './realtime';

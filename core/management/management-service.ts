@@ -16,6 +16,7 @@ import type { SecretCipher } from '../storage/encryption';
 import { secretAssociatedData } from '../storage/cached-directory';
 import { databaseUnavailable, isDatabaseUnavailable } from '../storage/database-errors';
 import { IdempotencyStore, outcomeUnknown } from './idempotency';
+import { DEFAULT_PRICES, DEFAULT_PRICE_SOURCES, type DefaultPrice } from '../storage/default-prices';
 import {
   AppRepository,
   AuditRepository,
@@ -25,6 +26,7 @@ import {
   TokenRepository,
   UsageRepository,
   bumpChangeSequence,
+  priceFinder,
   type AppRow,
   type AuditEntry,
   type DeviceRow,
@@ -117,6 +119,11 @@ export interface ManagementOptions {
   readonly keyCheckTimeoutMs?: number;
   /** Called after a device (`*`: every device of the app) was revoked (webhook `device.revoked`). */
   readonly onDeviceRevoked?: (appId: string, deviceId: string) => void;
+  /**
+   * Estimate spend from the dated default price table where the operator set no price (`TOLLGATE_DEFAULT_PRICES`,
+   * default true); false: from the operator's prices only.
+   */
+  readonly defaultPrices?: boolean;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -580,9 +587,27 @@ export class ManagementService {
     return { appId, id, revoked: true };
   }
 
-  /** The operator's price table (USD per million tokens), shipped empty. */
+  /** The operator's own price table (USD per million tokens), shipped empty; it overrides the default table. */
   async listPrices(): Promise<Array<{ provider: string; model: string; inputUsdPerMillion: number; outputUsdPerMillion: number; updatedAt: string }>> {
     return (await new PriceRepository(this.database).list()).map((price) => ({ ...price, updatedAt: iso(price.updatedAt) }));
+  }
+
+  /**
+   * The dated default price table (core/storage/default-prices.ts): each row with the date its provider's page was read
+   * and the page, and whether an operator's price overrides it. `enabled` false: spend uses the operator's prices only.
+   */
+  async listDefaultPrices(): Promise<{ enabled: boolean; sources: typeof DEFAULT_PRICE_SOURCES; prices: Array<DefaultPrice & { overridden: boolean }> }> {
+    const own = priceFinder(await new PriceRepository(this.database).list());
+    return {
+      enabled: this.options.defaultPrices !== false,
+      sources: DEFAULT_PRICE_SOURCES,
+      prices: DEFAULT_PRICES.map((price) => ({ ...price, overridden: own(price.provider, price.model) !== undefined })),
+    };
+  }
+
+  /** The usage repository, with the default price table unless the operator turned it off. */
+  private usageRepository(): UsageRepository {
+    return new UsageRepository(this.database, this.options.defaultPrices === false ? [] : DEFAULT_PRICES);
   }
 
   /** Sets one model's price; the usage summary's spend uses it at once, for past events too. */
@@ -608,13 +633,17 @@ export class ManagementService {
   /** Usage for the dashboard's charts; `appId` null means every app. */
   async usageSummary(appId: string | null, fromMs: number, toMs: number, deviceId?: string): Promise<UsageSummary> {
     if (appId !== null) await this.requireApp(this.database, appId);
-    return new UsageRepository(this.database).summary(appId, fromMs, toMs, undefined, appId === null ? undefined : deviceId);
+    return this.usageRepository().summary(appId, fromMs, toMs, undefined, appId === null ? undefined : deviceId);
   }
 
-  /** The request log of one app, newest first (see {@link RequestLogQuery}). */
+  /**
+   * The request log of one app, newest first (see {@link RequestLogQuery}); each row with its estimated spend and the
+   * date of the price used (`priceAsOf`).
+   */
   async requestLog(query: RequestLogQuery): Promise<{ requests: Array<Omit<RequestLogEntry, 'createdAt'> & { createdAt: string }>; nextBefore: number | null }> {
     await this.requireApp(this.database, query.appId);
-    const rows = await new UsageRepository(this.database).requestLog(query);
+    const usage = this.usageRepository();
+    const rows = await usage.withSpend(await usage.requestLog(query));
     return {
       requests: rows.map((row) => ({ ...row, createdAt: iso(row.createdAt) })),
       nextBefore: rows.length === query.limit ? rows[rows.length - 1]!.id : null,

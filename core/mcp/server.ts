@@ -8,6 +8,8 @@
  * changes something is written to the audit log under the admin key's name.
  */
 import type { EndUserService } from '../users/end-user-service';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { GatewayError, TollgateError } from '../contract';
@@ -36,11 +38,34 @@ const PROTOCOL_SUMMARY = `# Tollgate protocol (v1), summary
 Proxy: {base}/v1/proxy/{provider}/{version}/{path} with headers Tollgate-App-Token (at_…) and Tollgate-Device-Token.
 Device tokens come from POST {base}/v1/attest/{method} (apple-app-attest, android-play-integrity, android-key-attestation,
 development). The gateway strips client credentials, injects the provider key, and streams the answer back untouched.
-Errors: header Tollgate-Error and {"error":{"type","message","requestId"}}; types unauthorized (401), attestationFailed
-(403), rateLimited (429, Retry-After), secretNotFound (424), providerNotFound (404), invalidRequest (400/405/413),
-upstreamUnavailable (502), upstreamTimeout (504). Provider errors pass through unchanged.
-SDK rules: initialize at app start; call only through the SDK's request/stream methods; never put a provider key in the
-app; simulators use development tokens in debug builds only; every security check is on in production builds.`;
+Errors: header Tollgate-Error and {"error":{"type","reason","message","requestId"}}; types unauthorized (401),
+attestationFailed (403), rateLimited (429, Retry-After), secretNotFound (424), providerNotFound (404), invalidRequest
+(400/405/413), upstreamUnavailable (502), upstreamTimeout (504), serviceUnavailable (503, Retry-After), internalError
+(500). Provider errors pass through unchanged. The whole protocol is docs/reference/protocol.md.`;
+
+/** What an app that uses an SDK must do, served after the protocol. */
+const SDK_RULES = `## Rules for an app that uses an SDK
+
+Initialize at app start; call only through the SDK's request/stream methods; never put a provider key in the app;
+simulators use development tokens in debug builds only; every security check is on in production builds.`;
+
+/**
+ * The `tollgate://protocol` resource: docs/reference/protocol.md (shipped in the package beside dist/), read once, or
+ * the summary above where it is missing; then the rules for apps.
+ */
+let protocolText: string | undefined;
+export function protocolReference(): string {
+  if (protocolText === undefined) {
+    let protocol: string;
+    try {
+      protocol = readFileSync(path.resolve(__dirname, '..', '..', '..', 'docs', 'reference', 'protocol.md'), 'utf8');
+    } catch {
+      protocol = PROTOCOL_SUMMARY;
+    }
+    protocolText = `${protocol.trimEnd()}\n\n${SDK_RULES}\n`;
+  }
+  return protocolText;
+}
 
 const settingsShape = {
   deviceLimitPerMinute: z.number().int().min(1).max(1_000_000).optional().describe('requests per minute per device (default 60)'),
@@ -291,7 +316,7 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
 
   server.registerTool(
     'get_usage',
-    { description: "An app's usage over the last minutes: requests by provider, status and error type, with latency; tokens (input, output, cached, reasoning) in total and per device, provider and model; estimated spend in USD where the operator set prices (tollgate prices set).", inputSchema: { appId: z.string(), sinceMinutes: z.number().int().min(1).max(43_200).default(60) } },
+    { description: "An app's usage over the last minutes: requests by provider, status and error type, with latency; tokens (input, output, cached, reasoning) in total and per device, provider and model; estimated spend in USD from the operator's prices (tollgate prices set), else the dated default table, with the date of the prices used (spend.priceAsOf; \"operator price\" for the operator's own).", inputSchema: { appId: z.string(), sinceMinutes: z.number().int().min(1).max(43_200).default(60) } },
     ({ appId, sinceMinutes }) =>
       run(async () => {
         const now = Date.now();
@@ -307,7 +332,7 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
         // Tokens as the providers reported them (requests whose usage is unknown are not in these sums).
         const summary = await management.usageSummary(appId, now - sinceMinutes * 60_000, now + 1);
         const { byApp: _byApp, ...tokens } = summary.tokens;
-        // Estimated spend from the operator's price table (null while it is empty).
+        // Estimated spend: the operator's prices, else the dated default table; priceAsOf names the prices used.
         const spend = summary.spend === null ? null : (({ byApp: _apps, ...rest }) => rest)(summary.spend);
         return { appId, sinceMinutes, requests: events.length, byProvider, tokens, spend };
       }),
@@ -363,8 +388,8 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
       }),
   );
 
-  server.registerResource('protocol', 'tollgate://protocol', { title: 'Tollgate protocol summary', mimeType: 'text/markdown' }, (uri) => ({
-    contents: [{ uri: uri.href, mimeType: 'text/markdown', text: PROTOCOL_SUMMARY }],
+  server.registerResource('protocol', 'tollgate://protocol', { title: 'Tollgate wire protocol', mimeType: 'text/markdown' }, (uri) => ({
+    contents: [{ uri: uri.href, mimeType: 'text/markdown', text: protocolReference() }],
   }));
   server.registerResource('providers', 'tollgate://providers', { title: 'Provider catalog', mimeType: 'application/json' }, (uri) => ({
     contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify({ providers: catalog() }, null, 2) }],

@@ -3,7 +3,7 @@
  *
  * The provider path is joined to the provider's declared base URL as a string and never resolved with `new URL(path,
  * base)`: on Node 20, `//evil`, `\\evil`, `/\evil`, `http:evil` and a leading tab all move the host, and `%2e%2e` is
- * read as `..` (../shared/design/style.md, "Known traps"). So the path is checked after percent-decoding (repeatedly,
+ * read as `..` (a known trap of URL resolution). So the path is checked after percent-decoding (repeatedly,
  * to catch double encoding), joined, and the result is asserted to keep the base's origin and path prefix.
  */
 import { GatewayError, type ProxyRoute } from '../contract';

@@ -303,6 +303,7 @@ export async function createGatewayCore(
     onDeviceRevoked: (appId, deviceId) => webhooks.emit(appId, 'device.revoked', { device: deviceId === '*' ? null : deviceId, allDevices: deviceId === '*' }),
     allowPrivateUpstreams: options.allowPrivateUpstreams ?? false,
     production: configuration.production,
+    defaultPrices: configuration.defaultPrices,
     clock,
   });
   return {

@@ -4,6 +4,7 @@
  */
 import type { Knex } from 'knex';
 import { DEFAULT_APP_SETTINGS, type AppSettings } from '../contract';
+import { DEFAULT_PRICES, OPERATOR_PRICE, type DefaultPrice } from './default-prices';
 
 export interface AppRow {
   readonly id: string;
@@ -459,6 +460,10 @@ export interface RequestLogEntry {
   readonly model: string | null;
   /** Present on a realtime session's row. */
   readonly session: RealtimeSessionFigures | null;
+  /** Estimated spend in USD (tokens × the model's price); null without tokens or without a price for the model. */
+  readonly estimatedUsd?: number | null;
+  /** The date of the price the estimate used (`YYYY-MM-DD` of the default table) or "operator price"; null with no estimate. */
+  readonly priceAsOf?: string | null;
 }
 
 function parseSession(value: unknown): RealtimeSessionFigures | null {
@@ -550,7 +555,27 @@ const SQLITE_ROWS_PER_INSERT = 16;
 const sqliteInserts = new WeakMap<object, { one: { run(values: readonly UsageValue[]): unknown }; wide: { run(values: readonly UsageValue[]): unknown }; values: UsageValue[] }>();
 
 export class UsageRepository {
-  constructor(private readonly database: Knex) {}
+  /** `defaultPrices`: the table spend falls back on where the operator set no price (empty: operator prices only). */
+  constructor(
+    private readonly database: Knex,
+    private readonly defaultPrices: readonly DefaultPrice[] = DEFAULT_PRICES,
+  ) {}
+
+  /** Finds the price of a provider's model: the operator's own first, else the default table's (see {@link priceBook}). */
+  async prices(): Promise<PriceLookup> {
+    return priceBook(await new PriceRepository(this.database).list(), this.defaultPrices);
+  }
+
+  /** Each row with its estimated spend and the date of the price used (null where there are no tokens or no price). */
+  async withSpend<T extends { readonly provider: string; readonly model: string | null; readonly inputTokens: number | null; readonly outputTokens: number | null }>(rows: readonly T[]): Promise<Array<T & { estimatedUsd: number | null; priceAsOf: string | null }>> {
+    const lookup = rows.some((row) => row.model !== null && row.inputTokens !== null) ? await this.prices() : undefined;
+    return rows.map((row) => {
+      const price = lookup && row.model !== null && row.inputTokens !== null ? lookup(row.provider, row.model) : undefined;
+      return price
+        ? { ...row, estimatedUsd: costOf(price, row.inputTokens ?? 0, row.outputTokens ?? 0), priceAsOf: price.priceAsOf }
+        : { ...row, estimatedUsd: null, priceAsOf: null };
+    });
+  }
 
   /** The request log of one app, newest first, filtered; at most `limit` rows before the `before` cursor. */
   async requestLog(query: RequestLogQuery): Promise<RequestLogEntry[]> {
@@ -726,14 +751,17 @@ export class UsageRepository {
       (sum, row) => ({ inputTokens: sum.inputTokens + row.inputTokens, outputTokens: sum.outputTokens + row.outputTokens, cachedTokens: sum.cachedTokens + row.cachedTokens, reasoningTokens: sum.reasoningTokens + row.reasoningTokens, requestsWithUsage: sum.requestsWithUsage + row.requests }),
       { inputTokens: 0, outputTokens: 0, cachedTokens: 0, reasoningTokens: 0, requestsWithUsage: 0 },
     );
-    // Estimated spend from the operator's price table (none set: spend null, never a guess).
-    const prices = await new PriceRepository(this.database).list();
+    // Estimated spend: the operator's prices first, else the dated default table (neither: spend null, never a guess).
+    const operatorPrices = await new PriceRepository(this.database).list();
     let spend: UsageSummary['spend'] = null;
-    if (prices.length > 0) {
-      const priceOf = priceFinder(prices);
+    if (operatorPrices.length > 0 || this.defaultPrices.length > 0) {
+      const priceOf = priceBook(operatorPrices, this.defaultPrices);
+      const usedDates = new Set<string>();
       const cost = (provider: string, model: string | null, input: number, output: number) => {
         const price = model === null ? undefined : priceOf(provider, model);
-        return price === undefined ? undefined : (input * price.inputUsdPerMillion + output * price.outputUsdPerMillion) / 1_000_000;
+        if (price === undefined) return undefined;
+        usedDates.add(price.priceAsOf);
+        return { usd: costOf(price, input, output), priceAsOf: price.priceAsOf };
       };
       // Per app too on the all-apps summary, so that the spend per app comes from the same rows.
       const groups = appId === null ? ['app_id', 'provider', 'model'] : ['provider', 'model'];
@@ -745,20 +773,20 @@ export class UsageRepository {
         .limit(5000)) as Row[];
       let total = 0;
       let unpricedTokens = 0;
-      const modelSpend = new Map<string, { provider: string; model: string; usd: number }>();
+      const modelSpend = new Map<string, { provider: string; model: string; usd: number; priceAsOf: string }>();
       const appSpend = new Map<string, number>();
       for (const row of perModel) {
         const input = Number(row.input ?? 0);
         const output = Number(row.output ?? 0);
-        const usd = cost(row.provider as string, (row.model as string | null) ?? null, input, output);
-        if (usd === undefined) unpricedTokens += input + output;
+        const estimate = cost(row.provider as string, (row.model as string | null) ?? null, input, output);
+        if (estimate === undefined) unpricedTokens += input + output;
         else {
-          total += usd;
+          total += estimate.usd;
           const key = `${row.provider as string}\u0000${row.model as string}`;
-          const entry = modelSpend.get(key) ?? { provider: row.provider as string, model: row.model as string, usd: 0 };
-          entry.usd += usd;
+          const entry = modelSpend.get(key) ?? { provider: row.provider as string, model: row.model as string, usd: 0, priceAsOf: estimate.priceAsOf };
+          entry.usd += estimate.usd;
           modelSpend.set(key, entry);
-          if (appId === null) appSpend.set(row.app_id as string, (appSpend.get(row.app_id as string) ?? 0) + usd);
+          if (appId === null) appSpend.set(row.app_id as string, (appSpend.get(row.app_id as string) ?? 0) + estimate.usd);
         }
       }
       const byModel = [...modelSpend.values()];
@@ -773,13 +801,14 @@ export class UsageRepository {
         : [];
       const deviceSpend = new Map<string, number>();
       for (const row of perDevice) {
-        const usd = cost(row.provider as string, (row.model as string | null) ?? null, Number(row.input ?? 0), Number(row.output ?? 0));
-        if (usd !== undefined) deviceSpend.set(row.device_id as string, (deviceSpend.get(row.device_id as string) ?? 0) + usd);
+        const estimate = cost(row.provider as string, (row.model as string | null) ?? null, Number(row.input ?? 0), Number(row.output ?? 0));
+        if (estimate !== undefined) deviceSpend.set(row.device_id as string, (deviceSpend.get(row.device_id as string) ?? 0) + estimate.usd);
       }
       spend = {
         currency: 'USD',
         totalUsd: total,
         unpricedTokens,
+        priceAsOf: [...usedDates].sort(),
         byModel: byModel.sort((a, b) => b.usd - a.usd),
         byDevice: topDeviceIds.map((deviceId) => ({ deviceId, usd: deviceSpend.get(deviceId) ?? 0 })).sort((a, b) => b.usd - a.usd),
         byApp: [...appSpend].map(([id, usd]) => ({ appId: id, usd })).sort((a, b) => b.usd - a.usd).slice(0, 50),
@@ -867,15 +896,18 @@ export interface UsageSummary {
    * totals, then per app (all-apps summaries only), the top 10 devices, every provider and the top 50 models.
    */
   /**
-   * Estimated spend in USD from the operator's price table (tokens × the model's price); null while the table is empty.
-   * `unpricedTokens`: tokens of models with no price (not in the total). Devices: the top 10 by tokens; apps (all-apps
+   * Estimated spend in USD (tokens × the model's price): the operator's price of a model, else the default table's;
+   * null only when there is neither (no operator price and `TOLLGATE_DEFAULT_PRICES=false`). `unpricedTokens`: tokens
+   * of models with no price (not in the total). `priceAsOf`: every price date the total used (`YYYY-MM-DD` of the
+   * default table, or "operator price"); each model's row names its own. Devices: the top 10 by tokens; apps (all-apps
    * summaries): the top 50 by spend.
    */
   readonly spend: {
     readonly currency: 'USD';
     readonly totalUsd: number;
     readonly unpricedTokens: number;
-    readonly byModel: ReadonlyArray<{ readonly provider: string; readonly model: string; readonly usd: number }>;
+    readonly priceAsOf: readonly string[];
+    readonly byModel: ReadonlyArray<{ readonly provider: string; readonly model: string; readonly usd: number; readonly priceAsOf: string }>;
     readonly byDevice: ReadonlyArray<{ readonly deviceId: string; readonly usd: number }>;
     /** All-apps summaries only (empty for one app's): the top 50 apps by spend. */
     readonly byApp: ReadonlyArray<{ readonly appId: string; readonly usd: number }>;
@@ -905,9 +937,38 @@ const MODEL_VERSION_SUFFIX = /(?:[-@](?:\d{4}-\d{2}-\d{2}|\d{8}|\d{3})|-v\d+(?::
  * (`gpt-4o-mini-2024-07-18` is priced as `gpt-4o-mini` unless it has its own row). Never a looser match: an unpriced
  * model has no spend rather than another model's price.
  */
-export function priceFinder(prices: readonly Price[]): (provider: string, model: string) => Price | undefined {
+export function priceFinder<T extends { readonly provider: string; readonly model: string }>(prices: readonly T[]): (provider: string, model: string) => T | undefined {
   const table = new Map(prices.map((price) => [`${price.provider}\u0000${price.model}`, price]));
   return (provider, model) => table.get(`${provider}\u0000${model}`) ?? table.get(`${provider}\u0000${model.replace(MODEL_VERSION_SUFFIX, '')}`);
+}
+
+/** The price a spend estimate used, with its date: the default table's `YYYY-MM-DD`, or "operator price". */
+export interface PriceUsed {
+  readonly inputUsdPerMillion: number;
+  readonly outputUsdPerMillion: number;
+  readonly priceAsOf: string;
+}
+
+export type PriceLookup = (provider: string, model: string) => PriceUsed | undefined;
+
+/**
+ * The price of a provider's model: the operator's own (exact name, then without its dated suffix), else the default
+ * table's (the same two ways). An operator's price for `gpt-4o-mini` thus also wins over the default row of
+ * `gpt-4o-mini-2024-07-18`'s undated name, never the other way round.
+ */
+export function priceBook(operator: readonly Price[], defaults: readonly DefaultPrice[]): PriceLookup {
+  const own = priceFinder(operator);
+  const fallback = priceFinder(defaults);
+  return (provider, model) => {
+    const set = own(provider, model);
+    if (set) return { inputUsdPerMillion: set.inputUsdPerMillion, outputUsdPerMillion: set.outputUsdPerMillion, priceAsOf: OPERATOR_PRICE };
+    return fallback(provider, model);
+  };
+}
+
+/** USD for the tokens at a price per million. */
+export function costOf(price: { readonly inputUsdPerMillion: number; readonly outputUsdPerMillion: number }, input: number, output: number): number {
+  return (input * price.inputUsdPerMillion + output * price.outputUsdPerMillion) / 1_000_000;
 }
 
 export class PriceRepository {

@@ -3,7 +3,7 @@
  *
  * Why GCRA: it keeps one number per key (the theoretical arrival time, TAT), admits a burst of at most `limit` requests
  * and then exactly `limit` per window, and has no window edge. A fixed-window limiter admits up to twice the limit
- * across the edge of two windows (../shared/design/style.md, "Known traps").
+ * across the edge of two windows (a known trap of fixed windows).
  *
  * For `limit` units per `window`: the emission interval is T = window / limit. A request at time `now` is admitted when
  * `max(TAT, now) + T - window <= now`; TAT then advances by T.

@@ -75,6 +75,10 @@ export interface RequestLog {
     bytesOut: number;
     truncated: boolean;
     requestId: string | null;
+    /** Tokens × the model's price; null without tokens or without a price. */
+    estimatedUsd?: number | null;
+    /** The price the estimate used: the default table's date (YYYY-MM-DD) or "operator price". */
+    priceAsOf?: string | null;
   }>;
   nextBefore: number | null;
 }
@@ -111,12 +115,14 @@ export interface Usage {
   latencyByProvider: Array<{ provider: string; requests: number; p50Ms: number; p95Ms: number }>;
   topDevices: Array<{ deviceId: string; requests: number }>;
   verification: { verified: number; unverified: number };
-  /** Estimated spend from the operator's price table; null while no price is set. */
+  /** Estimated spend: the operator's prices, else the dated default table; null when there is neither. */
   spend?: {
     currency: 'USD';
     totalUsd: number;
     unpricedTokens: number;
-    byModel: Array<{ provider: string; model: string; usd: number }>;
+    /** Every price date the total used: YYYY-MM-DD of the default table, or "operator price". */
+    priceAsOf: string[];
+    byModel: Array<{ provider: string; model: string; usd: number; priceAsOf: string }>;
     byDevice: Array<{ deviceId: string; usd: number }>;
     /** All-apps summary only. */
     byApp?: Array<{ appId: string; usd: number }>;
@@ -146,6 +152,12 @@ export interface Price {
   inputUsdPerMillion: number;
   outputUsdPerMillion: number;
   updatedAt: string;
+}
+
+/** The dated default price table (`GET /v1/admin/prices/defaults`). */
+export interface DefaultPrices {
+  enabled: boolean;
+  prices: Array<{ provider: string; model: string; inputUsdPerMillion: number; outputUsdPerMillion: number; priceAsOf: string; source: string; overridden: boolean }>;
 }
 
 /** "Test this key": the outcome of one harmless request with the stored key (never the key or the provider's body). */

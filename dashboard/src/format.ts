@@ -34,3 +34,15 @@ export type Unit = 'usd' | 'ms' | 'count';
 export function inUnit(value: number, unit: Unit): string {
   return unit === 'usd' ? money(value) : unit === 'ms' ? duration(value) : compact(value);
 }
+
+/**
+ * Which prices a spend estimate used, to show beside it: `prices as of 2026-12-05` (the default table's date),
+ * `operator price`, or both joined; '' when none.
+ */
+export function pricesUsed(priceAsOf: readonly string[] | string | null | undefined): string {
+  const dates = (typeof priceAsOf === 'string' ? [priceAsOf] : [...(priceAsOf ?? [])]).filter(Boolean);
+  const operator = dates.includes('operator price');
+  const defaults = dates.filter((date) => date !== 'operator price').sort();
+  const parts = [...(defaults.length ? [`prices as of ${defaults.join(', ')}`] : []), ...(operator ? ['operator price'] : [])];
+  return parts.join('; ');
+}

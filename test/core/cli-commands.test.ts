@@ -122,6 +122,11 @@ describe('tollgate CLI: every command', function () {
     expect(await ok(['prices', 'set', '--provider', 'openai', '--model', 'cli-model', '--input-usd', '1', '--output-usd', '2'], env)).to.deep.include({ provider: 'openai', model: 'cli-model' });
     expect(JSON.stringify(await ok(['prices', 'list'], env))).to.include('cli-model');
     expect(await ok(['prices', 'delete', '--provider', 'openai', '--model', 'cli-model'], env)).to.deep.include({ deleted: true });
+    // The dated default table behind estimates where no price is set: each row with the day its page was read.
+    const defaults = (await ok(['prices', 'defaults'], env)) as unknown as { enabled: boolean; prices: Array<{ provider: string; model: string; priceAsOf: string; source: string }> };
+    expect(defaults.enabled).to.equal(true);
+    expect(defaults.prices.find((price) => price.provider === 'openai' && price.model === 'gpt-4o-mini')).to.deep.include({ source: 'https://platform.openai.com/docs/pricing' });
+    expect(defaults.prices.every((price) => /^\d{4}-\d{2}-\d{2}$/.test(price.priceAsOf))).to.equal(true);
     const providers = (await ok(['providers', 'list'], env)).providers as Array<{ slug: string }>;
     expect(providers.map((provider) => provider.slug)).to.include('openai');
   });

@@ -12,6 +12,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { DEFAULT_APP_SETTINGS } from '../../core/contract';
 import { budgetsFor, secondsToNextUtcMinute, secondsToUtcMidnight } from '../../core/pipeline/token-budget';
+import { DEFAULT_PRICE_SOURCES } from '../../core/storage/default-prices';
 import { FakeUpstream, sseEvents, type Responder } from '../support/fake-upstream';
 import { TestGateway, type Provisioned } from '../support/gateway';
 
@@ -159,7 +160,13 @@ describe('token budgets (one node)', function () {
     expect(prices('delete', '--provider', 'anthropic', '--model', 'claude-3-5-haiku')).to.deep.include({ deleted: true });
     const usage = spawnSync(process.execPath, [CLI, 'usage', '--app', appId, '--by', 'model'], { env: { PATH: process.env.PATH ?? '', ...gateway.env }, encoding: 'utf8' });
     expect(usage.status, usage.stderr).to.equal(0);
-    expect(JSON.parse(usage.stdout)).to.deep.include({ app: appId, requests: 0, inputTokens: 0, by: 'model', groups: [], spend: null });
+    // No tokens yet: an estimate of nothing (the default price table is on), with no price date used.
+    expect(JSON.parse(usage.stdout)).to.deep.include({ app: appId, requests: 0, inputTokens: 0, by: 'model', groups: [], spend: { currency: 'USD', totalUsd: 0, unpricedTokens: 0, priceAsOf: [], byModel: [], byDevice: [], byApp: [] } });
+    // The dated default table, each row with its provider's price page.
+    const defaults = prices('defaults') as { enabled: boolean; prices: Array<{ provider: string; model: string; priceAsOf: string; source: string }> };
+    expect(defaults.enabled).to.equal(true);
+    expect(defaults.prices.find((price) => price.provider === 'anthropic' && price.model === 'claude-3-5-haiku')).to.deep.include({ inputUsdPerMillion: 0.8, outputUsdPerMillion: 4, overridden: false });
+    expect(defaults.prices.every((price) => /^\d{4}-\d{2}-\d{2}$/.test(price.priceAsOf) && price.source.startsWith('https://'))).to.equal(true);
 
     const client = new Client({ name: 'budget-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${gateway.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${adminKey}` } } }));
@@ -201,13 +208,18 @@ describe('token budgets (one node)', function () {
       expect(usage.tokens.byDevice[0]).to.deep.include({ deviceId: device.deviceId, inputTokens: 90, outputTokens: 30, requests: 1 });
       expect(usage.tokens.byModel[0]).to.deep.include({ model: 'gpt-4o-mini', inputTokens: 90 });
       expect(usage.tokens.byProvider[0]).to.deep.include({ provider: 'openai', outputTokens: 30 });
-      expect((usage as unknown as { spend: unknown }).spend, 'no price set: no spend').to.equal(null);
-      // Prices over the admin API (USD per million tokens); spend follows at once.
+      // No operator price: estimated from the dated default table (gpt-4o-mini's published price), with its date.
+      const byDefault = (usage as unknown as { spend: { totalUsd: number; priceAsOf: string[]; byModel: Array<{ model: string; priceAsOf: string }> } }).spend;
+      expect(byDefault.totalUsd).to.be.closeTo((90 * 0.15 + 30 * 0.6) / 1_000_000, 1e-12);
+      expect(byDefault.priceAsOf).to.deep.equal([DEFAULT_PRICE_SOURCES.openai!.asOf]);
+      expect(byDefault.byModel[0]).to.deep.include({ model: 'gpt-4o-mini', priceAsOf: DEFAULT_PRICE_SOURCES.openai!.asOf });
+      // Prices over the admin API (USD per million tokens) override it; spend follows at once.
       const price = await admin('PUT', '/prices', { provider: 'openai', model: 'gpt-4o-mini', inputUsdPerMillion: 1000, outputUsdPerMillion: 2000 });
       expect(price.status).to.equal(200);
       const priced = (await client.callTool({ name: 'get_usage', arguments: { appId: device.appId, sinceMinutes: 5 } })) as { content: Array<{ text: string }> };
-      const spend = (JSON.parse(priced.content[0]!.text) as { spend: { totalUsd: number; byDevice: Array<{ deviceId: string; usd: number }> } }).spend;
+      const spend = (JSON.parse(priced.content[0]!.text) as { spend: { totalUsd: number; priceAsOf: string[]; byDevice: Array<{ deviceId: string; usd: number }> } }).spend;
       expect(spend.totalUsd).to.be.closeTo(0.09 + 0.06, 1e-9);
+      expect(spend.priceAsOf).to.deep.equal(['operator price']);
       expect(spend.byDevice[0]!.deviceId).to.equal(device.deviceId);
       const deleted = await fetch(`${gateway.url}/v1/admin/prices?provider=openai&model=gpt-4o-mini`, { method: 'DELETE', headers: { authorization: `Bearer ${adminKey}` } });
       expect(deleted.status).to.equal(200);

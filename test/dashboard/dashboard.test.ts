@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { AuditRepository, DeviceRepository } from '../../core/storage/repositories';
+import { DEFAULT_PRICES } from '../../core/storage/default-prices';
 import { FakeUpstream, respondJson } from '../support/fake-upstream';
 import { TestGateway } from '../support/gateway';
 
@@ -267,14 +268,26 @@ describe('dashboard in Chromium', function () {
     expect(await bars('chart-tokens-devices')).to.deep.equal([`${deviceId}|input|33`, `${deviceId}|output|21`]);
     expect(await bars('chart-tokens-models')).to.deep.equal(['gpt-4o-mini-2024-07-18|input|33', 'gpt-4o-mini-2024-07-18|output|21']);
     expect(await page.getByTestId('total-tokens').textContent()).to.equal('33 input and 21 output tokens reported by the providers.');
-    expect(await page.getByTestId('total-spend').textContent()).to.match(/^No prices set/);
-    // With a price (USD per million tokens), the estimated spend per device follows.
+    // No price of the operator's: the dated default table prices gpt-4o-mini, and its date shows beside the estimate.
+    const published = DEFAULT_PRICES.find((price) => price.provider === 'openai' && price.model === 'gpt-4o-mini')!;
+    const defaultUsd = (33 * published.inputUsdPerMillion + 21 * published.outputUsdPerMillion) / 1_000_000;
+    expect(await page.getByTestId('total-spend').textContent()).to.equal(`Estimated spend: $${Number(defaultUsd.toPrecision(2))}.`);
+    expect(await page.getByTestId('spend-price-as-of').textContent()).to.equal(` Estimated from prices as of ${published.priceAsOf}.`);
+    expect(await page.locator('#chart-spend-models figcaption').textContent()).to.include(`prices as of ${published.priceAsOf}`);
+    // With a price of the operator's (USD per million tokens), the estimated spend per device follows, marked as theirs.
     await gateway.gateway.management.setPrice({ provider: 'openai', model: 'gpt-4o-mini', inputUsdPerMillion: 1000, outputUsdPerMillion: 2000 });
     await page.getByRole('button', { name: 'Refresh now' }).click();
+    await page.getByTestId('total-spend').filter({ hasText: 'Estimated spend: $0.075.' }).waitFor();
     await page.getByTestId('chart-spend-devices').waitFor();
-    expect(await page.getByTestId('total-spend').textContent()).to.equal('Estimated spend: $0.075.');
+    expect(await page.getByTestId('spend-price-as-of').textContent()).to.equal(' Estimated from operator price.');
     expect(await bars('chart-spend-devices')).to.deep.equal([`${deviceId}|USD|0.075`]);
+    // The overview's spend tile names the prices too.
+    await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Overview' }).click();
+    await page.getByTestId('tile-spend').waitFor();
+    expect(await page.getByTestId('tile-spend').locator('.tile-note').textContent()).to.equal('operator price');
     await gateway.gateway.management.deletePrice({ provider: 'openai', model: 'gpt-4o-mini' });
+    await page.getByRole('navigation', { name: 'Browser app sections' }).getByRole('link', { name: 'Usage' }).click();
+    await page.getByTestId('spend-price-as-of').filter({ hasText: `prices as of ${published.priceAsOf}` }).waitFor();
     await checkpoint('usage');
   });
 
@@ -333,8 +346,15 @@ describe('dashboard in Chromium', function () {
     }
     const href = (await page.locator('a[download]').getAttribute('href')) ?? '';
     const csv = await page.evaluate(async (url) => (await fetch(url)).text(), href);
-    expect(csv.split('\r\n')[0]).to.equal('createdAt,requestId,deviceId,provider,method,route,status,errorType,reason,latencyMs,bytesIn,bytesOut,truncated,inputTokens,outputTokens,model');
+    expect(csv.split('\r\n')[0]).to.equal('createdAt,requestId,deviceId,provider,method,route,status,errorType,reason,latencyMs,bytesIn,bytesOut,truncated,inputTokens,outputTokens,model,estimatedUsd,priceAsOf');
     expect(csv.trim().split('\r\n')).to.have.length(4);
+    // Each row's estimated spend shows with the date of the price it used (the default table's: no operator price now).
+    const asOf = DEFAULT_PRICES.find((price) => price.provider === 'openai' && price.model === 'gpt-4o-mini')!.priceAsOf;
+    expect(await page.getByTestId('price-as-of').allTextContents()).to.deep.equal([`prices as of ${asOf}`, `prices as of ${asOf}`, `prices as of ${asOf}`]);
+    for (const line of csv.trim().split('\r\n').slice(1)) expect(line.endsWith(`,${asOf}`), line).to.equal(true);
+    await page.getByRole('button', { name: 'Details' }).first().click();
+    expect(await page.getByTestId('request-detail').textContent()).to.match(new RegExp(`Estimated spend\\$[0-9.]+ \\(prices as of ${asOf}\\)`));
+    await page.getByRole('button', { name: 'Details' }).first().click();
     await checkpoint('requests');
   });
 
@@ -515,7 +535,17 @@ describe('dashboard in Chromium', function () {
   it('lists, sets, edits and deletes prices; a bad price is refused naming its field; the spend follows each edit', async () => {
     await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Prices' }).click();
     await page.getByRole('heading', { name: 'Prices' }).waitFor();
-    expect(await page.locator('main table caption').textContent()).to.match(/^No prices yet/);
+    expect(await page.locator('main table caption').first().textContent()).to.match(/^No prices of your own: spend is estimated from the default prices below/);
+    // The dated default table, each row linking its provider's price page; Override fills the form with the row.
+    const defaultRow = page.getByTestId('default-prices').locator('tbody tr').filter({ hasText: 'claude-3-5-haiku' });
+    const asOf = DEFAULT_PRICES.find((price) => price.provider === 'anthropic' && price.model === 'claude-3-5-haiku')!.priceAsOf;
+    expect(await defaultRow.locator('a').textContent()).to.equal(asOf);
+    expect(await defaultRow.locator('a').getAttribute('href')).to.equal('https://platform.claude.com/docs/en/about-claude/pricing');
+    await page.getByRole('button', { name: 'Override anthropic claude-3-5-haiku' }).click();
+    expect(await page.getByLabel('Provider', { exact: true }).inputValue()).to.equal('anthropic');
+    expect(await page.getByLabel('Model', { exact: true }).inputValue()).to.equal('claude-3-5-haiku');
+    expect(await page.getByLabel('Input USD per million tokens').inputValue()).to.equal('0.8');
+    expect(await page.getByLabel('Output USD per million tokens').inputValue()).to.equal('4');
     await page.getByLabel('Provider', { exact: true }).selectOption('openai');
     await page.getByLabel('Model', { exact: true }).fill('gpt-4o-mini');
     await page.getByLabel('Input USD per million tokens').fill('2000000');
@@ -529,7 +559,9 @@ describe('dashboard in Chromium', function () {
     await page.getByLabel('Input USD per million tokens').fill('1000');
     await page.getByRole('button', { name: 'Save price' }).click();
     await page.getByText('The price of gpt-4o-mini is saved.').waitFor();
-    expect(await page.locator('main table tbody tr').first().locator('td').allTextContents()).to.deep.include.members(['openaigpt-4o-mini', '1000 input, 2000 output']);
+    expect(await page.locator('main table').first().locator('tbody tr').first().locator('td').allTextContents()).to.deep.include.members(['openaigpt-4o-mini', '1000 input, 2000 output']);
+    // The default row it overrides says so.
+    expect(await page.getByTestId('default-prices').locator('tbody tr').filter({ hasText: /^openaigpt-4o-mini\d/ }).textContent()).to.include('overridden by your price');
     await checkpoint('prices');
 
     // The spend on the app's usage page is the tokens it states times the price (the model's dated name falls back).
@@ -575,8 +607,11 @@ describe('dashboard in Chromium', function () {
     await page.getByText('The price of gpt-4o-mini is removed.').waitFor();
     expect(asked).to.include('gpt-4o-mini');
     expect(await gateway.gateway.management.listPrices()).to.deep.equal([]);
+    // Back to the default table's price, with its date.
     await page.goto(`${gateway.url}/dashboard/#/apps/${appId}/usage`);
-    await page.getByTestId('total-spend').filter({ hasText: /^No prices set/ }).waitFor();
+    const published = DEFAULT_PRICES.find((price) => price.provider === 'openai' && price.model === 'gpt-4o-mini')!;
+    await page.getByTestId('spend-price-as-of').filter({ hasText: `prices as of ${published.priceAsOf}` }).waitFor();
+    expect(await page.getByTestId('total-spend').textContent()).to.equal(spend(published.inputUsdPerMillion, published.outputUsdPerMillion));
   });
 
   it('fits a 390 px phone screen with token budgets, prices and spend charts: no page and no table wider than the screen', async () => {

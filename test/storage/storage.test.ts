@@ -13,6 +13,7 @@ import { createGatewayCore } from '../../core/server/gateway';
 import { CachedDirectory } from '../../core/storage/cached-directory';
 import { AuditRepository, DeviceRepository, UsageRepository, bumpChangeSequence, readChangeSequence } from '../../core/storage/repositories';
 import { UsageRecorder } from '../../core/storage/usage-recorder';
+import { DEFAULT_PRICES, DEFAULT_PRICE_SOURCES } from '../../core/storage/default-prices';
 import { hashToken } from '../../core/security/tokens';
 import { requireService, startPostgres, type RunningPostgres } from '../support/services';
 
@@ -368,7 +369,7 @@ for (const engine of ENGINES) {
       expect(all.tokens.byApp.find((row) => row.appId === app.id)).to.deep.include({ inputTokens: 1_000_000_107, requests: 3 });
     });
 
-    it('estimates spend from the price table (empty: none), by exact model or the model without its dated version', async () => {
+    it('estimates spend from the dated default table, an operator price overriding it, by exact model or the model without its dated version', async () => {
       const app = await core.management.createApp({ name: 'Spend' });
       const recorder = new UsageRecorder(core.database);
       const start = Math.floor(Date.now() / 60_000) * 60_000 - 120_000;
@@ -377,32 +378,60 @@ for (const engine of ENGINES) {
       recorder.record({ ...base, provider: 'openai', deviceId: 'b', inputTokens: 1_000_000, outputTokens: 0, model: 'gpt-4o-mini' });
       recorder.record({ ...base, provider: 'anthropic', deviceId: 'b', inputTokens: 500, outputTokens: 500, model: 'claude-unpriced' });
       await recorder.flush();
+      // No operator price and no default table: no estimate, never a guess.
+      expect((await new UsageRepository(core.database, []).summary(app.id, start, start + 60_000)).spend).to.equal(null);
+      // The default table: gpt-4o-mini's published price, dated.
+      const asOf = DEFAULT_PRICE_SOURCES.openai!.asOf;
+      const row = DEFAULT_PRICES.find((price) => price.provider === 'openai' && price.model === 'gpt-4o-mini')!;
+      expect(row).to.include({ priceAsOf: asOf, source: DEFAULT_PRICE_SOURCES.openai!.url });
       const repository = new UsageRepository(core.database);
-      expect((await repository.summary(app.id, start, start + 60_000)).spend).to.equal(null);
-      await core.management.setPrice({ provider: 'openai', model: 'gpt-4o-mini', inputUsdPerMillion: 0.15, outputUsdPerMillion: 0.6 });
+      const byDefault = (await repository.summary(app.id, start, start + 60_000)).spend!;
+      expect(byDefault.totalUsd).to.be.closeTo(3 * row.inputUsdPerMillion + row.outputUsdPerMillion, 1e-9);
+      expect(byDefault.unpricedTokens).to.equal(1000);
+      expect(byDefault.priceAsOf).to.deep.equal([asOf]);
+      expect(byDefault.byModel.map((entry) => [entry.model, entry.priceAsOf])).to.deep.equal([
+        ['gpt-4o-mini-2024-07-18', asOf],
+        ['gpt-4o-mini', asOf],
+      ]);
+      await core.management.setPrice({ provider: 'openai', model: 'gpt-4o-mini', inputUsdPerMillion: 0.5, outputUsdPerMillion: 1 });
       // A price of the same name under another provider is not this one's.
       await core.management.setPrice({ provider: 'anthropic', model: 'gpt-4o-mini', inputUsdPerMillion: 1000, outputUsdPerMillion: 1000 });
       const spend = (await repository.summary(app.id, start, start + 60_000)).spend!;
       expect(spend.currency).to.equal('USD');
-      expect(spend.totalUsd).to.be.closeTo(3 * 0.15 + 0.6, 1e-9);
+      // The operator's undated price wins over the default row for the dated model too.
+      expect(spend.totalUsd).to.be.closeTo(3 * 0.5 + 1, 1e-9);
       expect(spend.unpricedTokens).to.equal(1000);
-      expect(spend.byModel.map((row) => [row.model, +row.usd.toFixed(6)])).to.deep.equal([
-        ['gpt-4o-mini-2024-07-18', 0.9],
-        ['gpt-4o-mini', 0.15],
+      expect(spend.priceAsOf).to.deep.equal(['operator price']);
+      expect(spend.byModel.map((entry) => [entry.model, +entry.usd.toFixed(6), entry.priceAsOf])).to.deep.equal([
+        ['gpt-4o-mini-2024-07-18', 2, 'operator price'],
+        ['gpt-4o-mini', 0.5, 'operator price'],
       ]);
-      expect(spend.byDevice.map((row) => [row.deviceId, +row.usd.toFixed(6)])).to.deep.equal([
-        ['a', 0.9],
-        ['b', 0.15],
+      expect(spend.byDevice.map((entry) => [entry.deviceId, +entry.usd.toFixed(6)])).to.deep.equal([
+        ['a', 2],
+        ['b', 0.5],
       ]);
       // Per app on the all-apps summary only.
       expect(spend.byApp).to.deep.equal([]);
       const everyApp = (await repository.summary(null, start, start + 60_000)).spend!;
-      expect(+everyApp.byApp.find((row) => row.appId === app.id)!.usd.toFixed(6)).to.equal(1.05);
-      expect(everyApp.totalUsd).to.be.at.least(1.05 - 1e-9);
+      expect(+everyApp.byApp.find((entry) => entry.appId === app.id)!.usd.toFixed(6)).to.equal(2.5);
+      expect(everyApp.totalUsd).to.be.at.least(2.5 - 1e-9);
+      // The request log carries each row's estimate and the date of its price.
+      const log = (await core.management.requestLog({ appId: app.id, limit: 10 })).requests;
+      const estimate = (model: string) => log.find((entry) => entry.model === model)!;
+      expect(estimate('gpt-4o-mini')).to.include({ estimatedUsd: 0.5, priceAsOf: 'operator price' });
+      expect(estimate('claude-unpriced')).to.include({ estimatedUsd: null, priceAsOf: null });
       expect((await core.management.listPrices()).map((price) => `${price.provider}/${price.model}`)).to.include.members(['openai/gpt-4o-mini', 'anthropic/gpt-4o-mini']);
+      const defaults = await core.management.listDefaultPrices();
+      expect(defaults.enabled).to.equal(true);
+      expect(defaults.prices.find((price) => price.provider === 'openai' && price.model === 'gpt-4o-mini')).to.include({ overridden: true, priceAsOf: asOf });
+      expect(defaults.prices.find((price) => price.provider === 'openai' && price.model === 'gpt-4o')).to.include({ overridden: false });
       await core.management.deletePrice({ provider: 'anthropic', model: 'gpt-4o-mini' });
       await core.management.deletePrice({ provider: 'openai', model: 'gpt-4o-mini' });
       expect(await core.management.listPrices()).to.deep.equal([]);
+      // Without the operator's price, the default is back (and its date with it).
+      const after = (await core.management.requestLog({ appId: app.id, limit: 10 })).requests.find((entry) => entry.model === 'gpt-4o-mini')!;
+      expect(after.priceAsOf).to.equal(asOf);
+      expect(after.estimatedUsd).to.be.closeTo(row.inputUsdPerMillion, 1e-12);
     });
 
     it('appends and lists the audit log', async () => {

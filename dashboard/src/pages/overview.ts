@@ -5,14 +5,14 @@
 import { api, type App, type DevicePage, type Secret, type Usage } from '../api.js';
 import { timeBuckets, sparkline } from '../charts.js';
 import { field, h, table } from '../dom.js';
-import { compact, money } from '../format.js';
+import { compact, money, pricesUsed } from '../format.js';
 import { refresh } from '../state.js';
 import { badge, button, copyBox, onSubmit, once } from '../ui.js';
 
 const DAY = 1440;
 
-function tile(label: string, value: string, testId: string, trend?: readonly number[], tone?: string): HTMLElement {
-  return h('li', { class: 'tile', 'data-testid': testId }, h('span', { class: 'tile-label' }, label), h('strong', { class: 'tile-value' }, value), trend ? sparkline(trend, tone) : null);
+function tile(label: string, value: string, testId: string, trend?: readonly number[], tone?: string, note?: string): HTMLElement {
+  return h('li', { class: 'tile', 'data-testid': testId }, h('span', { class: 'tile-label' }, label), h('strong', { class: 'tile-value' }, value), note ? h('span', { class: 'tile-note muted' }, note) : null, trend ? sparkline(trend, tone) : null);
 }
 
 function checklist(app: App, secrets: readonly Secret[], devices: number, verified: number): HTMLElement | null {
@@ -80,7 +80,7 @@ export async function overviewTab(app: App): Promise<(Node | null)[]> {
       tile('Requests', compact(usage.totalRequests), 'tile-requests', buckets.map((bucket) => bucket.requests)),
       tile('Errors', compact(errors), 'tile-errors', buckets.map((bucket) => bucket.errors), 'bad'),
       tile('Tokens', compact(tokens), 'tile-tokens'),
-      tile('Estimated spend', usage.spend ? money(usage.spend.totalUsd) : 'no prices', 'tile-spend'),
+      tile('Estimated spend', usage.spend ? money(usage.spend.totalUsd) : 'no prices', 'tile-spend', undefined, undefined, usage.spend?.priceAsOf.length ? pricesUsed(usage.spend.priceAsOf) : undefined),
       tile('Active devices', compact(activeDevices), 'tile-devices'),
     ),
     h('h2', {}, 'Attestation'),

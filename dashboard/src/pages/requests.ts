@@ -3,9 +3,9 @@
  * (newest first), model, tokens and estimated spend per row, a detail view per row, and CSV export of what the
  * filters select.
  */
-import { api, type App, type Price, type RequestLog } from '../api.js';
+import { api, type App, type RequestLog } from '../api.js';
 import { field, formValues, h, table } from '../dom.js';
-import { duration, money } from '../format.js';
+import { duration, money, pricesUsed } from '../format.js';
 import { loadProviders } from '../state.js';
 import { badge, button, copyBox, onSubmit, when } from '../ui.js';
 
@@ -16,23 +16,22 @@ const STATUSES: ReadonlyArray<readonly [string, string]> = [['', 'any'], ['2xx',
 const ERROR_TYPES = ['unauthorized', 'attestationFailed', 'rateLimited', 'secretNotFound', 'providerNotFound', 'invalidRequest', 'upstreamUnavailable', 'upstreamTimeout', 'serviceUnavailable', 'internalError', 'providerError'];
 const FILTERS = ['device', 'provider', 'minutes', 'status', 'errorType', 'q'] as const;
 
-/** The price of a model as the usage summary finds it: exact, or without a dated version suffix. */
-function priceOf(prices: readonly Price[], provider: string, model: string | null | undefined): Price | undefined {
-  if (!model) return undefined;
-  const undated = model.replace(/-\d{4}-\d{2}-\d{2}$/, '');
-  return prices.find((price) => price.provider === provider && price.model === model) ?? prices.find((price) => price.provider === provider && price.model === undated);
+/** The row's estimated spend (the gateway's, from the operator's price or the dated default table), or ''. */
+function spend(entry: Entry): string {
+  return entry.estimatedUsd === null || entry.estimatedUsd === undefined ? '' : money(entry.estimatedUsd);
 }
 
-function spend(prices: readonly Price[], entry: Entry): string {
-  const price = priceOf(prices, entry.provider, entry.model);
-  if (!price || entry.inputTokens === null || entry.inputTokens === undefined) return '';
-  return money(((entry.inputTokens ?? 0) * price.inputUsdPerMillion + (entry.outputTokens ?? 0) * price.outputUsdPerMillion) / 1_000_000);
+/** The spend with the date of the price it used beside it. */
+function spendCell(entry: Entry): Node | string {
+  const amount = spend(entry);
+  if (!amount) return '';
+  return h('span', {}, amount, h('br'), h('small', { class: 'muted', 'data-testid': 'price-as-of' }, pricesUsed(entry.priceAsOf)));
 }
 
 const errorText = (entry: Entry) => (entry.errorType ? `${entry.errorType}${entry.reason ? ` (${entry.reason})` : ''}` : entry.status >= 400 ? 'providerError' : '');
 
 /** Every recorded field of one request. */
-function detail(entry: Entry, prices: readonly Price[]): HTMLElement {
+function detail(entry: Entry): HTMLElement {
   const facts: Array<[string, Node | string]> = [
     ['Request id', entry.requestId ? copyBox(entry.requestId, 'Copy request id') : ''],
     ['Time', when(entry.createdAt)],
@@ -42,7 +41,7 @@ function detail(entry: Entry, prices: readonly Price[]): HTMLElement {
     ['Error', errorText(entry) || 'none'],
     ['Model', entry.model ?? 'not reported'],
     ['Tokens in / out', entry.inputTokens === null || entry.inputTokens === undefined ? 'not reported' : `${entry.inputTokens} / ${entry.outputTokens ?? 0}`],
-    ['Estimated spend', spend(prices, entry) || 'no price for this model'],
+    ['Estimated spend', spend(entry) ? `${spend(entry)} (${pricesUsed(entry.priceAsOf)})` : 'no price for this model'],
     ['Latency', duration(entry.latencyMs)],
     ['Bytes in / out', `${entry.bytesIn} / ${entry.bytesOut}${entry.truncated ? ' (cut short)' : ''}`],
   ];
@@ -51,7 +50,7 @@ function detail(entry: Entry, prices: readonly Price[]): HTMLElement {
 
 export async function requestsTab(app: App): Promise<(Node | null)[]> {
   const initial = new URLSearchParams(location.hash.split('?')[1] ?? '');
-  const [catalog, prices] = await Promise.all([loadProviders(), api<Price[]>('GET', '/prices')]);
+  const catalog = await loadProviders();
   const options = (entries: ReadonlyArray<readonly [string, string]>, name: string) => entries.map(([value, label]) => h('option', { value, selected: (initial.get(name) ?? '') === value }, label));
   const form = h(
     'form',
@@ -87,7 +86,7 @@ export async function requestsTab(app: App): Promise<(Node | null)[]> {
         entry.model ? h('code', {}, entry.model) : '',
         h('span', {}, badge(String(entry.status), entry.status < 400 && !entry.errorType ? 'ok' : 'bad'), errorText(entry) ? h('span', { class: 'error-type' }, ' ', errorText(entry)) : null),
         entry.inputTokens === null || entry.inputTokens === undefined ? '' : `${entry.inputTokens} / ${entry.outputTokens ?? 0}`,
-        spend(prices, entry),
+        spendCell(entry),
         duration(entry.latencyMs),
         h('button', { type: 'button', class: 'link', 'aria-expanded': 'false', 'data-request': String(entry.id) }, 'Details'),
       ]),
@@ -106,7 +105,7 @@ export async function requestsTab(app: App): Promise<(Node | null)[]> {
         return;
       }
       const entry = log.requests.find((candidate) => String(candidate.id) === toggle.getAttribute('data-request'))!;
-      row.after(h('tr', { class: 'detail-row' }, h('td', { colspan: 9 }, detail(entry, prices))));
+      row.after(h('tr', { class: 'detail-row' }, h('td', { colspan: 9 }, detail(entry))));
       toggle.setAttribute('aria-expanded', 'true');
     });
     const exportQuery = filters();

@@ -5,7 +5,7 @@
 import { api, type App, type Usage } from '../api.js';
 import { barChart, bucketLabel, timeBuckets, timeChart } from '../charts.js';
 import { field, formValues, h } from '../dom.js';
-import { money } from '../format.js';
+import { money, pricesUsed } from '../format.js';
 import { onSubmit } from '../ui.js';
 
 const WINDOWS: ReadonlyArray<readonly [string, string]> = [['15', 'Last 15 minutes'], ['60', 'Last hour'], ['360', 'Last 6 hours'], ['1440', 'Last day'], ['10080', 'Last 7 days']];
@@ -14,7 +14,7 @@ const WINDOWS: ReadonlyArray<readonly [string, string]> = [['15', 'Last 15 minut
 function spendCharts(usage: Usage, appNames: ReadonlyMap<string, string> | null): HTMLElement[] {
   const charts: HTMLElement[] = [];
   if (usage.spend?.byModel.length) {
-    charts.push(barChart('chart-spend-models', 'Estimated spend by model', usage.spend.byModel.map((entry) => entry.model), [{ label: 'USD', values: usage.spend.byModel.map((entry) => +entry.usd.toFixed(6)) }], 'usd'));
+    charts.push(barChart('chart-spend-models', `Estimated spend by model (${pricesUsed(usage.spend.priceAsOf)})`, usage.spend.byModel.map((entry) => entry.model), [{ label: 'USD', values: usage.spend.byModel.map((entry) => +entry.usd.toFixed(6)) }], 'usd'));
   }
   if (appNames) {
     const name = (appId: string) => appNames.get(appId) ?? appId;
@@ -25,7 +25,7 @@ function spendCharts(usage: Usage, appNames: ReadonlyMap<string, string> | null)
         { label: 'output', values: byApp.map((entry) => entry.outputTokens), className: 'alt' },
       ]),
     );
-    if (usage.spend?.byApp?.length) charts.push(barChart('chart-spend-apps', 'Estimated spend by app', usage.spend.byApp.map((entry) => name(entry.appId)), [{ label: 'USD', values: usage.spend.byApp.map((entry) => +entry.usd.toFixed(6)) }], 'usd'));
+    if (usage.spend?.byApp?.length) charts.push(barChart('chart-spend-apps', `Estimated spend by app (${pricesUsed(usage.spend.priceAsOf)})`, usage.spend.byApp.map((entry) => name(entry.appId)), [{ label: 'USD', values: usage.spend.byApp.map((entry) => +entry.usd.toFixed(6)) }], 'usd'));
   }
   return charts;
 }
@@ -55,7 +55,7 @@ function charts(usage: Usage, minutes: number, appNames: ReadonlyMap<string, str
       { label: 'output', values: tokens.byDevice.map((entry) => entry.outputTokens), className: 'alt' },
     ]),
     ...(usage.spend && usage.spend.byDevice.length
-      ? [barChart('chart-spend-devices', 'Estimated spend by device', usage.spend.byDevice.map((entry) => entry.deviceId), [{ label: 'USD', values: usage.spend.byDevice.map((entry) => +entry.usd.toFixed(6)) }], 'usd')]
+      ? [barChart('chart-spend-devices', `Estimated spend by device (${pricesUsed(usage.spend.priceAsOf)})`, usage.spend.byDevice.map((entry) => entry.deviceId), [{ label: 'USD', values: usage.spend.byDevice.map((entry) => +entry.usd.toFixed(6)) }], 'usd')]
       : []),
     barChart('chart-tokens-models', 'Tokens by model', tokens.byModel.map((entry) => entry.model), [
       { label: 'input', values: tokens.byModel.map((entry) => entry.inputTokens) },
@@ -87,10 +87,16 @@ export async function usageContent(path: string): Promise<Node[]> {
       h('p', { 'data-testid': 'total-tokens' }, `${tokens.inputTokens} input and ${tokens.outputTokens} output tokens reported by the providers.`),
       h(
         'p',
-        { 'data-testid': 'total-spend' },
-        usage.spend
-          ? `Estimated spend: ${money(usage.spend.totalUsd)}${usage.spend.unpricedTokens ? ` (${usage.spend.unpricedTokens} tokens of models without a price not counted)` : ''}.`
-          : 'No prices set: spend is not estimated (set them under Prices).',
+        {},
+        h(
+          'span',
+          { 'data-testid': 'total-spend' },
+          usage.spend
+            ? `Estimated spend: ${money(usage.spend.totalUsd)}${usage.spend.unpricedTokens ? ` (${usage.spend.unpricedTokens} tokens of models without a price not counted)` : ''}.`
+            : 'No prices: spend is not estimated (default prices are off; set prices under Prices).',
+        ),
+        // The date of the prices used, beside the estimate: the default table's, or the operator's own.
+        usage.spend?.priceAsOf.length ? h('span', { class: 'muted', 'data-testid': 'spend-price-as-of' }, ` Estimated from ${pricesUsed(usage.spend.priceAsOf)}.`) : null,
       ),
       charts(usage, minutes, appNames),
     );
