@@ -122,6 +122,7 @@ const RESPONSE_SCHEMAS: Record<string, Schema> = {
         byApp: { type: 'array', description: 'all-apps summary only (empty for one app): the top 50 apps by spend', items: object({ appId: string, usd: { type: 'number' } }) },
       }),
     ),
+    realtime: { ...object({ sessions: { type: 'integer' }, seconds: { type: 'integer' } }), description: 'realtime sessions that started in the window (rows written when they end), and their open seconds summed' },
   }),
   Price: object({ provider: string, model: string, inputUsdPerMillion: { type: 'number' }, outputUsdPerMillion: { type: 'number' }, updatedAt: dateTime }),
   PriceDeleted: object({ provider: string, model: string, deleted: { const: true } }),
