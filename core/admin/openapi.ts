@@ -134,6 +134,11 @@ const RESPONSE_SCHEMAS: Record<string, Schema> = {
     initializationPlace: string,
     initialization: string,
     request: string,
+    features: {
+      type: 'array',
+      description: 'beside the request: a realtime session, a signed-in user (setUserTokenProvider), me(), and a provider SDK through Tollgate',
+      items: object({ id: { type: 'string', enum: ['realtime', 'signed-in-user', 'me', 'provider-sdk'] }, title: string, description: string, content: string }),
+    },
     code: string,
     generic: { type: 'boolean' },
     development: { type: 'boolean' },
