@@ -26,12 +26,12 @@ export function closeBadge(session: RealtimeSessionFigures): HTMLElement {
 
 /** The route cell of a session's row: a "realtime" badge before its path, so it never reads as an HTTP call. */
 export function sessionRoute(entry: LoggedEntry): HTMLElement {
-  return h('span', {}, badge('realtime', 'muted'), ' ', h('span', { class: 'muted' }, entry.provider), ' ', h('code', { title: entry.requestId ?? '' }, entry.route ?? ''));
+  return h('span', {}, badge('realtime', 'muted'), h('br'), h('span', { class: 'muted' }, entry.provider), ' ', h('code', { title: entry.requestId ?? '' }, entry.route ?? ''));
 }
 
 /** The status cell of a session's row: its close, and who closed. */
 export function sessionStatus(session: RealtimeSessionFigures): HTMLElement {
-  return h('span', {}, closeBadge(session), h('span', { class: 'error-type' }, ` closed by ${CLOSERS[session.closedBy]}`));
+  return h('span', {}, closeBadge(session), h('br'), h('span', { class: 'error-type' }, `closed by ${CLOSERS[session.closedBy]}`));
 }
 
 /** Frames each way, e.g. `12 in / 340 out`. */

@@ -85,7 +85,7 @@ export async function requestsTab(app: App): Promise<(Node | null)[]> {
     query.set('limit', '50');
     const log = await api<RequestLog>('GET', `/apps/${app.id}/requests?${query}`);
     const rows = table(
-      ['Time', 'Device', 'Route', 'Model', 'Status', 'Tokens in / out', 'Spend', 'Latency or duration', ''],
+      ['Time', 'Device', 'Route', 'Model', 'Status', 'Tokens in / out', 'Spend', 'Latency', ''],
       log.requests.map((entry) => [
         new Date(entry.createdAt).toLocaleString([], { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' }),
         entry.deviceId ? h('code', {}, entry.deviceId) : '',
