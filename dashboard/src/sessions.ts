@@ -34,8 +34,11 @@ export function sessionStatus(session: RealtimeSessionFigures): HTMLElement {
   return h('span', {}, closeBadge(session), h('br'), h('span', { class: 'error-type' }, `closed by ${CLOSERS[session.closedBy]}`));
 }
 
-/** Frames each way, e.g. `12 in / 340 out`. */
-export const frames = (session: RealtimeSessionFigures): string => `${compact(session.framesIn)} in / ${compact(session.framesOut)} out`;
+/** Audio seconds as the provider reported them, e.g. `12.5 s`. */
+const audio = (seconds: number): string => `${Math.round(seconds * 10) / 10} s`;
+
+/** Frames each way, with the audio seconds where the provider reports them, e.g. `12 in / 340 out, 12.5 s audio`. */
+export const frames = (session: RealtimeSessionFigures): string => `${compact(session.framesIn)} in / ${compact(session.framesOut)} out${session.audioSeconds === undefined ? '' : `, ${audio(session.audioSeconds)} audio`}`;
 
 /** Every figure of one session, for a detail list. */
 export function sessionFacts(entry: SessionEntry): Array<[string, Node | string]> {
@@ -46,7 +49,7 @@ export function sessionFacts(entry: SessionEntry): Array<[string, Node | string]
     ['Frames from the app / to the app', `${session.framesIn} / ${session.framesOut}`],
     ['Close', closeBadge(session)],
     ['Closed by', CLOSERS[session.closedBy]],
-    ['Audio seconds', session.audioSeconds === undefined ? 'not reported' : String(Math.round(session.audioSeconds * 10) / 10)],
+    ['Audio', session.audioSeconds === undefined ? 'not reported' : audio(session.audioSeconds)],
     ['Tokens in / out', entry.inputTokens === null || entry.inputTokens === undefined ? 'not reported' : `${entry.inputTokens} / ${entry.outputTokens ?? 0}`],
   ];
 }

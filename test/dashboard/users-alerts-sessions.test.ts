@@ -151,7 +151,11 @@ describe('dashboard: users, alerts, realtime sessions and their policy', functio
   });
 
   it('shows a realtime session apart from HTTP requests: in the request log with its figures, on its device\'s page, and as minutes on the overview', async () => {
-    await realtimeSession(gateway, voice, 'deepgram/v1/listen?model=nova-3', { ...device.headers, 'Tollgate-User-Token': await users.token('ada-lovelace') }, 2, 3);
+    // Deepgram's live transcription answers Results, then Metadata with the audio duration at the end
+    // (https://developers.deepgram.com/reference/speech-to-text/listen-streaming).
+    const results = (transcript: string) => JSON.stringify({ type: 'Results', channel_index: [0, 1], duration: 6.25, start: 0, is_final: true, channel: { alternatives: [{ transcript, confidence: 0.98, words: [] }] } });
+    const metadata = JSON.stringify({ type: 'Metadata', transaction_key: 'deprecated', request_id: 'b3b7d4c2-0a1e-4c55-9d3b-8f4f2b1f6c11', sha256: 'd1f2', created: '2026-12-05T10:00:00.000Z', duration: 12.5, channels: 1 });
+    await realtimeSession(gateway, voice, 'deepgram/v1/listen?model=nova-3', { ...device.headers, 'Tollgate-User-Token': await users.token('ada-lovelace') }, 2, [results('hello'), results('world'), metadata]);
     await gateway.recordedUsage(device.appId, 0, (events) => events.some((event) => event.session));
     await open('requests', 'Test app · Requests');
     const session = page.locator('button[data-kind="session"]');
@@ -162,11 +166,11 @@ describe('dashboard: users, alerts, realtime sessions and their policy', functio
     expect(await row.textContent()).to.include('realtime').and.include('deepgram').and.include('1000').and.include('closed by the app');
     await session.click();
     const facts = await page.getByTestId('session-detail').textContent();
-    expect(facts).to.include('Realtime session (WebSocket)').and.include('Frames from the app / to the app2 / 3').and.include('Closed bythe app');
+    expect(facts).to.include('Realtime session (WebSocket)').and.include('Frames from the app / to the app2 / 3').and.include('Closed bythe app').and.include('Audio12.5 s');
     await page.goto(`${gateway.url}/dashboard/#/apps/${device.appId}/devices/${device.deviceId}`);
     await page.getByTestId('device-sessions').waitFor();
     expect(await page.getByTestId('device-sessions').textContent()).to.equal('1');
-    expect(await page.getByTestId('device-requests-list').textContent()).to.include('realtime').and.include('2 in / 3 out');
+    expect(await page.getByTestId('device-requests-list').textContent()).to.include('realtime').and.include('2 in / 3 out, 12.5 s audio');
     await open('', 'Test app');
     expect(await page.getByTestId('tile-realtime').textContent()).to.match(/Realtime minutes \(1 session\)/);
   });

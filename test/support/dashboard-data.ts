@@ -83,9 +83,11 @@ export async function adminClient(gateway: TestGateway): Promise<(method: string
 
 /**
  * One realtime session through the gateway: opened on `endpoint` with `headers`, `framesIn` text frames sent by the
- * client, `framesOut` sent by the provider, then closed by the client (1000). Resolves once the gateway logged it.
+ * client, the provider's frames (`framesOut` of them, or these texts), then closed by the client (1000).
  */
-export async function realtimeSession(gateway: TestGateway, fake: FakeRealtimeUpstream, endpoint: string, headers: Record<string, string>, framesIn = 2, framesOut = 3): Promise<void> {
+export async function realtimeSession(gateway: TestGateway, fake: FakeRealtimeUpstream, endpoint: string, headers: Record<string, string>, framesIn = 2, providerFrames: number | readonly string[] = 3): Promise<void> {
+  const sent = typeof providerFrames === 'number' ? Array.from({ length: providerFrames }, (_, index) => JSON.stringify({ type: 'Results', index })) : providerFrames;
+  const framesOut = sent.length;
   const opened = fake.nextSession();
   const client = new WebSocket(`${gateway.url.replace(/^http/, 'ws')}/v1/proxy/${endpoint}`, { headers, perMessageDeflate: false });
   await new Promise<void>((resolve, reject) => {
@@ -97,7 +99,7 @@ export async function realtimeSession(gateway: TestGateway, fake: FakeRealtimeUp
   let received = 0;
   client.on('message', () => (received += 1));
   for (let index = 0; index < framesIn; index += 1) client.send(JSON.stringify({ type: 'KeepAlive', index }));
-  for (let index = 0; index < framesOut; index += 1) upstream.socket.send(JSON.stringify({ type: 'Results', index }));
+  for (const frame of sent) upstream.socket.send(frame);
   await eventually(() => upstream.messages.length === framesIn && received === framesOut, 5000, 'frames both ways');
   const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
   client.close(1000, 'done');

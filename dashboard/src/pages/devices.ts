@@ -159,7 +159,7 @@ export async function devicePage(appId: string, deviceId: string): Promise<void>
     traffic,
     h('h2', {}, 'Latest requests and sessions'),
     stackTable(
-      ['Time', 'Route', 'Status', 'Error', 'Latency', 'Frames in / out', 'Tokens in / out'],
+      ['Time', 'Route', 'Status', 'Error', 'Latency', 'Frames in / out (audio)', 'Tokens in / out'],
       log.requests.map((entry) => [
         new Date(entry.createdAt).toLocaleString(),
         isSession(entry) ? sessionRoute(entry) : h('span', {}, h('span', { class: 'muted' }, entry.provider), ' ', h('code', { title: entry.requestId ?? '' }, `${entry.method ?? ''} ${entry.route ?? ''}`.trim())),
