@@ -173,6 +173,8 @@ describe('dashboard: users, alerts, realtime sessions and their policy', functio
     expect(await page.getByTestId('device-requests-list').textContent()).to.include('realtime').and.include('2 in / 3 out, 12.5 s audio');
     await open('', 'Test app');
     expect(await page.getByTestId('tile-realtime').textContent()).to.match(/Realtime minutes \(1 session\)/);
+    await open('usage', 'Test app · Usage');
+    expect(await page.getByTestId('total-realtime').textContent()).to.match(/^1 realtime session, 0\.\d minutes open/);
   });
 
   it('Policy, signed-in users: a sign-in preset with its parameters, user limits, profiles and model policy in the API\'s shapes', async () => {

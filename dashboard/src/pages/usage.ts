@@ -92,6 +92,9 @@ export async function usageContent(path: string): Promise<Node[]> {
           ? `Estimated spend: ${money(usage.spend.totalUsd)}${usage.spend.unpricedTokens ? ` (${usage.spend.unpricedTokens} tokens of models without a price not counted)` : ''}.`
           : 'No prices set: spend is not estimated (set them under Prices).',
       ),
+      usage.realtime?.sessions
+        ? h('p', { 'data-testid': 'total-realtime' }, `${usage.realtime.sessions} realtime ${usage.realtime.sessions === 1 ? 'session' : 'sessions'}, ${(usage.realtime.seconds / 60).toFixed(1)} minutes open (one request each in the counts above).`)
+        : '',
       charts(usage, minutes, appNames),
     );
   };
