@@ -14,6 +14,9 @@
  * provider declares neither an example nor a capability for is refused (see {@link supportedCapabilities}).
  */
 import { GatewayError, type CapabilityExample, type ExampleCapability, type ProviderManifest } from '../contract';
+import { integrationFeatures, type IntegrationFeature } from './sdk-features';
+
+export type { IntegrationFeature } from './sdk-features';
 
 export type IntegrationPlatform = 'ios' | 'android' | 'flutter' | 'react-native';
 export type IntegrationCapability = ExampleCapability;
@@ -23,7 +26,7 @@ export const INTEGRATION_CAPABILITIES: readonly IntegrationCapability[] = ['chat
 export const DEVELOPMENT_TOKEN_PATTERN = /^dt_[0-9A-Za-z]{32}$/;
 
 /** What the generator reads of a provider manifest. */
-export type IntegrationProvider = Pick<ProviderManifest, 'slug' | 'name' | 'versions' | 'examples' | 'capabilities' | 'streaming'>;
+export type IntegrationProvider = Pick<ProviderManifest, 'slug' | 'name' | 'versions' | 'examples' | 'capabilities' | 'streaming' | 'realtime'>;
 
 export interface IntegrationRequest {
   readonly platform: IntegrationPlatform;
@@ -65,6 +68,11 @@ export interface IntegrationSnippet {
   readonly initialization: string;
   /** The request (or stream) with every error kind handled. */
   readonly request: string;
+  /**
+   * Beside the request: a realtime session, a signed-in user (`setUserTokenProvider`), what is left (`me()`), and a
+   * provider SDK routed through Tollgate (see sdk-features.ts).
+   */
+  readonly features: readonly IntegrationFeature[];
   /** Everything above, as one text to read top to bottom. */
   readonly code: string;
   /** True when the provider declares the capability but no example for it, and a generic call was generated. */
@@ -290,15 +298,18 @@ export function generateIntegrationCode(request: IntegrationRequest): Integratio
   const parts = { ios: swift, android: kotlin, flutter: dart, 'react-native': typescript }[request.platform](request, endpoint, example, developmentToken);
   const comment = (text: string) => text.split('\n').map((line) => (line.startsWith('//') ? line : line === '' ? '' : `//   ${line}`)).join('\n');
   const configuration = parts.configuration.map((entry) => `// ${entry.file}, ${entry.place}:\n${comment(entry.content)}`).join('\n');
+  const features = integrationFeatures(request.platform, request.provider, request.gatewayUrl);
   return {
     platform: request.platform,
     generic,
     development: developmentToken !== undefined,
     ...parts,
+    features,
     code:
       `// 1. Install the SDK.\n${comment(parts.install)}\n\n` +
       `// 2. The gateway address${loopbackNote(request.gatewayUrl)}.\n${configuration}\n\n` +
       `// 3. Initialize once, at app start: ${parts.initializationPlace}.\n${parts.initialization}\n\n` +
-      `// 4. Call ${request.provider.name} through the SDK (no provider key in the app).\n${parts.request}\n`,
+      `// 4. Call ${request.provider.name} through the SDK (no provider key in the app).\n${parts.request}\n` +
+      features.map((feature, index) => `\n// ${index + 5}. ${feature.title}: ${feature.description}\n${feature.content}\n`).join(''),
   };
 }

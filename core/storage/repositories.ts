@@ -815,6 +815,8 @@ export class UsageRepository {
       };
     }
     const verification = (await scope().whereNotNull('verified').select('verified').count({ count: '*' }).groupBy('verified')) as Row[];
+    // Realtime sessions: one row each, its duration in latency_ms.
+    const sessions = (await scope().whereNotNull('session').count({ count: '*' }).sum({ ms: 'latency_ms' }).first()) as Row | undefined;
     const errorsByType = byError.map((row) => ({ type: row.error_type as string, count: Number(row.count) }));
     // Token-budget refusals are their own series (`tokenBudget`), apart from the request-rate refusals.
     const budgetRefusals = Number(((await scope().where({ error_type: 'rateLimited', reason: 'token_budget' }).count({ count: '*' }).first()) as Row | undefined)?.count ?? 0);
@@ -845,6 +847,7 @@ export class UsageRepository {
         byModel: rename(byTokenModel, 'model'),
       },
       spend,
+      realtime: { sessions: Number(sessions?.count ?? 0), seconds: Math.round(Number(sessions?.ms ?? 0) / 1000) },
     };
   }
 
@@ -912,6 +915,8 @@ export interface UsageSummary {
     /** All-apps summaries only (empty for one app's): the top 50 apps by spend. */
     readonly byApp: ReadonlyArray<{ readonly appId: string; readonly usd: number }>;
   } | null;
+  /** Realtime sessions (WebSocket) that started in the window (a row is written when one ends), and their open seconds summed. */
+  readonly realtime: { readonly sessions: number; readonly seconds: number };
   readonly tokens: TokenTotals & {
     readonly byApp: ReadonlyArray<{ readonly appId: string } & TokenTotals>;
     readonly byDevice: ReadonlyArray<{ readonly deviceId: string } & TokenTotals>;

@@ -79,8 +79,57 @@ export interface RequestLog {
     estimatedUsd?: number | null;
     /** The price the estimate used: the default table's date (YYYY-MM-DD) or "operator price". */
     priceAsOf?: string | null;
+    /** Tokens the provider reported (null: usage unknown), and the model. */
+    inputTokens: number | null;
+    outputTokens: number | null;
+    model: string | null;
+    /** A realtime session's own figures (its row's `latencyMs` is its duration); null for an HTTP request. */
+    session: RealtimeSessionFigures | null;
   }>;
   nextBefore: number | null;
+}
+
+export interface RealtimeSessionFigures {
+  framesIn: number;
+  framesOut: number;
+  closeCode: number;
+  closeReason: string;
+  closedBy: 'client' | 'provider' | 'gateway';
+  /** Where the provider reports it. */
+  audioSeconds?: number;
+}
+
+/** A signed-in user of an app, by the sign-in provider's `sub`. */
+export interface EndUser {
+  id: string;
+  appId: string;
+  issuer: string;
+  profile: string | null;
+  firstSeenAt: string;
+  lastSeenAt: string;
+  blocked: boolean;
+  blockedAt: string | null;
+}
+
+export interface Webhook {
+  id: string;
+  appId: string;
+  url: string;
+  events: string[];
+  createdAt: string;
+}
+
+export interface WebhookDelivery {
+  id: string;
+  webhookId: string;
+  type: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  createdAt: string;
+  nextAttemptAt: string | null;
+  finishedAt: string | null;
 }
 
 export interface Secret {
@@ -134,6 +183,8 @@ export interface Usage {
     byProvider: Array<{ provider: string } & TokenSums>;
     byModel: Array<{ model: string } & TokenSums>;
   };
+  /** Realtime sessions that started in the window and their open seconds. */
+  realtime?: { sessions: number; seconds: number };
 }
 
 export interface TokenSums {

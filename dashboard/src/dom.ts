@@ -45,7 +45,8 @@ let nextId = 0;
 export function field(label: string, input: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement, hint?: string): HTMLElement {
   nextId += 1;
   input.id ||= `control-${nextId}`;
-  const wrapper = h('div', { class: 'field' }, h('label', { for: input.id }, words(label)), input);
+  // One span inside the label: a label is a grid (styles.css), whose every child would otherwise sit on a line of its own.
+  const wrapper = h('div', { class: 'field' }, h('label', { for: input.id }, h('span', {}, words(label))), input);
   if (hint) {
     input.setAttribute('aria-describedby', `${input.id}-hint`);
     wrapper.appendChild(h('span', { class: 'muted', id: `${input.id}-hint` }, hint));

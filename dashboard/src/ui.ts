@@ -43,6 +43,12 @@ export const FIELD_LABELS: Record<string, string> = {
   deviceMinuteTokens: 'Tokens per minute per device', appMinuteTokens: 'Tokens per minute for the app',
   providerMinuteTokens: 'Per-provider budgets per minute', providerDeviceDailyTokens: 'Per-provider budgets per device',
   provider: 'Provider', model: 'Model', inputUsdPerMillion: 'Input USD per million tokens', outputUsdPerMillion: 'Output USD per million tokens',
+  url: 'Address', events: 'Events', maxSessionSeconds: 'Longest realtime session', sessionIdleSeconds: 'Idle time before a session closes',
+  deviceDailySessionSeconds: 'Realtime seconds per day per device', appDailySessionSeconds: 'Realtime seconds per day for the app',
+  openCredentialRoutes: 'Open credential routes', credentialTtlSeconds: 'Longest lifetime of a minted credential', userAuth: 'Sign-in provider',
+  userTokenMode: 'User tokens', userLimitPerMinute: 'Requests per minute per user', userDailyQuota: 'Requests per day per user',
+  userDailyTokens: 'Tokens per day per user', userMinuteTokens: 'Tokens per minute per user', userDailySessionSeconds: 'Realtime seconds per day per user',
+  profiles: 'Profiles by tier', modelPolicy: 'Model policy',
 };
 
 /** A validator message without its leading field name ("deviceLimitPerMinute must be …" → "must be …"). */

@@ -377,12 +377,19 @@ describe('dashboard in Chromium', function () {
   it('shows integration code for each platform from the shared generator', async () => {
     await page.getByRole('link', { name: 'Integrate' }).click();
     await page.getByTestId('initialization').waitFor();
-    const expected: Record<string, RegExp> = { ios: /Tollgate\.configure\(appToken:/, android: /Tollgate\.initialize\(/, flutter: /await Tollgate\.initialize\(/, 'react-native': /Tollgate\.initialize\(\{/ };
+    const expected: Record<string, RegExp> = { ios: /Tollgate\.configure\(appToken:/, android: /Tollgate\.initialize\(/, flutter: /await Tollgate\.initialize\(/, 'react-native': /Tollgate\.initialize\(\{ appToken/ };
+    // Beside the request, each platform's realtime session, signed-in user, me() and provider SDK hook.
+    const hooks: Record<string, RegExp> = { ios: /TollgateURLProtocol\.configuration\(client: Tollgate\.shared/, android: /\.okHttpClient\(Tollgate\.okHttpClient\(\)\)/, flutter: /client: TollgateHttpClient\(Tollgate\.client\)/, 'react-native': /fetch: Tollgate\.fetch/ };
     for (const [platform, pattern] of Object.entries(expected)) {
       await page.getByLabel('Platform').selectOption(platform);
       await page.getByRole('button', { name: 'Show code' }).click();
       await page.getByTestId('initialization').filter({ hasText: pattern }).waitFor();
       expect(await page.getByTestId('request').textContent()).to.not.include(CANARY);
+      expect(await page.getByTestId('feature-realtime').textContent(), platform).to.include('openai/v1/realtime');
+      expect(await page.getByTestId('feature-signed-in-user').textContent(), platform).to.include('setUserTokenProvider');
+      expect(await page.getByTestId('feature-me').textContent(), platform).to.match(/\bme\(\)/);
+      expect(await page.getByTestId('feature-provider-sdk').textContent(), platform).to.match(hooks[platform]!);
+      expect(await page.getByRole('heading', { name: '8. Your provider SDK, through Tollgate' }).count()).to.equal(1);
     }
     // Only the capabilities the provider offers (Anthropic has no image generation), an install step, copy buttons.
     await page.getByLabel('Provider', { exact: true }).selectOption('anthropic');

@@ -2,7 +2,9 @@
  * The dashboard's layout measured in real Chromium at a phone's width (390 × 844) and a desktop's (1280 × 900): every
  * page reachable from the apps list is visited, and in the page itself the test measures that nothing scrolls sideways,
  * that no word of a table, heading, label or navigation is broken across lines, that the top bar takes at most a quarter
- * of a phone's screen, and that every chart's labels lie inside the chart. Then: the Routes section of an app with one
+ * of a phone's screen, and that every chart's labels lie inside the chart. The app has signed-in users (one blocked),
+ * a webhook with a delivery, and a realtime session in its request log, so that the Users and Alerts pages, the Policy
+ * page's realtime and users sections, and the session rows are measured with data. Then: the Routes section of an app with one
  * provider key shows that provider's routes first, open, with the others collapsed; a failed save moves focus to the
  * field in error with the error on screen. Last, no source file of the dashboard is over 400 lines.
  */
@@ -10,6 +12,8 @@ import { expect } from 'chai';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { adminClient, realtimeSession, SignedInUsers, WebhookReceiver } from '../support/dashboard-data';
+import { FakeRealtimeUpstream } from '../support/fake-realtime';
 import { FakeUpstream, respondJson } from '../support/fake-upstream';
 import { TestGateway } from '../support/gateway';
 import { requireTool } from '../support/services';
@@ -66,6 +70,9 @@ async function labelsOutsideCharts(page: Page): Promise<string[]> {
 describe('dashboard layout at 390 and 1280 px', function () {
   this.timeout(180_000);
   let upstream: FakeUpstream;
+  let voice: FakeRealtimeUpstream;
+  let users: SignedInUsers;
+  let receiver: WebhookReceiver;
   let gateway: TestGateway;
   let browser: Browser;
   let page: Page;
@@ -77,21 +84,33 @@ describe('dashboard layout at 390 and 1280 px', function () {
     upstream = await FakeUpstream.start();
     // An OpenAI chat completion with usage (https://platform.openai.com/docs/api-reference/chat/object).
     upstream.respond(respondJson(200, { id: 'chatcmpl-1', object: 'chat.completion', model: 'gpt-4o-mini-2024-07-18', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' } }], usage: { prompt_tokens: 1200, completion_tokens: 800, total_tokens: 2000 } }));
-    gateway = await TestGateway.start({ upstreams: { openai: upstream.url } });
-    const provisioned = await gateway.provision({ openai: 'sk-layout-test-key-0000000000000000' });
+    voice = await FakeRealtimeUpstream.start();
+    users = await SignedInUsers.start();
+    receiver = await WebhookReceiver.start();
+    gateway = await TestGateway.start({ upstreams: { openai: upstream.url, deepgram: voice.url } });
+    // Signed-in users through the app's sign-in provider (tokens optional, so the unsigned request below counts too).
+    const provisioned = await gateway.provision({ openai: 'sk-layout-test-key-0000000000000000', deepgram: 'dg-layout-test-key-000000000000' }, users.settings('optional'));
     appId = provisioned.appId;
     deviceId = provisioned.deviceId;
     await gateway.gateway.management.setPrice({ provider: 'openai', model: 'gpt-4o-mini', inputUsdPerMillion: 0.15, outputUsdPerMillion: 0.6 });
     const from = Date.now();
-    for (let index = 0; index < 3; index += 1) {
-      const response = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers: { ...provisioned.headers, 'content-type': 'application/json' }, body: '{"model":"gpt-4o-mini","messages":[]}' });
+    for (const sub of ['ada-lovelace-0b6d2a', 'grace-hopper-7c1e9f', 'ada-lovelace-0b6d2a']) {
+      const response = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers: { ...provisioned.headers, 'Tollgate-User-Token': await users.token(sub, { tier: 'pro' }), 'content-type': 'application/json' }, body: '{"model":"gpt-4o-mini","messages":[]}' });
       expect(response.status).to.equal(200);
       await response.text();
     }
     const refused = await fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers: { ...provisioned.headers, 'Tollgate-Device-Token': 'forged' }, body: '{}' });
     expect(refused.status).to.equal(403);
     await refused.text();
-    await gateway.recordedUsage(appId, from, (events) => events.length === 4);
+    // A realtime session (Deepgram live transcription's socket) in the request log, beside the HTTP requests.
+    await realtimeSession(gateway, voice, 'deepgram/v1/listen?model=nova-3', provisioned.headers);
+    await gateway.recordedUsage(appId, from, (events) => events.length === 5 && events.some((event) => event.session));
+    const admin = await adminClient(gateway);
+    expect((await admin('POST', `/apps/${appId}/users/grace-hopper-7c1e9f/block`)).json).to.include({ blocked: true });
+    expect((await admin('GET', `/apps/${appId}/users`)).json).to.have.length(2);
+    const webhook = await admin('POST', `/apps/${appId}/webhooks`, { url: receiver.url, events: ['budget.threshold', 'user.blocked', 'device.revoked'] });
+    expect(webhook.status).to.equal(201);
+    expect((await admin('POST', `/apps/${appId}/webhooks/${webhook.json.id as string}/test`)).status).to.equal(202);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] });
     page = await browser.newPage({ viewport: DESKTOP });
     await page.goto(`${gateway.url}/dashboard/setup#token=${gateway.gateway.setupToken}`);
@@ -105,6 +124,9 @@ describe('dashboard layout at 390 and 1280 px', function () {
     await browser?.close();
     await gateway?.close();
     await upstream?.close();
+    await voice?.close();
+    await users?.close();
+    await receiver?.close();
   });
 
   /** Every page reachable from the apps list, with what shows that it has drawn. */
@@ -117,6 +139,11 @@ describe('dashboard layout at 390 and 1280 px', function () {
     [`#/apps/${appId}/devices/${deviceId}`, `Test app · Device ${deviceId}`],
     [`#/apps/${appId}/requests`, 'Test app · Requests'],
     [`#/apps/${appId}/usage`, 'Test app · Usage'],
+    [`#/apps/${appId}/users`, 'Test app · Users'],
+    [`#/apps/${appId}/alerts`, 'Test app · Alerts'],
+    // The Policy page opened at its realtime and signed-in users sections.
+    [`#/apps/${appId}/sessions`, 'Test app · Policy'],
+    [`#/apps/${appId}/sign-in`, 'Test app · Policy'],
     [`#/apps/${appId}/integrate`, 'Test app · Integrate'],
     ['#/usage', 'Usage of every app'],
     ['#/prices', 'Prices'],
@@ -131,6 +158,16 @@ describe('dashboard layout at 390 and 1280 px', function () {
       for (const [hash, heading] of pages()) {
         await page.goto(`${gateway.url}/dashboard/${hash}`);
         await page.getByRole('heading', { name: heading, exact: true }).waitFor();
+        // The pages with data show it (the measurements below are of filled tables, not of empty states).
+        const filled: Record<string, string> = { [`#/apps/${appId}/users`]: 'end-user-list', [`#/apps/${appId}/alerts`]: 'webhook-deliveries', [`#/apps/${appId}/requests`]: 'request-log' };
+        const testId = filled[hash];
+        if (testId) expect(await page.getByTestId(testId).locator('tbody tr').count(), `rows on ${hash}`).to.be.greaterThan(0);
+        if (hash.endsWith('/sessions') || hash.endsWith('/sign-in')) {
+          const section = page.locator(hash.endsWith('/sessions') ? '#section-sessions' : '#section-users');
+          expect(await section.locator('h2').isVisible(), `the section heading of ${hash}`).to.equal(true);
+          const box = (await section.locator('h2').boundingBox())!;
+          expect(box.y, `${hash} opens at its section`).to.be.within(-1, viewport.height - box.height);
+        }
         // Charts are drawn once their box has a width (the next animation frame).
         await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
         const width = (await page.evaluate('document.documentElement.scrollWidth')) as number;

@@ -107,6 +107,9 @@ async function scenario(client: Client, gateway: TestGateway, upstream: FakeUpst
       expect(code, platform).to.match(INITIALIZATION[platform]!);
       for (const kind of ERROR_KINDS[platform]!) expect(code, `${platform} handles ${kind}`).to.match(kind);
       expect(code).to.include('openai/v1/chat/completions');
+      // The SDK's other features come with it: a realtime session, a signed-in user, me(), the provider SDK hook.
+      expect((generated.json as { features: Array<{ id: string }> }).features.map((feature) => feature.id), platform).to.deep.equal(['realtime', 'signed-in-user', 'me', 'provider-sdk']);
+      expect(code, platform).to.include('openai/v1/realtime').and.include('setUserTokenProvider');
       expect(code).not.to.include(SECRET);
     }
   }

@@ -167,6 +167,27 @@ function everySnippet(platform: IntegrationPlatform): IntegrationSnippet[] {
   return all;
 }
 
+/** The body of the top-level `class`/`struct`/`actor` (or `extension`) named `name` in `source`, each declaration joined. */
+function typeBody(source: string, name: string): string {
+  let body = '';
+  for (const match of source.matchAll(new RegExp(`^(?:public |final |sealed |open |abstract |@\\w+ )*(?:class|struct|actor|enum|extension|object) ${name}\\b`, 'gm'))) {
+    const end = source.indexOf('\n}', match.index!);
+    body += `${source.slice(match.index!, end < 0 ? undefined : end)}\n`;
+  }
+  return body;
+}
+
+/** Each `receiver.member` a snippet uses, string interpolations included (comments left out). */
+function members(code: string, receiver: string): string[] {
+  const stripped = code.replace(/^\s*\/\/[^\n]*$/gm, '').replace(/\/\/ [^\n]*/g, '');
+  return [...new Set([...stripped.matchAll(new RegExp(`\\b${receiver}\\??\\.(\\w+)`, 'g'))].map((match) => match[1]!))];
+}
+
+/** The feature snippets (realtime, signed-in user, me, provider SDK) of a few providers for one platform. */
+function everyFeature(platform: IntegrationPlatform): Array<{ id: string; content: string }> {
+  return ['openai', 'deepgram', 'anthropic', 'elevenlabs'].flatMap((slug) => snippet(platform, slug, 'chat' in (manifest(slug).examples ?? {}) ? 'chat' : supportedCapabilities(manifest(slug))[0]!, false).features);
+}
+
 describe('generated integration code', function () {
   this.timeout(180_000);
 
@@ -285,6 +306,109 @@ describe('generated integration code', function () {
     });
   });
 
+  describe('the SDK features beside a request use the SDKs\' public API (checked against the SDK sources)', () => {
+    it('every platform has a realtime session, a signed-in user, me() and the provider SDK hook, with the chosen provider\'s endpoints', () => {
+      for (const platform of INTEGRATION_PLATFORMS) {
+        const openai = snippet(platform, 'openai', 'chat', false);
+        expect(openai.features.map((feature) => feature.id), platform).to.deep.equal(['realtime', 'signed-in-user', 'me', 'provider-sdk']);
+        const [realtime, user, me, hook] = openai.features.map((feature) => feature.content) as [string, string, string, string];
+        expect(realtime, platform).to.include('openai/v1/realtime');
+        expect(user, platform).to.match(/setUserTokenProvider\(/).and.match(/setUserTokenProvider\(null\)|setUserTokenProvider\(nil\)/);
+        expect(me, platform).to.match(/\bme\(\)/);
+        expect(hook, platform).to.match({ ios: /TollgateURLProtocol\.configuration\(client: Tollgate\.shared, gatewayURL: "https:\/\/gateway\.example\.com"\)/, android: /\.okHttpClient\(Tollgate\.okHttpClient\(\)\)[\s\S]*addInterceptor\(Tollgate\.interceptor\(\)\)/, flutter: /client: TollgateHttpClient\(Tollgate\.client\)/, 'react-native': /fetch: Tollgate\.fetch as typeof fetch,/ }[platform]);
+        expect(hook, platform).to.include(platform === 'ios' ? 'basePath: "/v1/proxy/openai/v1"' : "'openai/v1'".replace(/'/g, platform === 'android' ? '"' : "'"));
+        expect(openai.code, `${platform}: the features are in the whole text too`).to.include(realtime).and.include(hook);
+        expect(snippet(platform, 'deepgram', 'tts', false).features[0]!.content, platform).to.include('deepgram/v1/listen');
+        // A provider without a realtime route says so instead of inventing a path.
+        const none = snippet(platform, 'anthropic', 'chat', false).features[0]!;
+        expect(none.description).to.match(/declares no realtime route/);
+        expect(none.content).to.include('anthropic/v1/REALTIME_PATH_FROM_PROVIDER_DOCS');
+      }
+      // The gateway address split as the OpenAI Swift package's configuration takes it (a port and a path prefix kept).
+      const local = generateIntegrationCode({ platform: 'ios', appToken: 'at_YOUR_APP_TOKEN', provider: manifest('openai'), capability: 'chat', gatewayUrl: 'http://10.0.2.2:8080/tg' });
+      expect(local.features[3]!.content).to.include('host: "10.0.2.2", port: 8080, scheme: "http", basePath: "/tg/v1/proxy/openai/v1"');
+    });
+
+    it('Swift: every Tollgate.shared method (with its labels), session, close, me and limit member, and TollgateURLProtocol exist in sdk/ios', () => {
+      const source = sources(path.join(SDK, 'ios', 'Sources', 'TollgateSDK'), ['.swift']);
+      for (const feature of everyFeature('ios')) {
+        const code = feature.content;
+        expect(code).to.match(/^import TollgateSDK$/m);
+        for (const call of calls(code.replace(/Tollgate\.shared\./g, 'Shared.'), 'Shared')) {
+          const labels = call.args.map((arg) => /^(\w+):/.exec(arg)?.[1] ?? '_');
+          const overloads = declarations(source, new RegExp(`public func ${call.name}\\(`, 'g'));
+          // A trailing closure is an unlabelled last argument.
+          expect(acceptsSwift(overloads, labels) || acceptsSwift(overloads, [...labels, '_']), `Tollgate.shared.${call.name}(${labels.join(':')}:)`).to.equal(true);
+        }
+        for (const [, name] of code.matchAll(/Tollgate\.shared\.(\w+)/g)) expect(source, `Tollgate.shared.${name}`).to.match(new RegExp(`public func ${name}\\(`));
+        const types: Record<string, string> = { session: 'RealtimeSession', closed: 'RealtimeCloseError', me: 'Me', limit: 'MeLimit' };
+        for (const [receiver, type] of Object.entries(types)) {
+          const body = typeBody(source, type);
+          for (const member of members(code, receiver)) expect(body, `${type}.${member}`).to.match(new RegExp(`public (?:let|var|func|static func) ${member}\\b`));
+        }
+        if (code.includes('RealtimeCloseError')) expect(source).to.match(/public struct RealtimeCloseError\b/);
+        for (const [, kind] of code.matchAll(/case \.(\w+)\(let/g)) expect(typeBody(source, 'RealtimeMessage'), `RealtimeMessage.${kind}`).to.match(new RegExp(`case ${kind}\\(`));
+        if (feature.id === 'provider-sdk') {
+          const [, labels] = /TollgateURLProtocol\.configuration\((\w+):[^,]+, (\w+):/.exec(code)!;
+          expect(labels).to.equal('client');
+          expect(accepts(declarations(source, /public static func configuration\(/g), 0, ['client', 'gatewayURL'])).to.equal(true);
+        }
+      }
+    });
+
+    it('Kotlin: every import, Tollgate call, session, close, me and limit member exist in sdk/android', () => {
+      const library = sources(path.join(SDK, 'android', 'tollgate', 'src', 'main'), ['.kt']);
+      const core = sources(path.join(SDK, 'android', 'core', 'src', 'main'), ['.kt']);
+      for (const feature of everyFeature('android')) {
+        const code = feature.content;
+        for (const [, pkg, name] of code.matchAll(/^import (dev\.tollgate(?:\.core)?)\.(\w+)$/gm)) {
+          const text = pkg === 'dev.tollgate' ? library : core;
+          expect(text, `import ${pkg}.${name}`).to.match(new RegExp(`public (sealed |data |enum )?(class|object) ${name}\\b`));
+        }
+        for (const call of calls(code, 'Tollgate')) {
+          const named = call.args.map((arg) => /^(\w+)\s*=(?!=)/.exec(arg)?.[1]).filter((name): name is string => name !== undefined);
+          // A trailing lambda is one more positional argument.
+          const positional = call.args.length - named.length + (new RegExp(`Tollgate\\.${call.name}\\s*\\{`).test(code) ? 1 : 0);
+          const overloads = declarations(library, new RegExp(`public (?:suspend )?fun ${call.name}\\(`, 'g'));
+          expect(accepts(overloads, positional, named) || accepts(overloads, 1, named), `Tollgate.${call.name}(${call.args.length} args)`).to.equal(true);
+        }
+        for (const [, name] of code.matchAll(/Tollgate\.(\w+)\s*\{/g)) expect(library, `Tollgate.${name} { … }`).to.match(new RegExp(`public (?:suspend )?fun ${name}\\(`));
+        const types: Record<string, string> = { session: 'RealtimeSession', closed: 'RealtimeClose', me: 'Me', limit: 'MeLimit' };
+        for (const [receiver, type] of Object.entries(types)) {
+          const body = typeBody(core, type);
+          for (const member of members(code, receiver)) expect(body, `${type}.${member}`).to.match(new RegExp(`public (?:val|var|fun|suspend fun) ${member}\\b`));
+        }
+        for (const [, kind, field] of code.matchAll(/is RealtimeMessage\.(\w+) -> \w+\(message\.(\w+)\)/g)) expect(core, `RealtimeMessage.${kind}.${field}`).to.match(new RegExp(`public class ${kind}\\(public val ${field}: `));
+        for (const [, kind] of code.matchAll(/TollgateError\.(\w+)/g)) expect(core, `TollgateError.${kind}`).to.match(new RegExp(`public class ${kind}\\(`));
+        for (const [, field] of code.matchAll(/error\.(\w+)/g)) expect(core, `error.${field}`).to.match(new RegExp(`public val ${field}: `));
+      }
+    });
+
+    it('Dart: every Tollgate member, session, close, me and limit member, message class and TollgateHttpClient exist in sdk/flutter', () => {
+      const lib = sources(path.join(SDK, 'flutter', 'lib'), ['.dart']);
+      const exported = readFileSync(path.join(SDK, 'flutter', 'lib', 'tollgate.dart'), 'utf8');
+      for (const feature of everyFeature('flutter')) {
+        const code = feature.content;
+        for (const name of members(code, 'Tollgate')) expect(typeBody(lib, 'Tollgate'), `Tollgate.${name}`).to.match(new RegExp(`static [\\w.<>?]+ (?:get )?${name}\\b`));
+        const types: Record<string, string> = { session: 'RealtimeSession', closed: 'RealtimeClose', me: 'Me', limit: 'MeLimit' };
+        for (const [receiver, type] of Object.entries(types)) {
+          const body = typeBody(lib, type);
+          for (const member of members(code, receiver)) expect(body, `${type}.${member}`).to.match(new RegExp(`(?:final [\\w?<>]+|get|void|Future<void>|late final [\\w<>]+) ${member}\\b|[\\w?<>]+ get ${member}\\b`));
+        }
+        for (const [, kind, field] of code.matchAll(/case (\w+)\(:final (\w+)\)/g)) {
+          expect(exported, kind).to.include(kind);
+          expect(typeBody(lib, kind), `${kind}.${field}`).to.match(new RegExp(`final [\\w<>]+ ${field};`));
+        }
+        for (const [, name] of code.matchAll(/on (\w+Exception)/g)) expect(lib, name).to.match(new RegExp(`class ${name}\\b`));
+        for (const [, field] of code.matchAll(/error\.(\w+)/g)) expect(lib, `error.${field}`).to.match(new RegExp(`final [\\w?<>]+ ${field};`));
+        if (feature.id === 'provider-sdk') {
+          expect(lib).to.match(/class TollgateHttpClient extends http\.BaseClient \{\n\s*TollgateHttpClient\(this\._client/);
+          expect(exported).to.match(/show TollgateHttpClient/);
+        }
+      }
+    });
+  });
+
   it('React Native: every snippet type-checks under strict TypeScript against the SDK sources', () => {
     const directory = mkdtempSync(path.join(SDK, 'react-native', '.typecheck-'));
     try {
@@ -293,6 +417,16 @@ describe('generated integration code', function () {
       generated.forEach((entry, index) => {
         const file = path.join(directory, `request-${index}.ts`);
         writeFileSync(file, `${entry.request.replace("from '@tollgate/react-native'", "from '../src/index'")}\n\ndeclare function handle(value: unknown): void;\n`);
+        files.push(file);
+      });
+      // The features beside the request: realtime, signed-in user, me() and the openai package with Tollgate.fetch.
+      everyFeature('react-native').forEach((feature, index) => {
+        const file = path.join(directory, `feature-${feature.id}-${index}.ts`);
+        const source = feature.content
+          .replace("from '@tollgate/react-native'", "from '../src/index'")
+          // The app's own sign-in SDK (Firebase's auth module, as @react-native-firebase/auth declares it).
+          .replace("import auth from '@react-native-firebase/auth';\n", 'declare function auth(): { currentUser: { getIdToken(forceRefresh?: boolean): Promise<string> } | null };\n');
+        writeFileSync(file, `${source}\n\ndeclare function handleEvent(text: string): void;\ndeclare function play(bytes: Uint8Array): void;\nexport {};\n`);
         files.push(file);
       });
       for (const development of [false, true]) {

@@ -337,6 +337,24 @@ for (const engine of ENGINES) {
         { deviceId: 'quiet', requests: 5 },
       ]);
       expect((await new UsageRepository(core.database).summary(null, start, start + 180_000)).totalRequests).to.be.at.least(23);
+      // No realtime session among them.
+      expect(summary.realtime).to.deep.equal({ sessions: 0, seconds: 0 });
+    });
+
+    it('sums realtime sessions apart from HTTP requests: their count and open seconds (the row\'s duration)', async () => {
+      const app = await core.management.createApp({ name: 'Realtime summary' });
+      const recorder = new UsageRecorder(core.database);
+      const start = Math.floor(Date.now() / 60_000) * 60_000 - 120_000;
+      const base = { appId: app.id, provider: 'openai', deviceId: 'voice', bytesIn: 1, bytesOut: 1, truncated: false, errorType: null };
+      const session = { framesIn: 4, framesOut: 9, closeCode: 1000, closeReason: '', closedBy: 'client' as const };
+      recorder.record({ ...base, status: 101, latencyMs: 90_400, createdAt: start, session });
+      recorder.record({ ...base, status: 101, latencyMs: 29_700, createdAt: start + 1000, session: { ...session, closeCode: 4429, closeReason: 'session_too_long', closedBy: 'gateway' } });
+      recorder.record({ ...base, status: 200, latencyMs: 5_000, createdAt: start + 2000 });
+      await recorder.flush();
+      const summary = await new UsageRepository(core.database).summary(app.id, start, start + 180_000);
+      expect(summary.totalRequests).to.equal(3);
+      expect(summary.realtime).to.deep.equal({ sessions: 2, seconds: 120 });
+      expect((await new UsageRepository(core.database).summary(app.id, start + 1500, start + 180_000)).realtime).to.deep.equal({ sessions: 0, seconds: 0 });
     });
 
     it('stores the tokens of each usage event and sums them per minute, app, device, provider and model', async () => {

@@ -2,7 +2,7 @@
  * An app's alerts: webhook endpoints (signed per the Standard Webhooks specification; the signing secret is shown
  * once), a test delivery, and the latest deliveries with their outcomes.
  */
-import { api, type App } from '../api.js';
+import { api, type App, type Webhook, type WebhookDelivery as Delivery } from '../api.js';
 import { checkbox, field, h, table } from '../dom.js';
 import { refresh } from '../state.js';
 import { badge, button, emptyState, onSubmit, once, say, when } from '../ui.js';
@@ -16,20 +16,28 @@ const EVENTS: ReadonlyArray<readonly [string, string]> = [
   ['user.blocked', 'A user was blocked'],
 ];
 
-interface Webhook { id: string; url: string; events: string[]; createdAt: string }
-interface Delivery { id: string; webhookId: string; type: string; status: 'pending' | 'delivered' | 'failed'; attempts: number; lastStatus: number | null; lastError: string | null; createdAt: string; nextAttemptAt: string | null }
+/** A button whose visible text is short (it fits a phone) and whose accessible name says what it acts on. */
+const named = (element: HTMLButtonElement, name: string): HTMLButtonElement => {
+  element.setAttribute('aria-label', name);
+  element.title = name;
+  return element;
+};
 
 export async function alertsTab(app: App): Promise<(Node | null)[]> {
   const [webhooks, deliveries] = await Promise.all([api<Webhook[]>('GET', `/apps/${app.id}/webhooks`), api<Delivery[]>('GET', `/apps/${app.id}/webhook-deliveries`)]);
   const form = h(
     'form',
     { 'aria-label': 'Add a webhook' },
-    field('Address (https)', h('input', { name: 'url', type: 'url', required: true, placeholder: 'https://example.com/tollgate-alerts' }), 'Each delivery is signed (webhook-id, webhook-timestamp, webhook-signature) and retried with back-off for 24 hours.'),
+    field('Address (https URL)', h('input', { name: 'url', type: 'url', required: true, placeholder: 'https://example.com/tollgate-alerts' }), 'Each delivery is signed (webhook-id, webhook-timestamp, webhook-signature) and retried with back-off for 24 hours.'),
     h('fieldset', {}, h('legend', {}, 'Events'), ...EVENTS.map(([event, meaning]) => checkbox(`${event}: ${meaning}`, `event:${event}`, true))),
     h('button', { type: 'submit', class: 'primary' }, 'Add webhook'),
   );
   const outcome = (delivery: Delivery) =>
-    delivery.status === 'delivered' ? badge('delivered', 'ok') : delivery.status === 'failed' ? badge('failed', 'bad') : badge(`pending, next ${when(delivery.nextAttemptAt)}`, 'muted');
+    delivery.status === 'delivered'
+      ? badge(`delivered ${when(delivery.finishedAt)}`, 'ok')
+      : delivery.status === 'failed'
+        ? badge(`failed ${when(delivery.finishedAt)}`, 'bad')
+        : badge(delivery.nextAttemptAt ? `pending, next try ${when(delivery.nextAttemptAt)}` : 'pending', 'muted');
   return [
     webhooks.length
       ? table(
@@ -38,7 +46,13 @@ export async function alertsTab(app: App): Promise<(Node | null)[]> {
             h('code', {}, webhook.url),
             webhook.events.join(', '),
             when(webhook.createdAt),
-            h('span', { class: 'actions' }, button(`Send a test to ${webhook.url}`, async () => { await api('POST', `/apps/${app.id}/webhooks/${webhook.id}/test`); say('A test delivery is queued.'); await refresh(); }), button(`Remove ${webhook.url}`, async () => { await api('DELETE', `/apps/${app.id}/webhooks/${webhook.id}`); await refresh(); }, 'danger', `Remove the webhook ${webhook.url}?`)),
+            h(
+              'span',
+              { class: 'actions' },
+              named(button('Send a test', async () => { await api('POST', `/apps/${app.id}/webhooks/${webhook.id}/test`); say(`A test delivery (webhook.test) to ${webhook.url} is queued.`); await refresh(); }), `Send a test to ${webhook.url}`),
+              ' ',
+              named(button('Remove', async () => { await api('DELETE', `/apps/${app.id}/webhooks/${webhook.id}`); say(`The webhook ${webhook.url} is removed.`); await refresh(); }, 'danger', `Remove the webhook ${webhook.url}? Its pending deliveries are dropped.`), `Remove ${webhook.url}`),
+            ),
           ]),
           undefined,
           'webhook-list',
@@ -47,13 +61,26 @@ export async function alertsTab(app: App): Promise<(Node | null)[]> {
     h('h2', {}, 'Add a webhook'),
     onSubmit(form, async (values) => {
       const events = EVENTS.map(([event]) => event).filter((event) => values[`event:${event}`] === true);
-      const created = await api<{ secret: string; url: string }>('POST', `/apps/${app.id}/webhooks`, { url: values.url, events });
-      once(`Signing secret of ${created.url}`, created.secret);
+      const created = await api<Webhook & { secret: string }>('POST', `/apps/${app.id}/webhooks`, { url: values.url, events });
+      once(`Signing secret of ${created.url} (verify each delivery's webhook-signature with it)`, created.secret);
+      say('Webhook added.');
       await refresh();
     }),
     h('h2', {}, 'Latest deliveries'),
     deliveries.length
-      ? table(['Event', 'Outcome', 'Attempts', 'Last answer', 'Queued'], deliveries.slice(0, 50).map((delivery) => [delivery.type, outcome(delivery), String(delivery.attempts), delivery.lastStatus === null ? (delivery.lastError ?? '') : `HTTP ${delivery.lastStatus}`, when(delivery.createdAt)]), undefined, 'webhook-deliveries')
-      : emptyState('Nothing delivered yet.'),
+      ? table(
+          ['Event', 'Address', 'Outcome', 'Attempts', 'Last answer', 'Queued'],
+          deliveries.slice(0, 50).map((delivery) => [
+            delivery.type,
+            h('code', {}, webhooks.find((webhook) => webhook.id === delivery.webhookId)?.url ?? delivery.webhookId),
+            outcome(delivery),
+            String(delivery.attempts),
+            delivery.lastStatus !== null ? `HTTP ${delivery.lastStatus}` : (delivery.lastError ?? (delivery.attempts ? '' : 'not sent yet')),
+            when(delivery.createdAt),
+          ]),
+          undefined,
+          'webhook-deliveries',
+        )
+      : emptyState('Nothing delivered yet: send a test to an endpoint to see its outcome here.'),
   ];
 }

@@ -27,7 +27,7 @@ const TABS: ReadonlyArray<readonly [string, string, Tab]> = [
 ];
 
 /** Older addresses of the policy's sections, still linked from elsewhere. */
-const ALIASES: Record<string, readonly [string, string]> = { limits: ['policy', 'limits'], routes: ['policy', 'routes'], settings: ['policy', 'attestation'], sessions: ['policy', 'sessions'] };
+const ALIASES: Record<string, readonly [string, string]> = { limits: ['policy', 'limits'], routes: ['policy', 'routes'], settings: ['policy', 'attestation'], sessions: ['policy', 'sessions'], 'sign-in': ['policy', 'users'] };
 
 export function tabs(app: App, current: string): HTMLElement {
   return h('nav', { class: 'tabs', 'aria-label': `${app.name} sections` }, ...TABS.map(([tab, label]) => h('a', { href: `#/apps/${app.id}${tab ? `/${tab}` : ''}`, 'aria-current': tab === current ? 'page' : null }, label)));

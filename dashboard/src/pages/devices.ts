@@ -3,6 +3,7 @@ import { api, type App, type Device, type DevicePage, type RequestLog, type Usag
 import { field, formValues, h, stackTable, table } from '../dom.js';
 import { duration } from '../format.js';
 import { refresh } from '../state.js';
+import { frames, isSession, sessionRoute, sessionStatus } from '../sessions.js';
 import { badge, button, emptyState, onSubmit, once, say, show } from '../ui.js';
 import { monitorBanner, tabs } from './app.js';
 
@@ -104,9 +105,7 @@ async function deviceListContent(app: App): Promise<Node[]> {
   return [form, output, revokeAll];
 }
 
-type LoggedRequest = RequestLog['requests'][number] & { inputTokens?: number | null; outputTokens?: number | null };
-
-/** One device: status, its traffic (the usage summary of its events), its latest requests, and revocation. */
+/** One device: status, its traffic (the usage summary of its events), its latest requests and sessions, and revocation. */
 export async function devicePage(appId: string, deviceId: string): Promise<void> {
   const app = await api<App>('GET', `/apps/${encodeURIComponent(appId)}`);
   const device = await api<Device>('GET', `/apps/${app.id}/devices/${encodeURIComponent(deviceId)}`);
@@ -131,12 +130,14 @@ export async function devicePage(appId: string, deviceId: string): Promise<void>
         stat('errors', errors, 'device-errors'),
         stat('input tokens', usage.tokens?.inputTokens ?? 0, 'device-input-tokens'),
         stat('output tokens', usage.tokens?.outputTokens ?? 0, 'device-output-tokens'),
+        usage.realtime?.sessions ? stat('realtime sessions', usage.realtime.sessions, 'device-sessions') : null,
+        usage.realtime?.sessions ? h('li', {}, h('strong', { 'data-testid': 'device-session-minutes' }, (usage.realtime.seconds / 60).toFixed(1)), 'realtime minutes') : null,
       ),
     );
   };
   onSubmit(windowForm, renderTraffic);
   await renderTraffic(formValues(windowForm));
-  const log = await api<{ requests: LoggedRequest[]; nextBefore: number | null }>('GET', `/apps/${app.id}/requests?device=${id}&limit=20`);
+  const log = await api<RequestLog>('GET', `/apps/${app.id}/requests?device=${id}&limit=20`);
   show(
     `${app.name} · Device ${device.deviceId}`,
     tabs(app, 'devices'),
@@ -156,16 +157,16 @@ export async function devicePage(appId: string, deviceId: string): Promise<void>
     h('h2', {}, 'Traffic'),
     windowForm,
     traffic,
-    h('h2', {}, 'Latest requests'),
+    h('h2', {}, 'Latest requests and sessions'),
     stackTable(
-      ['Time', 'Provider', 'Route', 'Status', 'Error', 'Latency', 'Tokens in / out'],
+      ['Time', 'Route', 'Status', 'Error', 'Latency', 'Frames in / out (audio)', 'Tokens in / out'],
       log.requests.map((entry) => [
         new Date(entry.createdAt).toLocaleString(),
-        entry.provider,
-        h('code', { title: entry.requestId ?? '' }, `${entry.method ?? ''} ${entry.route ?? ''}`.trim()),
-        badge(String(entry.status), entry.status < 400 && !entry.errorType ? 'ok' : 'bad'),
+        isSession(entry) ? sessionRoute(entry) : h('span', {}, h('span', { class: 'muted' }, entry.provider), ' ', h('code', { title: entry.requestId ?? '' }, `${entry.method ?? ''} ${entry.route ?? ''}`.trim())),
+        isSession(entry) ? sessionStatus(entry.session) : badge(String(entry.status), entry.status < 400 && !entry.errorType ? 'ok' : 'bad'),
         entry.errorType ? `${entry.errorType}${entry.reason ? ` (${entry.reason})` : ''}` : entry.status >= 400 ? 'providerError' : '',
         duration(entry.latencyMs),
+        isSession(entry) ? frames(entry.session) : '',
         entry.inputTokens === null || entry.inputTokens === undefined ? '' : `${entry.inputTokens} / ${entry.outputTokens ?? 0}`,
       ]),
       log.requests.length ? undefined : 'No request from this device in the request log.',

@@ -1,4 +1,8 @@
-/** Integration code for each platform, provider and capability, from the gateway's shared generator. */
+/**
+ * Integration code for each platform, provider and capability, from the gateway's shared generator: install,
+ * configuration, initialization and a request, then the SDK's other features (a realtime session, a signed-in user,
+ * `me()`, and the provider SDK hook), each under its own heading.
+ */
 import { api, type App, type Secret } from '../api.js';
 import { field, formValues, h } from '../dom.js';
 import { loadProviders } from '../state.js';
@@ -31,7 +35,16 @@ export async function integrateTab(app: App): Promise<(Node | null)[]> {
   const render = async (values: Record<string, string | boolean>) => {
     const query = new URLSearchParams({ platform: String(values.platform), provider: String(values.provider), capability: String(values.capability) });
     if (developmentToken) query.set('developmentToken', developmentToken);
-    const snippet = await api<{ install: string; configuration: Array<{ file: string; place: string; content: string }>; initializationPlace: string; initialization: string; request: string; generic: boolean; development: boolean }>('GET', `/apps/${app.id}/integration?${query}`);
+    const snippet = await api<{
+      install: string;
+      configuration: Array<{ file: string; place: string; content: string }>;
+      initializationPlace: string;
+      initialization: string;
+      request: string;
+      features: Array<{ id: string; title: string; description: string; content: string }>;
+      generic: boolean;
+      development: boolean;
+    }>('GET', `/apps/${app.id}/integration?${query}`);
     const simulator = app.settings.allowDevelopmentAttestation === true
       ? developmentToken
         ? h('p', { class: 'muted' }, 'The code below carries a development token for simulators and emulators, in debug builds only. Production builds attest the real device.')
@@ -53,6 +66,11 @@ export async function integrateTab(app: App): Promise<(Node | null)[]> {
       snippet.generic ? h('p', { class: 'muted' }, 'This provider declares no example for this capability: a generic call is shown; take the path from the provider’s documentation.') : '',
       block('request', snippet.request),
       h('p', { class: 'muted' }, 'Replace at_YOUR_APP_TOKEN with the app token shown when the app was created (or rotated). No provider key belongs in the app.'),
+      ...snippet.features.flatMap((feature, index) => [
+        h('h2', { id: `feature-${feature.id}` }, `${index + 5}. ${feature.title}`),
+        h('p', {}, feature.description),
+        block(`feature-${feature.id}`, feature.content),
+      ]),
     );
   };
   onSubmit(form, render);

@@ -11,6 +11,9 @@ import { badge, button, copyBox, onSubmit, once } from '../ui.js';
 
 const DAY = 1440;
 
+/** Open seconds as minutes: `0.5`, `12`, `1.2k`. */
+const minutes = (seconds: number): string => (seconds < 600 ? String(Math.round(seconds / 6) / 10) : compact(Math.round(seconds / 60)));
+
 function tile(label: string, value: string, testId: string, trend?: readonly number[], tone?: string, note?: string): HTMLElement {
   return h('li', { class: 'tile', 'data-testid': testId }, h('span', { class: 'tile-label' }, label), h('strong', { class: 'tile-value' }, value), note ? h('span', { class: 'tile-note muted' }, note) : null, trend ? sparkline(trend, tone) : null);
 }
@@ -82,6 +85,8 @@ export async function overviewTab(app: App): Promise<(Node | null)[]> {
       tile('Tokens', compact(tokens), 'tile-tokens'),
       tile('Estimated spend', usage.spend ? money(usage.spend.totalUsd) : 'no prices', 'tile-spend', undefined, undefined, usage.spend?.priceAsOf.length ? pricesUsed(usage.spend.priceAsOf) : undefined),
       tile('Active devices', compact(activeDevices), 'tile-devices'),
+      // Realtime voice is billed by the minute: shown once the app has had a session.
+      usage.realtime?.sessions ? tile(`Realtime minutes (${compact(usage.realtime.sessions)} ${usage.realtime.sessions === 1 ? 'session' : 'sessions'})`, minutes(usage.realtime.seconds), 'tile-realtime') : null,
     ),
     h('h2', {}, 'Attestation'),
     h(

@@ -1,15 +1,17 @@
 /**
  * The request log of an app: filters (time range, status, error type, provider, device, text), paging by cursor
  * (newest first), model, tokens and estimated spend per row, a detail view per row, and CSV export of what the
- * filters select.
+ * filters select. A realtime session is one row, marked as such, with its duration, close and who closed it; its
+ * details add frames each way and audio seconds.
  */
 import { api, type App, type RequestLog } from '../api.js';
 import { field, formValues, h, table } from '../dom.js';
 import { duration, money, pricesUsed } from '../format.js';
 import { loadProviders } from '../state.js';
+import { isSession, sessionFacts, sessionRoute, sessionStatus } from '../sessions.js';
 import { badge, button, copyBox, onSubmit, when } from '../ui.js';
 
-type Entry = RequestLog['requests'][number] & { inputTokens?: number | null; outputTokens?: number | null; model?: string | null };
+type Entry = RequestLog['requests'][number];
 
 const RANGES: ReadonlyArray<readonly [string, string]> = [['', 'any time'], ['15', 'last 15 minutes'], ['60', 'last hour'], ['1440', 'last day'], ['10080', 'last 7 days']];
 const STATUSES: ReadonlyArray<readonly [string, string]> = [['', 'any'], ['2xx', '2xx'], ['4xx', '4xx'], ['5xx', '5xx'], ['429', '429']];
@@ -30,22 +32,26 @@ function spendCell(entry: Entry): Node | string {
 
 const errorText = (entry: Entry) => (entry.errorType ? `${entry.errorType}${entry.reason ? ` (${entry.reason})` : ''}` : entry.status >= 400 ? 'providerError' : '');
 
-/** Every recorded field of one request. */
+/** Every recorded field of one request, or of one realtime session. */
 function detail(entry: Entry): HTMLElement {
-  const facts: Array<[string, Node | string]> = [
-    ['Request id', entry.requestId ? copyBox(entry.requestId, 'Copy request id') : ''],
-    ['Time', when(entry.createdAt)],
+  const head: Array<[string, Node | string]> = [
+    [isSession(entry) ? 'Session id' : 'Request id', entry.requestId ? copyBox(entry.requestId, isSession(entry) ? 'Copy session id' : 'Copy request id') : ''],
+    [isSession(entry) ? 'Opened' : 'Time', when(entry.createdAt)],
     ['Device', entry.deviceId ?? 'none (refused before attestation)'],
     ['Route', `${entry.method ?? ''} ${entry.provider}/${entry.route ?? ''}`.trim()],
-    ['Status', String(entry.status)],
-    ['Error', errorText(entry) || 'none'],
-    ['Model', entry.model ?? 'not reported'],
-    ['Tokens in / out', entry.inputTokens === null || entry.inputTokens === undefined ? 'not reported' : `${entry.inputTokens} / ${entry.outputTokens ?? 0}`],
-    ['Estimated spend', spend(entry) ? `${spend(entry)} (${pricesUsed(entry.priceAsOf)})` : 'no price for this model'],
-    ['Latency', duration(entry.latencyMs)],
-    ['Bytes in / out', `${entry.bytesIn} / ${entry.bytesOut}${entry.truncated ? ' (cut short)' : ''}`],
   ];
-  return h('dl', { class: 'facts', 'data-testid': 'request-detail' }, ...facts.flatMap(([label, value]) => [h('dt', {}, label), h('dd', {}, value)]));
+  const body: Array<[string, Node | string]> = isSession(entry)
+    ? [...sessionFacts(entry), ['Error', errorText(entry) || 'none'], ['Model', entry.model ?? 'not reported'], ['Estimated spend', spend(entry) ? `${spend(entry)} (${pricesUsed(entry.priceAsOf)})` : 'no price for this model']]
+    : [
+        ['Status', String(entry.status)],
+        ['Error', errorText(entry) || 'none'],
+        ['Model', entry.model ?? 'not reported'],
+        ['Tokens in / out', entry.inputTokens === null || entry.inputTokens === undefined ? 'not reported' : `${entry.inputTokens} / ${entry.outputTokens ?? 0}`],
+        ['Estimated spend', spend(entry) ? `${spend(entry)} (${pricesUsed(entry.priceAsOf)})` : 'no price for this model'],
+        ['Latency', duration(entry.latencyMs)],
+      ];
+  const facts = [...head, ...body, ['Bytes in / out', `${entry.bytesIn} / ${entry.bytesOut}${entry.truncated ? ' (cut short)' : ''}`] as [string, string]];
+  return h('dl', { class: 'facts', 'data-testid': isSession(entry) ? 'session-detail' : 'request-detail' }, ...facts.flatMap(([label, value]) => [h('dt', {}, label), h('dd', {}, value)]));
 }
 
 export async function requestsTab(app: App): Promise<(Node | null)[]> {
@@ -76,19 +82,21 @@ export async function requestsTab(app: App): Promise<(Node | null)[]> {
     const before = cursors[cursors.length - 1];
     if (before) query.set('before', String(before));
     query.set('limit', '50');
-    const log = (await api<RequestLog>('GET', `/apps/${app.id}/requests?${query}`)) as { requests: Entry[]; nextBefore: number | null };
+    const log = await api<RequestLog>('GET', `/apps/${app.id}/requests?${query}`);
     const rows = table(
       ['Time', 'Device', 'Route', 'Model', 'Status', 'Tokens in / out', 'Spend', 'Latency', ''],
       log.requests.map((entry) => [
         new Date(entry.createdAt).toLocaleString([], { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' }),
         entry.deviceId ? h('code', {}, entry.deviceId) : '',
-        h('span', {}, h('span', { class: 'muted' }, entry.provider), ' ', h('code', { title: entry.requestId ?? '' }, `${entry.method ?? ''} ${entry.route ?? ''}`.trim())),
+        isSession(entry) ? sessionRoute(entry) : h('span', {}, h('span', { class: 'muted' }, entry.provider), ' ', h('code', { title: entry.requestId ?? '' }, `${entry.method ?? ''} ${entry.route ?? ''}`.trim())),
         entry.model ? h('code', {}, entry.model) : '',
-        h('span', {}, badge(String(entry.status), entry.status < 400 && !entry.errorType ? 'ok' : 'bad'), errorText(entry) ? h('span', { class: 'error-type' }, ' ', errorText(entry)) : null),
+        isSession(entry)
+          ? sessionStatus(entry.session)
+          : h('span', {}, badge(String(entry.status), entry.status < 400 && !entry.errorType ? 'ok' : 'bad'), errorText(entry) ? h('span', { class: 'error-type' }, ' ', errorText(entry)) : null),
         entry.inputTokens === null || entry.inputTokens === undefined ? '' : `${entry.inputTokens} / ${entry.outputTokens ?? 0}`,
         spendCell(entry),
         duration(entry.latencyMs),
-        h('button', { type: 'button', class: 'link', 'aria-expanded': 'false', 'data-request': String(entry.id) }, 'Details'),
+        h('button', { type: 'button', class: 'link', 'aria-expanded': 'false', 'data-request': String(entry.id), 'data-kind': isSession(entry) ? 'session' : 'request' }, 'Details'),
       ]),
       log.requests.length ? undefined : 'No request matches these filters.',
       'request-log',
@@ -127,5 +135,5 @@ export async function requestsTab(app: App): Promise<(Node | null)[]> {
     await render();
   });
   await render();
-  return [h('p', { class: 'muted' }, 'One row per request through the gateway, newest first. Kept for TOLLGATE_REQUEST_LOG_RETENTION_DAYS (default 30).'), form, output];
+  return [h('p', { class: 'muted' }, 'One row per request through the gateway, and one per realtime session (marked realtime, with its duration and close), newest first. Kept for TOLLGATE_REQUEST_LOG_RETENTION_DAYS (default 30).'), form, output];
 }

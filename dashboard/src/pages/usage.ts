@@ -98,6 +98,9 @@ export async function usageContent(path: string): Promise<Node[]> {
         // The date of the prices used, beside the estimate: the default table's, or the operator's own.
         usage.spend?.priceAsOf.length ? h('span', { class: 'muted', 'data-testid': 'spend-price-as-of' }, ` Estimated from ${pricesUsed(usage.spend.priceAsOf)}.`) : null,
       ),
+      usage.realtime?.sessions
+        ? h('p', { 'data-testid': 'total-realtime' }, `${usage.realtime.sessions} realtime ${usage.realtime.sessions === 1 ? 'session' : 'sessions'}, ${(usage.realtime.seconds / 60).toFixed(1)} minutes open (one request each in the counts above).`)
+        : '',
       charts(usage, minutes, appNames),
     );
   };
