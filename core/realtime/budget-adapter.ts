@@ -36,6 +36,7 @@ interface SecondsBudget {
   readonly key: string;
   readonly limit: number;
   readonly name: string;
+  readonly scope: 'device' | 'app' | 'user';
 }
 
 function secondsBudgets(context: ProxyContext, nowMs: number): SecondsBudget[] {
@@ -48,9 +49,9 @@ function secondsBudgets(context: ProxyContext, nowMs: number): SecondsBudget[] {
   const day = new Date(nowMs).toISOString().slice(0, 10).replace(/-/g, '');
   const tag = `{${appId}}\u0000rts\u0000`;
   const budgets: SecondsBudget[] = [];
-  if (settings.deviceDailySessionSeconds) budgets.push({ key: `${tag}d\u0000${deviceId}\u0000${day}`, limit: settings.deviceDailySessionSeconds, name: 'device per day' });
-  if (settings.appDailySessionSeconds) budgets.push({ key: `${tag}a\u0000${day}`, limit: settings.appDailySessionSeconds, name: 'app per day' });
-  if (userDay) budgets.push({ key: `${tag}u\u0000${userKey!}\u0000${day}`, limit: userDay, name: 'user per day' });
+  if (settings.deviceDailySessionSeconds) budgets.push({ key: `${tag}d\u0000${deviceId}\u0000${day}`, limit: settings.deviceDailySessionSeconds, name: 'device per day', scope: 'device' });
+  if (settings.appDailySessionSeconds) budgets.push({ key: `${tag}a\u0000${day}`, limit: settings.appDailySessionSeconds, name: 'app per day', scope: 'app' });
+  if (userDay) budgets.push({ key: `${tag}u\u0000${userKey!}\u0000${day}`, limit: userDay, name: 'user per day', scope: 'user' });
   return budgets;
 }
 
@@ -78,4 +79,13 @@ export async function chargeSessionSeconds(store: RateLimitStore, context: Proxy
   const ttlMs = Math.floor(nowMs / DAY_MS) * DAY_MS + DAY_MS - nowMs + KEEP_AFTER_DAY_MS;
   const totals = await Promise.all(budgets.map((budget) => store.spend(budget.key, seconds, ttlMs)));
   exhausted(budgets, totals, nowMs);
+}
+
+/** The session-seconds budgets of a checked context with what is left of each today (`GET /v1/me`); charges nothing. */
+export async function sessionSecondsLeft(store: RateLimitStore, context: ProxyContext, nowMs: number): Promise<Array<{ scope: SecondsBudget['scope']; limit: number; remaining: number; resetsAtMs: number }>> {
+  const budgets = secondsBudgets(context, nowMs);
+  if (budgets.length === 0) return [];
+  const spent = await store.spent(budgets.map((budget) => budget.key));
+  const resetsAtMs = Math.floor(nowMs / DAY_MS) * DAY_MS + DAY_MS;
+  return budgets.map((budget, index) => ({ scope: budget.scope, limit: budget.limit, remaining: Math.max(0, budget.limit - (spent[index] ?? 0)), resetsAtMs }));
 }

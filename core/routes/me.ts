@@ -2,7 +2,7 @@
  * `GET /v1/me` (protocol.md): what the calling device and its signed-in user may still spend. The same headers as a
  * proxied request and the same checks (the pipeline's stages up to `verifyUser`), then every request limit and token
  * budget that applies, read from the very counters the limits charge (the rate-limit store's `peek` and `spent`), so
- * the amounts are the ones the next requests meet. It charges nothing. Provider-wide limits are not listed (they are
+ * the amounts are the ones the next requests meet, and the realtime session seconds left today. It charges nothing. Provider-wide limits are not listed (they are
  * the whole app's, per provider, and say nothing about this device).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -11,12 +11,13 @@ import { limitSubject } from '../pipeline/limit-rate';
 import { budgetsFor, type Budget } from '../pipeline/token-budget';
 import { storeUnavailable } from '../pipeline/limit-rate';
 import { effectiveSettings } from '../users/profiles';
+import { sessionSecondsLeft } from '../realtime/budget-adapter';
 
 /** One entry of the answer's `limits`. */
 export interface MeLimit {
   readonly name: string;
   readonly scope: 'device' | 'user' | 'app';
-  readonly unit: 'requests' | 'tokens';
+  readonly unit: 'requests' | 'tokens' | 'seconds';
   readonly limit: number;
   readonly remaining: number;
   /** `minute` or `day`: requests per rolling window, tokens per fixed UTC window. */
@@ -86,6 +87,10 @@ export async function describeLimits(context: ProxyContext, store: RateLimitStor
           resetsAt: new Date(Math.floor(now / budget.windowMs) * budget.windowMs + budget.windowMs).toISOString(),
         });
       });
+    }
+    // Realtime session seconds per UTC day (deviceDailySessionSeconds, appDailySessionSeconds, userDailySessionSeconds).
+    for (const seconds of await sessionSecondsLeft(store, context, now)) {
+      limits.push({ name: `${seconds.scope}-session-seconds-day`, scope: seconds.scope, unit: 'seconds', limit: seconds.limit, remaining: seconds.remaining, window: 'day', resetsAt: new Date(seconds.resetsAtMs).toISOString() });
     }
   } catch (error) {
     throw storeUnavailable(error);

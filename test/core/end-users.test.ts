@@ -180,6 +180,20 @@ describe('end users (one node)', function () {
     expect(await chat(first, pro)).to.include({ status: 429, reason: 'rate_limited_user' });
   });
 
+  it('/v1/me lists the realtime session seconds left today per device, app and user (the profile applied)', async () => {
+    const device = await provision({ userTokenMode: 'optional', deviceDailySessionSeconds: 600, appDailySessionSeconds: 3600, userDailySessionSeconds: 300, profiles: { pro: { userDailySessionSeconds: 1200 } } });
+    const seconds = (answer: Answer) =>
+      (answer.json.limits as Array<Record<string, unknown>>).filter((entry) => entry.unit === 'seconds').map((entry) => [entry.name, entry.scope, entry.limit, entry.remaining, entry.window]);
+    expect(seconds(await me(device, await signIn.token(keyA, 'erin')))).to.deep.equal([
+      ['device-session-seconds-day', 'device', 600, 600, 'day'],
+      ['app-session-seconds-day', 'app', 3600, 3600, 'day'],
+      ['user-session-seconds-day', 'user', 300, 300, 'day'],
+    ]);
+    expect(seconds(await me(device, await signIn.token(keyA, 'fay', { tier: 'pro' })))).to.deep.include(['user-session-seconds-day', 'user', 1200, 1200, 'day']);
+    // Without a signed-in user there is no user entry.
+    expect(seconds(await me(device)).map(([name]) => name)).to.deep.equal(['device-session-seconds-day', 'app-session-seconds-day']);
+  });
+
   it('/v1/me reports the daily request quota and token budget that the next requests then meet, and charges nothing', async () => {
     const device = await provision({ userDailyQuota: 4, userDailyTokens: 1000 });
     const dan = await signIn.token(keyA, 'dan');
@@ -190,13 +204,15 @@ describe('end users (one node)', function () {
     const limit = (fresh.json.limits as Array<Record<string, unknown>>).find((entry) => entry.name === 'user-tokens-day')!;
     expect(limit).to.include({ scope: 'user', unit: 'tokens', limit: 1000, window: 'day' });
     expect(Date.parse(limit.resetsAt as string)).to.be.greaterThan(Date.now());
-    expect((await chat(device, dan)).status).to.equal(200); // 600 tokens
+    // Budgets reserve the request's input and its output limit before forwarding: a small max_tokens fits.
+    const small = '{"model":"gpt-4o-mini","messages":[],"max_tokens":50}';
+    expect((await chat(device, dan, small)).status).to.equal(200); // 600 tokens
     const after = await meOnceCharged(device, dan, 'user-tokens-day', 400);
     expect(remaining(after, 'user-requests-day')).to.equal(3);
     expect(remaining(after, 'user-tokens-day')).to.equal(400);
-    expect((await chat(device, dan)).status).to.equal(200); // crosses the budget: 1,200
+    expect((await chat(device, dan, small)).status).to.equal(200); // its reservation fits in the 400 left; charged 600: 1,200
     expect(remaining(await meOnceCharged(device, dan, 'user-tokens-day', 0), 'user-tokens-day')).to.equal(0);
-    expect(await chat(device, dan)).to.include({ status: 429, reason: 'token_budget' });
+    expect(await chat(device, dan, small)).to.include({ status: 429, reason: 'token_budget' });
     expect(upstream.requests).to.have.length(2);
   });
 
