@@ -24,6 +24,8 @@ export interface SessionRegistryDependencies {
   readonly logger: Logger;
   /** Writes the session's request-log row (the usage recorder). */
   readonly record: (event: UsageEvent) => void;
+  /** Whether the operator blocked this end user (the end-user directory's blocked set); absent: none are. */
+  readonly isUserBlocked?: (appId: string, issuer: string, subject: string) => boolean;
 }
 
 export class SessionRegistry implements SessionHost {
@@ -182,6 +184,11 @@ export class SessionRegistry implements SessionHost {
       const device = session.context.get('device');
       if (device.verified !== false && (device.issuedAt < app.devicesRevokedBefore || this.dependencies.directory.isDeviceRevoked(app.id, device.deviceId))) {
         session.closeWith(new GatewayError('attestationFailed', 'This device has been revoked.', { reason: 'device_revoked' }));
+        continue;
+      }
+      const user = session.context.peek('user');
+      if (user && this.dependencies.isUserBlocked?.(app.id, user.issuer, user.subject)) {
+        session.closeWith(new GatewayError('attestationFailed', 'This user has been blocked by the operator.', { reason: 'user_blocked' }));
         continue;
       }
       const settings = app.settings;

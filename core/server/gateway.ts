@@ -506,7 +506,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   for (const observer of observers) container.register(PIPELINE_OBSERVER, { useValue: observer });
 
   // Realtime sessions: WebSocket upgrades on the proxy route run the pipeline's checking stages (core/realtime).
-  const sessions = new SessionRegistry({ store: rateLimits, directory, clock, logger, record: (event) => usage.record(event) });
+  const sessions = new SessionRegistry({ store: rateLimits, directory, clock, logger, record: (event) => usage.record(event), isUserBlocked: (appId, issuer, subject) => endUsers.isBlocked(appId, issuer, subject) });
   const upgrades = new UpgradeHandler({ registry, stages: pipeline.stages, observers, sessions, store: rateLimits, configuration, clock, logger });
 
   /** The listen URL, known once the server listens (generated code embeds it unless TOLLGATE_PUBLIC_URL is set). */

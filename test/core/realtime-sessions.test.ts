@@ -10,6 +10,7 @@ import { WebSocket } from 'ws';
 import { TestGateway, type Provisioned } from '../support/gateway';
 import { FakeRealtimeUpstream, eventually, type FakeSession } from '../support/fake-realtime';
 import { scrapeMetrics, metricSample } from '../support/metrics';
+import { FakeSignInProvider, signingKey } from '../support/sign-in-provider';
 
 const OPERATOR_KEY = 'sk-operator-realtime-0123456789';
 const CLIENT_KEY = 'sk-client-key-must-not-reach-upstream';
@@ -187,6 +188,26 @@ describe('realtime sessions (WebSocket upgrades on the proxy route)', function (
     await gateway.gateway.management.revokeDevice(device.appId, device.deviceId);
     expect(await closed).to.deep.equal({ code: 4403, reason: 'device_revoked' });
     expect((await upstream.closed).code).to.equal(1000);
+  });
+
+  it('closes with 4403 user_blocked when the operator blocks the signed-in user of an open session', async () => {
+    const signIn = await FakeSignInProvider.start();
+    try {
+      const key = await signingKey('realtime-key');
+      signIn.publish([key]);
+      const device = await provision({ userAuth: { issuer: signIn.issuer, jwksUrl: signIn.jwksUrl('/.well-known/jwks.json'), audience: 'tollgate-test' }, userTokenMode: 'required' });
+      const opened = fake.nextSession();
+      const client = await connect(realtimeUrl(), { ...device.headers, 'Tollgate-User-Token': await signIn.token(key, 'gus') });
+      const upstream: FakeSession = await opened;
+      const closed = closeOf(client);
+      const { adminKey } = await gateway.gateway.management.createAdminKey({ name: 'realtime-block' });
+      const block = await fetch(`${gateway.url}/v1/admin/apps/${device.appId}/users/gus/block`, { method: 'POST', headers: { authorization: `Bearer ${adminKey}` } });
+      expect(block.status).to.equal(200);
+      expect(await closed).to.deep.equal({ code: 4403, reason: 'user_blocked' });
+      expect((await upstream.closed).code).to.equal(1000);
+    } finally {
+      await signIn.close();
+    }
   });
 
   it('closes with 4401 app_disabled when the app is disabled, and 4401 app_token_rotated when its token is rotated with no grace', async () => {
