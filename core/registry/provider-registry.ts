@@ -14,7 +14,7 @@ import {
 import { providerVariableStem, type Configuration } from '../configuration/configuration';
 import { compileAccountRoutes, compileCredentialRoutes, compileRealtimeRoutes, routePatternProblem, type CompiledAccountRoute, type CompiledCredentialRoute, type CompiledRealtimeRoute } from '../pipeline/route-class';
 
-import { DEFAULT_CREDENTIAL_QUERY_PARAMETERS } from '../pipeline/header-hygiene';
+import { DEFAULT_CREDENTIAL_QUERY_PARAMETERS, OVERRIDE_QUERY_PARAMETERS } from '../pipeline/header-hygiene';
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,39}$/;
 export const VERSION_PATTERN = /^v[0-9][a-z0-9.-]{0,15}$/;
@@ -188,7 +188,7 @@ export class ProviderRegistry {
       const channels = manifest.clientCredentials ?? {};
       const credentialHeaders = new Set<string>((channels.headers ?? []).map((name) => name.toLowerCase()));
       if (manifest.auth.kind === 'header') credentialHeaders.add(manifest.auth.header.toLowerCase());
-      const credentialQueryParameters = new Set([...DEFAULT_CREDENTIAL_QUERY_PARAMETERS, ...(channels.queryParameters ?? [])].map((name) => name.toLowerCase()));
+      const credentialQueryParameters = new Set([...DEFAULT_CREDENTIAL_QUERY_PARAMETERS, ...OVERRIDE_QUERY_PARAMETERS, ...(channels.queryParameters ?? [])].map((name) => name.toLowerCase()));
       if (manifest.auth.kind === 'query') credentialQueryParameters.add(manifest.auth.parameter.toLowerCase());
       this.bySlug.set(manifest.slug, {
         manifest,
