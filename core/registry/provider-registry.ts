@@ -17,7 +17,12 @@ import { compileAccountRoutes, compileCredentialRoutes, compileRealtimeRoutes, r
 import { DEFAULT_CREDENTIAL_QUERY_PARAMETERS, OVERRIDE_QUERY_PARAMETERS } from '../pipeline/header-hygiene';
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,39}$/;
-export const VERSION_PATTERN = /^v[0-9][a-z0-9.-]{0,15}$/;
+/**
+ * A version name (protocol.md, "Addresses": `v[0-9]…`, or a name the provider declares). Declared names may also be a
+ * lower-case word, for an SDK that writes its own first path segment (groq-sdk's `openai/v1/…`, @google/genai's
+ * `upload/v1beta/files`): that segment is then a declared version mapped to the same upstream prefix.
+ */
+export const VERSION_PATTERN = /^[a-z][a-z0-9.-]{0,15}$/;
 const METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 /** A provider as the gateway uses it: the manifest plus what was derived from it at boot. */

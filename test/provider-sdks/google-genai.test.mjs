@@ -116,6 +116,27 @@ describe('official SDK: @google/genai', function () {
     assert.equal(bytes.body.toString(), 'hello');
   });
 
+  it('files.upload with the plain base URL: the start (POST /upload/v1beta/files) and the bytes both go through the gateway with its key', async function () {
+    // The SDK writes `upload/{apiVersion}/files` below its base URL: with `<gateway>/v1/proxy/gemini` the first segment,
+    // `upload`, is the gateway version mapped to `/upload`; the upload URL Google answers with comes back under it.
+    answerUpload();
+    const uploaded = await ai.files.upload({ file: new Blob(['hello'], { type: 'text/plain' }), config: { mimeType: 'text/plain', displayName: 'clip' } });
+    assert.equal(uploaded.name, 'files/abc');
+    const [start, bytes] = suite.upstream.requests;
+    assertUpstream(start, { method: 'POST', path: '/upload/v1beta/files', header: credential });
+    assert.equal(start.headers['x-goog-upload-command'], 'start');
+    assertUpstream(bytes, { method: 'POST', path: '/upload/v1beta/files', query: { upload_id: 'u-1' }, header: credential });
+    assert.equal(bytes.body.toString(), 'hello');
+  });
+
+  it('files.upload with the plain base URL given per call (httpOptions) works the same', async function () {
+    answerUpload();
+    const uploaded = await ai.files.upload({ file: new Blob(['hello'], { type: 'text/plain' }), config: { mimeType: 'text/plain', httpOptions: { baseUrl: suite.base('gemini'), apiVersion: 'v1beta', headers: suite.headers } } });
+    assert.equal(uploaded.name, 'files/abc');
+    assert.equal(suite.upstream.requests.length, 2);
+    for (const request of suite.upstream.requests) assertUpstream(request, { method: 'POST', path: '/upload/v1beta/files', header: credential });
+  });
+
   it('Vertex AI mode: models.generateContent and generateContentStream with the gateway-minted token', async function () {
     suite.upstream.on(/\/oauth2\/token/, respondJson(200, { access_token: MINTED, expires_in: 3599, token_type: 'Bearer' }));
     suite.upstream.on(/:generateContent/, respondJson(200, answer('Hello from Vertex')));
