@@ -301,6 +301,13 @@ export interface ProviderManifest {
    * `{ 'v1-stream': 'https://streaming.api.replicate.com/v1' }`. An operator base-URL override replaces that host too.
    */
   readonly versions: Readonly<Record<string, string>>;
+  /**
+   * Path prefixes (`upload/`) that always live at the host root, whatever version a request names: a request below any
+   * version whose path starts with one is sent, and judged, as if under the version mapped to `''` (which the manifest
+   * must declare). For an SDK that writes its own root path after the version (an older `@google/genai` sends
+   * `v1beta/upload/v1beta/files`).
+   */
+  readonly rootPaths?: readonly string[];
   readonly auth: AuthStyle;
   /** Headers sent upstream when the client did not send them, e.g. `{ 'anthropic-version': '2023-06-01' }`. */
   readonly defaultHeaders?: Readonly<Record<string, string>>;

@@ -103,7 +103,10 @@ export class InjectKeyStage implements PipelineStage {
   run(context: ProxyContext): void | Promise<void> {
     const provider = this.registry.find(context.provider.slug)!;
     const manifest = provider.manifest;
-    const { version, providerPath } = context.route;
+    const { providerPath } = context.route;
+    let version = context.route.version;
+    // A declared root path (`upload/`) below any version is the root version's: sent and judged from the host root.
+    if (provider.rootVersion !== undefined && version !== provider.rootVersion && manifest.rootPaths!.some((prefix) => providerPath.startsWith(prefix))) version = provider.rootVersion;
     const method = context.request.method ?? 'GET';
     // Route classes: deny, the app's extra routes, closed account routes, then the allow-list (route-class.ts).
     const settings = context.get('app').settings;

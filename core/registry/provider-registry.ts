@@ -51,6 +51,8 @@ export interface RegisteredProvider {
   readonly credentialQueryParameters: ReadonlySet<string>;
   /** Lower-case query parameter name prefixes a client may not send to this provider. */
   readonly credentialQueryParameterPrefixes: readonly string[];
+  /** The version mapped to `''`, when the manifest declares `rootPaths` (undefined otherwise). */
+  readonly rootVersion?: string;
 }
 
 function fail(slug: string, message: string): never {
@@ -84,6 +86,10 @@ export function validateManifest(manifest: ProviderManifest, origin = 'built-in'
   for (const alternate of manifest.alternateBaseUrls ?? []) parseBaseUrl(slug, alternate, false, 'alternateBaseUrls entry');
   const versions = Object.entries(manifest.versions ?? {});
   if (versions.length === 0) fail(slug, 'at least one version is required');
+  for (const rootPath of manifest.rootPaths ?? []) {
+    if (typeof rootPath !== 'string' || !/^[A-Za-z0-9._~-]+(\/[A-Za-z0-9._~-]+)*\/$/.test(rootPath)) fail(slug, `root path "${rootPath}" must be segments ending with "/" (e.g. "upload/")`);
+  }
+  if (manifest.rootPaths?.length && !versions.some(([, prefix]) => prefix === '')) fail(slug, 'rootPaths needs a version mapped to the host root (\'\')');
   for (const [version, prefix] of versions) {
     if (!VERSION_PATTERN.test(version)) fail(slug, `version "${version}" must match ${VERSION_PATTERN}`);
     if (/^https?:/.test(prefix)) {
@@ -207,6 +213,7 @@ export class ProviderRegistry {
         realtimeOverride: realtimeOverride(manifest.slug, configuration.providerRealtimeUrls?.[providerVariableStem(manifest.slug)], override ? baseUrl : undefined),
         credentialQueryParameters,
         credentialQueryParameterPrefixes: (channels.queryParameterPrefixes ?? []).map((name) => name.toLowerCase()),
+        ...(manifest.rootPaths?.length ? { rootVersion: Object.entries(manifest.versions).find(([, prefix]) => prefix === '')![0] } : {}),
       });
     }
     this.credentialHeaders = new Set([...this.bySlug.values()].flatMap((provider) => provider.credentialHeaders));

@@ -36,6 +36,9 @@ export const manifest = defineProvider({
   name: 'Google Gemini',
   baseUrl: 'https://generativelanguage.googleapis.com',
   versions: { v1beta: '/v1beta', v1: '/v1', v1alpha: '/v1alpha', upload: '/upload', 'v1-root': '' },
+  // Older @google/genai releases given a base URL write the upload below the API version (`v1beta/upload/v1beta/files`,
+  // which Google answers 404): the upload routes live at the host root whatever version names them.
+  rootPaths: ['upload/'],
   auth: { kind: 'header', header: 'x-goog-api-key' },
   capabilities: ['chat', 'embeddings', 'image'],
   streaming: ['sse', 'json-array'],

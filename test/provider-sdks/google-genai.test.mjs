@@ -137,6 +137,25 @@ describe('official SDK: @google/genai', function () {
     for (const request of suite.upstream.requests) assertUpstream(request, { method: 'POST', path: '/upload/v1beta/files', header: credential });
   });
 
+  it('the upload as older @google/genai releases send it with a base URL (v1beta/upload/v1beta/files) reaches the upload route', async function () {
+    // Those releases write `upload/v1beta/files` below `{baseUrl}/{apiVersion}` (Google itself answers that path 404);
+    // the manifest's root path `upload/` sends it from the host root whatever version names it.
+    answerUpload();
+    const start = await fetch(`${suite.base('gemini', 'v1beta')}/upload/v1beta/files`, {
+      method: 'POST',
+      headers: { ...suite.headers, 'content-type': 'application/json', 'x-goog-upload-protocol': 'resumable', 'x-goog-upload-command': 'start', 'x-goog-upload-header-content-length': '5', 'x-goog-upload-header-content-type': 'text/plain' },
+      body: JSON.stringify({ file: { displayName: 'clip' } }),
+    });
+    assert.equal(start.status, 200);
+    const uploadUrl = start.headers.get('x-goog-upload-url');
+    assert.equal(new URL(uploadUrl).pathname, '/v1/proxy/gemini/upload/v1beta/files');
+    const bytes = await fetch(uploadUrl, { method: 'POST', headers: { ...suite.headers, 'x-goog-upload-command': 'upload, finalize', 'x-goog-upload-offset': '0' }, body: 'hello' });
+    assert.equal(bytes.status, 200);
+    assert.equal((await bytes.json()).file.name, 'files/abc');
+    assert.equal(suite.upstream.requests.length, 2);
+    for (const request of suite.upstream.requests) assertUpstream(request, { method: 'POST', path: '/upload/v1beta/files', header: credential });
+  });
+
   it('Vertex AI mode: models.generateContent and generateContentStream with the gateway-minted token', async function () {
     suite.upstream.on(/\/oauth2\/token/, respondJson(200, { access_token: MINTED, expires_in: 3599, token_type: 'Bearer' }));
     suite.upstream.on(/:generateContent/, respondJson(200, answer('Hello from Vertex')));
