@@ -2,8 +2,9 @@
  * Stage 6, `forward`: sends the upstream request built by `injectKey` and streams the answer back untouched.
  *
  * - Never buffers: the request body is streamed up and the response body down as bytes arrive, with the provider's
- *   `Content-Type` and `X-Accel-Buffering: no` (so an nginx in front does not buffer SSE either). Nothing is compressed
- *   or decompressed; `Content-Encoding` passes through as the provider chose it.
+ *   `Content-Type` and `X-Accel-Buffering: no` (so an nginx in front does not buffer SSE either). A 2xx answer is
+ *   never compressed or decompressed; `Content-Encoding` passes through as the provider chose it. GET and HEAD send no
+ *   body upstream.
  * - A client that goes away aborts the upstream request.
  * - Connect timeout → `upstreamUnavailable` (502); no response head within the first-byte timeout → `upstreamTimeout`
  *   (504); refused or reset before the head → `upstreamUnavailable`. After the head is sent a failure can only cut the
@@ -11,7 +12,9 @@
  * - The request body limit is enforced while streaming: a declared `Content-Length` over the limit is refused before a
  *   byte is read; a chunked body is counted and cut at the limit.
  * - The answer is scrubbed (header-hygiene.ts, response-scrub.ts): no upstream `Tollgate-*` or rate-limit headers, no
- *   header or small error body carrying the injected credential. Redirects are never followed.
+ *   header or error body carrying the injected credential (a short error body is read whole and decoded, a long
+ *   uncompressed one masked as it streams, one that cannot be read withheld). Informational (1xx) answers are not
+ *   relayed. Redirects are never followed.
  * - Upstream TLS certificates are verified (Node's default `rejectUnauthorized: true` and CA store; never turned off).
  *
  * - Token usage is read by a tap (usage-tap.ts) that sees each chunk after it was written to the client: it never
