@@ -166,7 +166,7 @@ export interface UpstreamRequestDraft {
   readonly headers: Record<string, string | string[]>;
   /**
    * The whole request body, present only when the manifest sets `authorizeNeedsBody` (signatures that cover the
-   * payload, such as AWS SigV4). Bounded by `TOLLGATE_MAX_BODY_BYTES`.
+   * payload, such as AWS SigV4). Bounded by `TOLLGATE_SIGNED_BODY_MAX_BYTES` (and `TOLLGATE_MAX_BODY_BYTES`).
    */
   readonly body?: Buffer;
 }
@@ -337,8 +337,10 @@ export interface ProviderManifest {
    */
   readonly authorize?: (request: UpstreamRequestDraft, secret: ResolvedSecret) => void | Promise<void>;
   /**
-   * Set when `authorize` must see the whole body (a signature over the payload). The gateway then reads the body (up to
-   * the body limit) before signing and forwards that buffer; every other provider's body is streamed.
+   * Set when `authorize` must see the whole body (a signature over the payload). The gateway then reads the body before
+   * signing and forwards that buffer; every other provider's body is streamed. Such a body is held in memory, so it is
+   * capped at `TOLLGATE_SIGNED_BODY_MAX_BYTES` (413 `signed_body_too_large`) and the process holds at most
+   * `TOLLGATE_SIGNED_BODY_BUDGET_BYTES` of them at once (503 `signed_body_budget_exhausted`).
    */
   readonly authorizeNeedsBody?: boolean;
   /**
