@@ -119,11 +119,16 @@ export function credentialForms(context: ProxyContext): CredentialForms {
     const space = item.indexOf(' ');
     if (space > 0) values.push(item.slice(space + 1));
   }
-  const unique = new Set<string>();
-  for (const value of values) for (const form of formsOf(value)) unique.add(form);
-  const forms = withExtras([...unique].sort((a, b) => b.length - a.length));
+  const forms = credentialFormsOf(values);
   FORMS_CACHE.set(secret.value, { sent: names.map((name) => sentText(sent?.[name])), forms });
   return forms;
+}
+
+/** The forms of these credential values (raw, percent-encoded, JSON-escaped; base64 in `encoded`), longest first. */
+export function credentialFormsOf(values: readonly string[]): CredentialForms {
+  const unique = new Set<string>();
+  for (const value of values) for (const form of formsOf(value)) unique.add(form);
+  return withExtras([...unique].sort((a, b) => b.length - a.length));
 }
 
 /** Whether the credential headers sent now are those `kept` was made from (a repeated header's values joined by NUL). */

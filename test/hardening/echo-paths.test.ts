@@ -15,6 +15,8 @@
 import { expect } from 'chai';
 import http from 'node:http';
 import zlib from 'node:zlib';
+import fc from 'fast-check';
+import { StreamRedactor, credentialFormsOf } from '../../core/pipeline/response-scrub';
 import { FakeUpstream, chatCompletion, respondJson, type RecordedRequest } from '../support/fake-upstream';
 import { TestGateway, type Provisioned } from '../support/gateway';
 import { rawRequest, type RawResponse } from '../support/http';
@@ -299,3 +301,43 @@ describe('hostile upstream and client: lower findings', function () {
     }
   });
 });
+
+describe('the stream masker (fast-check): however a long error body is cut into chunks', () => {
+  const key = 'sk-proj-Ab3+/=key0123456789zz';
+  const forms = credentialFormsOf([key, `Bearer ${key}`]);
+  const pieces = [key, encodeURIComponent(key), JSON.stringify(key).slice(1, -1), Buffer.from(`x${key}`).toString('base64'), 'plain text ', '{"error":', '\\u00e9', '\n', 'é'];
+
+  it('no form of the key passes, and the length is kept', () => {
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(...pieces), { minLength: 1, maxLength: 40 }), fc.array(fc.integer({ min: 1, max: 97 }), { minLength: 1, maxLength: 20 }), (parts, sizes) => {
+        const body = Buffer.from(parts.join(''), 'utf8');
+        const redactor = new StreamRedactor(forms);
+        const out: Buffer[] = [];
+        let at = 0;
+        for (let index = 0; at < body.length; index += 1) {
+          const size = sizes[index % sizes.length]!;
+          const piece = redactor.push(body.subarray(at, at + size));
+          expect(piece, 'no escaped form in these pieces: never cut').to.not.equal(null);
+          out.push(piece!);
+          at += size;
+        }
+        out.push(redactor.flush()!);
+        const sent = Buffer.concat(out);
+        expect(sent.length).to.equal(body.length);
+        const text = sent.toString('latin1');
+        for (const form of [...forms, ...(forms.encoded ?? [])]) expect(text).to.not.include(form);
+        // What was not a form of the key passes byte for byte.
+        if (!parts.some((part) => part.includes('key0123') || part.includes('a2V5MDEy') || part.includes('tleTAxMj') || part.includes('rZXkwMT'))) expect(sent.equals(body)).to.equal(true);
+      }),
+      { numRuns: 300, seed: 20261205 },
+    );
+  });
+
+  it('a form found only once JSON escapes are undone cuts the stream', () => {
+    const escaped = [...key].map((character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`).join('');
+    const redactor = new StreamRedactor(forms);
+    const results = [redactor.push(Buffer.from(`{"error":"${escaped.slice(0, 30)}`)), redactor.push(Buffer.from(`${escaped.slice(30)}"}`))];
+    expect(results.includes(null) || redactor.flush() === null).to.equal(true);
+  });
+});
+
