@@ -33,6 +33,16 @@ export interface Configuration {
   readonly plugins: readonly string[];
   /** `TOLLGATE_MAX_BODY_BYTES`, default 25 MiB: largest request body forwarded. */
   readonly maxBodyBytes: number;
+  /**
+   * `TOLLGATE_SIGNED_BODY_MAX_BYTES`, default 8 MiB: largest body of a provider that signs over the whole body (AWS
+   * SigV4: Bedrock), which the gateway holds in memory to sign; a larger one is refused 413 `signed_body_too_large`.
+   */
+  readonly signedBodyMaxBytes: number;
+  /**
+   * `TOLLGATE_SIGNED_BODY_BUDGET_BYTES`, default 64 MiB: the bytes of such bodies the process holds at once; past it a
+   * request is refused 503 `signed_body_budget_exhausted` with `Retry-After`.
+   */
+  readonly signedBodyBudgetBytes: number;
   /** `TOLLGATE_UPSTREAM_CONNECT_TIMEOUT_MS`, default 10 000: TCP connect to the provider. */
   readonly upstreamConnectTimeoutMs: number;
   /** `TOLLGATE_UPSTREAM_TIMEOUT_MS`, default 120 000: from sending the request to the first response byte. */
@@ -213,6 +223,8 @@ export function loadConfiguration(env: Source = process.env, workingDirectory = 
       .map((name) => name.trim())
       .filter(Boolean),
     maxBodyBytes: integer(source, 'TOLLGATE_MAX_BODY_BYTES', 25 * 1024 * 1024, 1, 2 ** 40),
+    signedBodyMaxBytes: integer(source, 'TOLLGATE_SIGNED_BODY_MAX_BYTES', 8 * 1024 * 1024, 1, 2 ** 40),
+    signedBodyBudgetBytes: integer(source, 'TOLLGATE_SIGNED_BODY_BUDGET_BYTES', 64 * 1024 * 1024, 1, 2 ** 40),
     upstreamConnectTimeoutMs: integer(source, 'TOLLGATE_UPSTREAM_CONNECT_TIMEOUT_MS', 10_000, 1, 600_000),
     upstreamFirstByteTimeoutMs: integer(source, 'TOLLGATE_UPSTREAM_TIMEOUT_MS', 120_000, 1, 3_600_000),
     upstreamMaxSockets: integer(source, 'TOLLGATE_UPSTREAM_MAX_SOCKETS', 0, 0, 1_000_000),

@@ -166,7 +166,7 @@ export interface UpstreamRequestDraft {
   readonly headers: Record<string, string | string[]>;
   /**
    * The whole request body, present only when the manifest sets `authorizeNeedsBody` (signatures that cover the
-   * payload, such as AWS SigV4). Bounded by `TOLLGATE_MAX_BODY_BYTES`.
+   * payload, such as AWS SigV4). Bounded by `TOLLGATE_SIGNED_BODY_MAX_BYTES` (and `TOLLGATE_MAX_BODY_BYTES`).
    */
   readonly body?: Buffer;
 }
@@ -301,6 +301,13 @@ export interface ProviderManifest {
    * `{ 'v1-stream': 'https://streaming.api.replicate.com/v1' }`. An operator base-URL override replaces that host too.
    */
   readonly versions: Readonly<Record<string, string>>;
+  /**
+   * Path prefixes (`upload/`) that always live at the host root, whatever version a request names: a request below any
+   * version whose path starts with one is sent, and judged, as if under the version mapped to `''` (which the manifest
+   * must declare). For an SDK that writes its own root path after the version (an older `@google/genai` sends
+   * `v1beta/upload/v1beta/files`).
+   */
+  readonly rootPaths?: readonly string[];
   readonly auth: AuthStyle;
   /** Headers sent upstream when the client did not send them, e.g. `{ 'anthropic-version': '2023-06-01' }`. */
   readonly defaultHeaders?: Readonly<Record<string, string>>;
@@ -330,8 +337,10 @@ export interface ProviderManifest {
    */
   readonly authorize?: (request: UpstreamRequestDraft, secret: ResolvedSecret) => void | Promise<void>;
   /**
-   * Set when `authorize` must see the whole body (a signature over the payload). The gateway then reads the body (up to
-   * the body limit) before signing and forwards that buffer; every other provider's body is streamed.
+   * Set when `authorize` must see the whole body (a signature over the payload). The gateway then reads the body before
+   * signing and forwards that buffer; every other provider's body is streamed. Such a body is held in memory, so it is
+   * capped at `TOLLGATE_SIGNED_BODY_MAX_BYTES` (413 `signed_body_too_large`) and the process holds at most
+   * `TOLLGATE_SIGNED_BODY_BUDGET_BYTES` of them at once (503 `signed_body_budget_exhausted`).
    */
   readonly authorizeNeedsBody?: boolean;
   /**

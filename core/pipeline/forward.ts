@@ -2,8 +2,9 @@
  * Stage 6, `forward`: sends the upstream request built by `injectKey` and streams the answer back untouched.
  *
  * - Never buffers: the request body is streamed up and the response body down as bytes arrive, with the provider's
- *   `Content-Type` and `X-Accel-Buffering: no` (so an nginx in front does not buffer SSE either). Nothing is compressed
- *   or decompressed; `Content-Encoding` passes through as the provider chose it.
+ *   `Content-Type` and `X-Accel-Buffering: no` (so an nginx in front does not buffer SSE either). A 2xx answer is
+ *   never compressed or decompressed; `Content-Encoding` passes through as the provider chose it. GET and HEAD send no
+ *   body upstream.
  * - A client that goes away aborts the upstream request.
  * - Connect timeout → `upstreamUnavailable` (502); no response head within the first-byte timeout → `upstreamTimeout`
  *   (504); refused or reset before the head → `upstreamUnavailable`. After the head is sent a failure can only cut the
@@ -11,7 +12,9 @@
  * - The request body limit is enforced while streaming: a declared `Content-Length` over the limit is refused before a
  *   byte is read; a chunked body is counted and cut at the limit.
  * - The answer is scrubbed (header-hygiene.ts, response-scrub.ts): no upstream `Tollgate-*` or rate-limit headers, no
- *   header or small error body carrying the injected credential. Redirects are never followed.
+ *   header or error body carrying the injected credential (a short error body is read whole and decoded, a long
+ *   uncompressed one masked as it streams, one that cannot be read withheld). Informational (1xx) answers are not
+ *   relayed. Redirects are never followed.
  * - Upstream TLS certificates are verified (Node's default `rejectUnauthorized: true` and CA store; never turned off).
  *
  * - Token usage is read by a tap (usage-tap.ts) that sees each chunk after it was written to the client: it never
@@ -30,7 +33,7 @@ import { CONFIGURATION, GatewayError, type PipelineStage, type ProxyContext, typ
 import type { Configuration } from '../configuration/configuration';
 import { isDroppedResponseHeader, scrubResponseHeaders } from './header-hygiene';
 import { rateLimitHeaderValues } from './limit-rate';
-import { ERROR_BODY_INSPECT_BYTES, credentialForms, inspectsBody, redactErrorBody } from './response-scrub';
+import { ERROR_BODY_INSPECT_BYTES, StreamRedactor, credentialForms, inspectionMode, inspectsBody, isIdentity, redactErrorBody, withheldBody, type CredentialForms } from './response-scrub';
 import { declaresBody, readRequestBodyThen } from './request-body';
 import { rewriteResponseUrls } from './response-urls';
 import { RequestPrefix, UsageTap } from './usage-tap';
@@ -116,7 +119,8 @@ type ClientBody = 'none' | 'whole' | 'stream';
 
 function clientBody(request: IncomingMessage, upstream: UpstreamRequest, declared: string | undefined): ClientBody {
   // A body someone read before (a payload signature) is the upstream request's own.
-  if (upstream.body || !declaresBody(request) || request.readableEnded) return 'none';
+  // GET and HEAD send none upstream, whatever the client sent (injectKey dropped its Content-Length).
+  if (upstream.body || !declaresBody(request) || request.readableEnded || upstream.method === 'GET' || upstream.method === 'HEAD') return 'none';
   const small = declared !== undefined && request.headers['transfer-encoding'] === undefined && Number(declared) <= BUFFERED_BODY_BYTES;
   return small ? 'whole' : 'stream';
 }
@@ -149,7 +153,9 @@ class Forwarding implements Dispatcher.DispatchHandler {
   private status = 0;
   /** A small non-2xx answer read whole to redact the credential (response-scrub.ts). */
   private inspected: { headers: IncomingHttpHeaders; chunks: Buffer[]; size: number } | undefined;
-  private credentials: readonly string[] = [];
+  /** A longer or streamed uncompressed non-2xx answer, masked as it passes (response-scrub.ts). */
+  private redactor: StreamRedactor | undefined;
+  private credentials: CredentialForms = [];
   private readonly request: IncomingMessage;
   private readonly response: ServerResponse;
   private readonly limit: number;
@@ -262,6 +268,9 @@ class Forwarding implements Dispatcher.DispatchHandler {
 
   /** The answer's head (raw fields); `true`: keep reading. */
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    // An informational answer (`103 Early Hints`, RFC 8297) precedes the final one on the same request: it is not
+    // relayed (its hints name the provider's resources), and the final answer that follows passes as any other.
+    if (statusCode < 200) return true;
     const { context, response, upstream } = this;
     this.resumeUpstream = resume;
     // No redirect is ever followed: a 3xx goes back to the app like any answer, scrubbed of the credential.
@@ -280,9 +289,12 @@ class Forwarding implements Dispatcher.DispatchHandler {
       (headers as Record<string, string>)['RateLimit-Policy'] = policy;
       (headers as Record<string, string>)['RateLimit'] = current;
     }
-    if (inspectsBody(statusCode, headers, upstream.method, this.credentials)) {
-      this.inspected = { headers, chunks: [], size: 0 };
-      return true;
+    if (inspectsBody(statusCode, upstream.method, this.credentials)) {
+      if (inspectionMode(headers) === 'whole') {
+        this.inspected = { headers, chunks: [], size: 0 };
+        return true;
+      }
+      this.redactor = new StreamRedactor(this.credentials);
     }
     this.relayHead(headers);
     return true;
@@ -305,15 +317,29 @@ class Forwarding implements Dispatcher.DispatchHandler {
 
   /** A chunk of the answer; `false` pauses undici until `resumeUpstream` (the client's socket drained). */
   onData(chunk: Buffer): boolean {
+    if (this.settled) return true;
     const inspected = this.inspected;
     if (inspected) {
       inspected.chunks.push(chunk);
       inspected.size += chunk.length;
       if (inspected.size <= ERROR_BODY_INSPECT_BYTES) return true;
-      // Larger than an error body worth redacting: relay what was read and stream the rest.
       this.inspected = undefined;
+      // Longer than a body read whole: compressed, it is withheld (never sent unread); else masked as it streams.
+      if (!isIdentity(inspected.headers)) {
+        this.withhold(inspected.headers);
+        return true;
+      }
+      this.redactor = new StreamRedactor(this.credentials);
       this.relayHead(inspected.headers);
       chunk = Buffer.concat(inspected.chunks);
+    }
+    if (this.redactor) {
+      const masked = this.redactor.push(chunk);
+      if (masked === null) {
+        this.cut();
+        return true;
+      }
+      chunk = masked;
     }
     const relayed = this.filter ? this.filter.push(chunk) : chunk;
     this.context.outcome.bytesOut += relayed.length;
@@ -326,15 +352,22 @@ class Forwarding implements Dispatcher.DispatchHandler {
   }
 
   onComplete(): void {
+    if (this.settled) return;
     const inspected = this.inspected;
     if (inspected) {
       this.inspected = undefined;
       const original = Buffer.concat(inspected.chunks);
-      const body = redactErrorBody(original, inspected.headers, this.credentials) ?? original;
+      const decided = redactErrorBody(original, inspected.headers, this.credentials);
+      const body = decided.kind === 'redacted' ? decided.body : decided.kind === 'withheld' ? Buffer.alloc(0) : original;
       if (inspected.headers['content-length'] === undefined) inspected.headers['content-length'] = String(body.length);
       this.response.writeHead(this.status, inspected.headers as Record<string, string | string[]>);
       this.context.outcome.bytesOut += body.length;
       this.response.end(body);
+    } else if (this.redactor) {
+      const rest = this.redactor.flush();
+      if (rest === null) return this.cut();
+      this.context.outcome.bytesOut += rest.length;
+      this.response.end(rest);
     } else {
       // End the client's response first: parsing a buffered JSON body must not hold back its last chunk.
       const rest = this.filter?.flush();
@@ -344,6 +377,23 @@ class Forwarding implements Dispatcher.DispatchHandler {
       } else this.response.end();
     }
     this.settle();
+  }
+
+  /** An inspected answer too long to decode: the status and headers pass, the body does not; upstream is aborted. */
+  private withhold(headers: IncomingHttpHeaders): void {
+    withheldBody(headers);
+    this.response.writeHead(this.status, headers as Record<string, string | string[]>);
+    this.response.end();
+    this.settle();
+    this.abortUpstream?.(new Error('the answer was withheld'));
+  }
+
+  /** A streamed answer that holds the credential in a form that cannot be masked in place: it ends here, cut. */
+  private cut(): void {
+    this.context.outcome.truncated = true;
+    this.response.destroy();
+    this.settle();
+    this.abortUpstream?.(new Error('the answer was cut'));
   }
 
   onError(error: Error): void {

@@ -13,8 +13,10 @@
  *   device's address is not the provider's business;
  * - override headers that some servers and proxies in front of a provider honour to rewrite the request after the
  *   gateway checked it: `X-Original-URL`, `X-Rewrite-URL`, `X-Original-*`, `X-Override-URL`, `X-Host`,
- *   `X-HTTP-Method-Override`, `X-HTTP-Method`, `X-Method-Override` (a route or method the provider's policy refuses
- *   must not come back through a header).
+ *   `X-HTTP-Method-Override`, `X-HTTP-Method`, `X-Method-Override`, and Envoy's `X-Envoy-*` (`X-Envoy-Original-Path`
+ *   and the retry, timeout and routing headers an Envoy in front of a provider may honour) (a route or method the
+ *   provider's policy refuses must not come back through a header). The `_method` query parameter goes too
+ *   ({@link OVERRIDE_QUERY_PARAMETERS}).
  *
  * Response side: hop-by-hop headers and `Set-Cookie` from the provider never reach the app.
  */
@@ -25,6 +27,12 @@ import type { IncomingHttpHeaders } from 'node:http';
  * stripped from every client request, whatever the provider (docs/security.md, "Client credentials").
  */
 export const DEFAULT_CREDENTIAL_QUERY_PARAMETERS: readonly string[] = ['key', 'api_key', 'apikey', 'api-key', 'access_token', 'x-goog-api-key'];
+
+/**
+ * Query parameters some frameworks in front of a provider read as the request's method (Rails, Laravel, Express's
+ * method-override): stripped from every client request with the credential parameters.
+ */
+export const OVERRIDE_QUERY_PARAMETERS: readonly string[] = ['_method'];
 
 const ALWAYS_STRIPPED = new Set([
   'authorization',
@@ -66,6 +74,7 @@ function isStripped(name: string, credentialHeaders: ReadonlySet<string>, creden
     name.startsWith('proxy-') ||
     name.startsWith('x-forwarded-') ||
     name.startsWith('x-original-') ||
+    name.startsWith('x-envoy-') ||
     credentialHeaders.has(name) ||
     startsWithAny(name, credentialPrefixes) ||
     connectionTokens.has(name)
@@ -133,7 +142,14 @@ export interface ResponseScrubOptions {
   /**
    * The injected credential in every form it could be echoed in (see `credentialForms`). Never logged.
    */
-  readonly credentials?: readonly string[];
+  readonly credentials?: readonly string[] & {
+    /** The forms lower-cased, and the shortest's length: a header name at least that long is checked against them. */
+    readonly lower?: readonly string[];
+    readonly shortest?: number;
+    /** The base64 forms, and the shortest's length: a header value at least that long is checked against them. */
+    readonly encoded?: readonly string[];
+    readonly shortestEncoded?: number;
+  };
   /** The gateway already set its own `Retry-After` on this response: the upstream's is dropped. */
   readonly gatewayRetryAfter?: boolean;
   /** The upstream's `Connection` value, when the headers were read without it (the fields it names are dropped). */
@@ -166,6 +182,13 @@ function carriesEncodedCredential(value: string, credentials: readonly string[])
   return false;
 }
 
+/** Whether a header value long enough to hold one holds a base64 form of the credential. */
+function carriesBase64Credential(value: string, credentials: NonNullable<ResponseScrubOptions['credentials']>): boolean {
+  if (value.length < (credentials.shortestEncoded ?? Infinity)) return false;
+  for (const form of credentials.encoded!) if (value.includes(form)) return true;
+  return false;
+}
+
 /**
  * Scrubs a provider response's headers, in place, before they reach the app (protocol.md, "Errors": a provider
  * response never carries a `Tollgate-*` header of its own, nor the injected credential):
@@ -175,7 +198,7 @@ function carriesEncodedCredential(value: string, credentials: readonly string[])
  *   {@link MAX_UPSTREAM_RETRY_AFTER_SECONDS} (an upstream cannot park the app for a day);
  * - any header holding the credential (raw, percent-encoded, JSON-escaped; e.g. `Location: …?key=…`,
  *   `WWW-Authenticate` echoing it) has it replaced by {@link REDACTED}, or is removed when it holds it in a form that
- *   cannot be replaced in place.
+ *   cannot be replaced in place (percent-encoded more than once, base64) or in its name.
  */
 export function scrubResponseHeaders(headers: IncomingHttpHeaders, options: ResponseScrubOptions = {}): void {
   const connectionTokens = connectionTokensOf(options.connection ?? headers.connection);
@@ -191,17 +214,22 @@ export function scrubResponseHeaders(headers: IncomingHttpHeaders, options: Resp
       continue;
     }
     if (credentials.length === 0) continue;
+    // A header named after the key (`sk-…: 1`) goes whole: a name cannot be redacted in place.
+    if (name.length >= (credentials.shortest ?? Infinity) && credentials.lower!.some((form) => name.includes(form))) {
+      delete headers[name];
+      continue;
+    }
     const value = headers[name];
     if (value === undefined) continue;
     if (typeof value === 'string') {
       const redacted = redactCredentials(value, credentials);
-      if (carriesEncodedCredential(redacted, credentials)) delete headers[name];
+      if (carriesEncodedCredential(redacted, credentials) || carriesBase64Credential(redacted, credentials)) delete headers[name];
       else if (redacted !== value) (headers as Record<string, string>)[name] = redacted;
       continue;
     }
     const values = value;
     const redacted = values.map((item) => redactCredentials(item, credentials));
-    if (redacted.some((item) => carriesEncodedCredential(item, credentials))) {
+    if (redacted.some((item) => carriesEncodedCredential(item, credentials) || carriesBase64Credential(item, credentials))) {
       delete headers[name];
       continue;
     }

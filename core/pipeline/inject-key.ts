@@ -9,6 +9,7 @@ import { decideRoute, findCredentialRoute, type RouteClass } from './route-class
 import { versionRoots } from './upstream-views';
 import { clampBodyLifetime, clampQueryLifetime } from './credential-lifetime';
 import { isRealtimeUpgrade } from './realtime-upgrades';
+import { inspectableAcceptEncoding } from './response-scrub';
 
 /**
  * The base URL for a request with this secret: the operator's override, a tenant URL from the secret, or the manifest's
@@ -102,7 +103,10 @@ export class InjectKeyStage implements PipelineStage {
   run(context: ProxyContext): void | Promise<void> {
     const provider = this.registry.find(context.provider.slug)!;
     const manifest = provider.manifest;
-    const { version, providerPath } = context.route;
+    const { providerPath } = context.route;
+    let version = context.route.version;
+    // A declared root path (`upload/`) below any version is the root version's: sent and judged from the host root.
+    if (provider.rootVersion !== undefined && version !== provider.rootVersion && manifest.rootPaths!.some((prefix) => providerPath.startsWith(prefix))) version = provider.rootVersion;
     const method = context.request.method ?? 'GET';
     // Route classes: deny, the app's extra routes, closed account routes, then the allow-list (route-class.ts).
     const settings = context.get('app').settings;
@@ -130,17 +134,23 @@ export class InjectKeyStage implements PipelineStage {
     // The usage tap reads answers as sent: ask for them uncompressed (RFC 9110 §12.5.3), so that a client's default
     // `Accept-Encoding: gzip` cannot hide the usage. One that is compressed anyway is charged its reservation.
     if (manifest.usage) headers['accept-encoding'] = 'identity';
+    // Otherwise only codings the gateway can decode when it inspects an error answer for the key (response-scrub.ts).
+    else if (headers['accept-encoding'] !== undefined) headers['accept-encoding'] = inspectableAcceptEncoding(headers['accept-encoding']);
     if (auth.kind === 'header') {
       headers[auth.header.toLowerCase()] = auth.scheme ? `${auth.scheme} ${secret.value.reveal()}` : secret.value.reveal();
     }
+    // GET and HEAD carry no body upstream (RFC 9110 §9.3.1: a body there has no defined meaning, and a server may read
+    // it as the next request): neither its bytes nor its length go.
+    const bodyless = method === 'GET' || method === 'HEAD';
+    if (bodyless && headers['content-length'] !== undefined) delete headers['content-length'];
     if (lifetime !== undefined && lifetime.kind !== 'query') {
       return clampBodyLifetime(context, lifetime, settings.credentialTtlSeconds, this.configuration.maxBodyBytes).then(() =>
         auth.kind === 'computed' ? this.authorize(context, { method, origin, path, headers }) : context.set('upstream', withBody({ method, origin, path, headers }, context.requestBody!)),
       );
     }
-    if (auth.kind === 'computed') return this.authorize(context, { method, origin, path, headers });
+    if (auth.kind === 'computed') return this.authorize(context, { method, origin, path, headers }, bodyless);
     // A body already read (a per-request assertion covered it) is sent as is.
-    const request = context.requestBody ? withBody({ method, origin, path, headers }, context.requestBody) : { method, origin, path, headers };
+    const request = context.requestBody && !bodyless ? withBody({ method, origin, path, headers }, context.requestBody) : { method, origin, path, headers };
     context.set('upstream', manifest.responseUrlHeaders?.length ? { ...request, responseUrls: this.responseUrls(provider, context, origin) } : request);
   }
 
@@ -161,10 +171,10 @@ export class InjectKeyStage implements PipelineStage {
   }
 
   /** Computed credentials: the manifest's hook signs the draft (with the whole body when it asks for it). */
-  private async authorize(context: ProxyContext, base: UpstreamRequestDraft): Promise<void> {
+  private async authorize(context: ProxyContext, base: UpstreamRequestDraft, bodyless = false): Promise<void> {
     const manifest = context.provider;
     let draft: UpstreamRequestDraft = base;
-    if (manifest.authorizeNeedsBody || context.requestBody) {
+    if (!bodyless && (manifest.authorizeNeedsBody || context.requestBody)) {
       draft = withBody(base, await readRequestBody(context, this.configuration.maxBodyBytes));
     }
     await manifest.authorize!(draft, context.get('secret'));

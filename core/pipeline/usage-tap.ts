@@ -14,6 +14,16 @@ import { joinChunks } from './request-body';
 
 /** Largest non-streamed JSON answer whose usage is read (embeddings of large batches go past it: usage unknown). */
 export const MAX_JSON_BODY_BYTES = 2 * 1024 * 1024;
+/**
+ * Largest JSON answer scanned or parsed whole for usage. A longer one is looked at only in its first and last
+ * {@link JSON_WINDOW_BYTES} (where providers put `usage` and `model`: after a long embeddings list, in the last element of
+ * a streamed array): a hostile 1.8 MB answer (a deep array under `usage`, 200,000 small array elements, 50,000 repeated
+ * `usage` members) held the event loop 150 ms to 1.5 s when parsed or scanned whole. A provider could report any usage
+ * it likes anyway; what matters is that reading it costs bounded work.
+ */
+export const MAX_PARSED_JSON_BYTES = 64 * 1024;
+/** The head and tail of a longer JSON answer searched for the extractor's members. */
+export const JSON_WINDOW_BYTES = 32 * 1024;
 /** Largest SSE event, NDJSON line or event-stream message kept while looking for usage. */
 export const MAX_FRAME_BYTES = 1024 * 1024;
 /** Request-body bytes looked at for a top-level `"model"` (when the answer does not name it). */
@@ -238,6 +248,15 @@ export class UsageTap {
    */
   private readJsonBody(body: Buffer): void {
     const members = this.extractor.members;
+    if (body.length > MAX_PARSED_JSON_BYTES) {
+      // Longer than what is read whole: the declared members in its head and tail only, else the usage stays unknown.
+      const found = members ? windowMembers(body, members) : undefined;
+      if (found) {
+        this.readOne = true;
+        this.read(found);
+      }
+      return;
+    }
     const partial = members ? topLevelMembers(body, members) : undefined;
     if (partial) {
       this.readOne = true;
@@ -529,4 +548,37 @@ export function topLevelMembers(body: Buffer, names: readonly string[]): Record<
     if (body[at] === 0x7d) return skipSpace(body, at + 1) === body.length ? members : undefined;
     return undefined;
   }
+}
+
+/**
+ * The declared members found in the first and last {@link JSON_WINDOW_BYTES} of a long JSON answer, for each name the
+ * last `"name":` of the tail, else of the head, when its value ends inside that window and parses. Nesting is not
+ * followed (a member found may belong to an inner object: `response.usage`, the last element of an array), which is what
+ * the extractors read anyway. Bounded: each window is searched natively, and at most a window is parsed per name.
+ */
+export function windowMembers(body: Buffer, names: readonly string[]): Record<string, unknown> | undefined {
+  const windows = [body.subarray(Math.max(0, body.length - JSON_WINDOW_BYTES)), body.subarray(0, Math.min(body.length, JSON_WINDOW_BYTES))];
+  const members: Record<string, unknown> = {};
+  let any = false;
+  for (const name of names) {
+    const key = Buffer.from(`"${name}"`, 'latin1');
+    search: for (const window of windows) {
+      for (let index = window.lastIndexOf(key); index >= 0; index = index > 0 ? window.lastIndexOf(key, index - 1) : -1) {
+        let at = skipSpace(window, index + key.length);
+        if (window[at] !== 0x3a) continue;
+        at = skipSpace(window, at + 1);
+        // One value tried per window (a tail of unterminated values must not be scanned again and again).
+        const end = skipValue(window, at);
+        if (end < 0) break;
+        try {
+          members[name] = JSON.parse(window.toString('utf8', at, end));
+          any = true;
+          break search;
+        } catch {
+          break;
+        }
+      }
+    }
+  }
+  return any ? members : undefined;
 }

@@ -14,10 +14,15 @@ import {
 import { providerVariableStem, type Configuration } from '../configuration/configuration';
 import { compileAccountRoutes, compileCredentialRoutes, compileRealtimeRoutes, routePatternProblem, type CompiledAccountRoute, type CompiledCredentialRoute, type CompiledRealtimeRoute } from '../pipeline/route-class';
 
-import { DEFAULT_CREDENTIAL_QUERY_PARAMETERS } from '../pipeline/header-hygiene';
+import { DEFAULT_CREDENTIAL_QUERY_PARAMETERS, OVERRIDE_QUERY_PARAMETERS } from '../pipeline/header-hygiene';
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,39}$/;
-export const VERSION_PATTERN = /^v[0-9][a-z0-9.-]{0,15}$/;
+/**
+ * A version name (protocol.md, "Addresses": `v[0-9]…`, or a name the provider declares). Declared names may also be a
+ * lower-case word, for an SDK that writes its own first path segment (groq-sdk's `openai/v1/…`, @google/genai's
+ * `upload/v1beta/files`): that segment is then a declared version mapped to the same upstream prefix.
+ */
+export const VERSION_PATTERN = /^[a-z][a-z0-9.-]{0,15}$/;
 const METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 /** A provider as the gateway uses it: the manifest plus what was derived from it at boot. */
@@ -46,6 +51,8 @@ export interface RegisteredProvider {
   readonly credentialQueryParameters: ReadonlySet<string>;
   /** Lower-case query parameter name prefixes a client may not send to this provider. */
   readonly credentialQueryParameterPrefixes: readonly string[];
+  /** The version mapped to `''`, when the manifest declares `rootPaths` (undefined otherwise). */
+  readonly rootVersion?: string;
 }
 
 function fail(slug: string, message: string): never {
@@ -79,6 +86,10 @@ export function validateManifest(manifest: ProviderManifest, origin = 'built-in'
   for (const alternate of manifest.alternateBaseUrls ?? []) parseBaseUrl(slug, alternate, false, 'alternateBaseUrls entry');
   const versions = Object.entries(manifest.versions ?? {});
   if (versions.length === 0) fail(slug, 'at least one version is required');
+  for (const rootPath of manifest.rootPaths ?? []) {
+    if (typeof rootPath !== 'string' || !/^[A-Za-z0-9._~-]+(\/[A-Za-z0-9._~-]+)*\/$/.test(rootPath)) fail(slug, `root path "${rootPath}" must be segments ending with "/" (e.g. "upload/")`);
+  }
+  if (manifest.rootPaths?.length && !versions.some(([, prefix]) => prefix === '')) fail(slug, 'rootPaths needs a version mapped to the host root (\'\')');
   for (const [version, prefix] of versions) {
     if (!VERSION_PATTERN.test(version)) fail(slug, `version "${version}" must match ${VERSION_PATTERN}`);
     if (/^https?:/.test(prefix)) {
@@ -188,7 +199,7 @@ export class ProviderRegistry {
       const channels = manifest.clientCredentials ?? {};
       const credentialHeaders = new Set<string>((channels.headers ?? []).map((name) => name.toLowerCase()));
       if (manifest.auth.kind === 'header') credentialHeaders.add(manifest.auth.header.toLowerCase());
-      const credentialQueryParameters = new Set([...DEFAULT_CREDENTIAL_QUERY_PARAMETERS, ...(channels.queryParameters ?? [])].map((name) => name.toLowerCase()));
+      const credentialQueryParameters = new Set([...DEFAULT_CREDENTIAL_QUERY_PARAMETERS, ...OVERRIDE_QUERY_PARAMETERS, ...(channels.queryParameters ?? [])].map((name) => name.toLowerCase()));
       if (manifest.auth.kind === 'query') credentialQueryParameters.add(manifest.auth.parameter.toLowerCase());
       this.bySlug.set(manifest.slug, {
         manifest,
@@ -202,6 +213,7 @@ export class ProviderRegistry {
         realtimeOverride: realtimeOverride(manifest.slug, configuration.providerRealtimeUrls?.[providerVariableStem(manifest.slug)], override ? baseUrl : undefined),
         credentialQueryParameters,
         credentialQueryParameterPrefixes: (channels.queryParameterPrefixes ?? []).map((name) => name.toLowerCase()),
+        ...(manifest.rootPaths?.length ? { rootVersion: Object.entries(manifest.versions).find(([, prefix]) => prefix === '')![0] } : {}),
       });
     }
     this.credentialHeaders = new Set([...this.bySlug.values()].flatMap((provider) => provider.credentialHeaders));

@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GatewayError, ProxyContext, type PipelineObserver } from '../contract';
 import { setGatewayHeaders, type Pipeline } from '../pipeline/pipeline';
 import { parseProxyRoute } from '../pipeline/proxy-path';
+import { bufferUnderBudget, type SignedBodyBudget } from '../pipeline/request-body';
 import type { ProviderRegistry } from '../registry/provider-registry';
 import { sendGatewayError, toGatewayError } from './errors';
 import type { WatchedBody } from './request-guards';
@@ -29,6 +30,8 @@ export interface ProxyRouteDependencies {
    * is thrown out of the report (which would stop the process). Must not throw itself.
    */
   readonly onObserverError: (error: unknown, hook: ObserverHook) => void;
+  /** The process-wide budget of request bodies held whole to be signed (providers with `authorizeNeedsBody`). */
+  readonly signedBodies?: SignedBodyBudget;
 }
 
 /** Where an observer failure happened. */
@@ -137,7 +140,7 @@ export interface ProxyHandler {
 }
 
 export function createProxyHandler(dependencies: ProxyRouteDependencies): ProxyHandler {
-  const { registry, pipeline, observers, clock, onClosed, onObserverError } = dependencies;
+  const { registry, pipeline, observers, clock, onClosed, onObserverError, signedBodies } = dependencies;
 
   // Finished exchanges are reported together once the current turn of the event loop has run (setImmediate): under
   // load several requests finish in each turn, and their observers (the usage event) and access lines cost less run
@@ -177,6 +180,7 @@ export function createProxyHandler(dependencies: ProxyRouteDependencies): ProxyH
         );
       }
       context = new ProxyContext(requestId, request, response, route, provider.manifest, clock());
+      if (provider.manifest.authorizeNeedsBody && signedBodies) bufferUnderBudget(context, signedBodies);
     } catch (error) {
       sendGatewayError(response, requestId, toGatewayError(error), request);
       return;

@@ -63,6 +63,7 @@ import { createAttestRouter } from '../routes/attest';
 import { errorReasonOf, sendGatewayError, toGatewayError } from '../routes/errors';
 import { createHealthRouter, withDeadline } from '../routes/health';
 import { GatewayMetrics } from '../routes/metrics';
+import { SignedBodyBudget } from '../pipeline/request-body';
 import { PROXY_PREFIX, createProxyHandler, requestIdOf, type ObserverHook } from '../routes/proxy';
 import { redactUrl } from '../security/redact';
 import { CachedDirectory } from '../storage/cached-directory';
@@ -488,6 +489,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     },
   };
   const metrics = new GatewayMetrics();
+  // Request bodies held whole to be signed (AWS SigV4): capped each, and together per process (request-body.ts).
+  const signedBodies = new SignedBodyBudget(configuration.signedBodyMaxBytes, configuration.signedBodyBudgetBytes);
   /** A request refused because a dependency could not answer: `warn` with the cause (no stack), counted by cause. */
   const refused = (error: GatewayError, requestId?: string) => {
     logger.warn({ requestId, reason: error.reason, cause: causeOf(error.cause ?? error) }, 'request refused: a dependency of the gateway cannot answer');
@@ -569,7 +572,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
           usageDropped: () => usage.droppedByReason,
           usageWritten: () => usage.written,
           usageBuffered: () => usage.buffered,
-          more: () => [...logMetricLines(), ...(fallback?.metricLines() ?? [])],
+          more: () => [...logMetricLines(), ...signedBodyMetricLines(signedBodies), ...(fallback?.metricLines() ?? [])],
           dependencies: () => plugins.dependencyStates,
         }) + sessions.renderMetrics(),
       );
@@ -723,6 +726,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     observers,
     clock,
     onObserverError,
+    signedBodies,
     onClosed: (exchange) => {
       bodies.forget(exchange.watchedBody);
       if (logger.isLevelEnabled('info')) writeAccessLine(exchange.requestId, exchange.request.url ?? '', exchange.started, exchange.request, exchange.response, exchange.context);
@@ -850,4 +854,16 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   };
 
   return { ...core, server, url, adminServer, adminUrl, directory, deviceTokens, usage, forward: forward as ForwardStage, setupToken, close };
+}
+
+/** The signed-body budget's gauge and refusals, for /metrics. */
+function signedBodyMetricLines(budget: SignedBodyBudget): string[] {
+  return [
+    '# HELP tollgate_signed_body_buffered_bytes Request bytes held in memory to be signed over the whole body (AWS SigV4), out of TOLLGATE_SIGNED_BODY_BUDGET_BYTES.',
+    '# TYPE tollgate_signed_body_buffered_bytes gauge',
+    `tollgate_signed_body_buffered_bytes ${budget.used}`,
+    '# HELP tollgate_signed_body_refusals_total Requests refused 503 signed_body_budget_exhausted (the budget of held signed bodies was spent).',
+    '# TYPE tollgate_signed_body_refusals_total counter',
+    `tollgate_signed_body_refusals_total ${budget.refused}`,
+  ];
 }

@@ -186,7 +186,7 @@ export function readBedrockUsage(document: unknown): TokenUsage | undefined {
   return readAnthropicUsage(root);
 }
 
-export const BEDROCK_USAGE: UsageExtractor = Object.freeze({ read: readBedrockUsage, modelFromPath: modelFromBedrockPath });
+export const BEDROCK_USAGE: UsageExtractor = Object.freeze({ read: readBedrockUsage, modelFromPath: modelFromBedrockPath, members: ['usage', 'metadata', 'chunk', 'message', 'model'] });
 
 function safeDecode(value: string): string {
   try {

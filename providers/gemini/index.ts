@@ -4,9 +4,11 @@
  * SSE without `[DONE]`; without `alt=sse` the same method streams one JSON array, element by element.
  *
  * Media over 20 MB goes through the Files API's resumable upload, `POST /upload/v1beta/files`
- * (https://ai.google.dev/api/files#method:-media.upload). That path starts with `upload/`, not a version, so the
- * `v1-root` version maps to the host root and allows only the upload routes: `@google/genai` reaches it with
- * `files.upload({ file, config: { httpOptions: { baseUrl: '<gateway>/v1/proxy/gemini/v1-root' } } })`.
+ * (https://ai.google.dev/api/files#method:-media.upload). That path starts with `upload/`, not a version: the `upload`
+ * version maps to `/upload`, so `@google/genai` with the plain base URL `<gateway>/v1/proxy/gemini` (it writes
+ * `/{apiVersion}/…` for calls and `/upload/{apiVersion}/files` for uploads) reaches both; the upload URL Google answers
+ * with is rewritten to the same version. `v1-root` maps to the host root and allows the upload routes too (the earlier
+ * documented per-call form, `httpOptions: { baseUrl: '<gateway>/v1/proxy/gemini/v1-root' }`, kept).
  */
 import { GEMINI_LIVE_USAGE, GEMINI_USAGE } from '../_shared';
 import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute } from '../../core/contract';
@@ -33,14 +35,17 @@ export const manifest = defineProvider({
   slug: 'gemini',
   name: 'Google Gemini',
   baseUrl: 'https://generativelanguage.googleapis.com',
-  versions: { v1beta: '/v1beta', v1: '/v1', v1alpha: '/v1alpha', 'v1-root': '' },
+  versions: { v1beta: '/v1beta', v1: '/v1', v1alpha: '/v1alpha', upload: '/upload', 'v1-root': '' },
+  // Older @google/genai releases given a base URL write the upload below the API version (`v1beta/upload/v1beta/files`,
+  // which Google answers 404): the upload routes live at the host root whatever version names them.
+  rootPaths: ['upload/'],
   auth: { kind: 'header', header: 'x-goog-api-key' },
   capabilities: ['chat', 'embeddings', 'image'],
   streaming: ['sse', 'json-array'],
   // The resumable upload's start answers with the URL that takes the bytes (https://ai.google.dev/api/files#method:-media.upload):
   // the gateway hands the client its own route for it instead.
   responseUrlHeaders: ['x-goog-upload-url'],
-  routes: { methods: ['GET', 'POST'], allow: ['models', 'cachedContents', 'files', 'upload/v1beta/files', 'upload/v1/files', 'upload/v1alpha/files'], deny: ['tunedModels', 'operations', 'corpora'], account: ACCOUNT },
+  routes: { methods: ['GET', 'POST'], allow: ['models', 'cachedContents', 'files', 'v1beta/files', 'v1/files', 'v1alpha/files', 'upload/v1beta/files', 'upload/v1/files', 'upload/v1alpha/files'], deny: ['tunedModels', 'operations', 'corpora'], account: ACCOUNT },
   examples: {
     chat: { method: 'POST', version: 'v1beta', path: 'models/gemini-2.0-flash:generateContent', body: { contents: [{ parts: [{ text: 'Hello!' }] }] } },
     streaming: { method: 'POST', version: 'v1beta', path: 'models/gemini-2.0-flash:streamGenerateContent?alt=sse', body: { contents: [{ parts: [{ text: 'Hello!' }] }] }, streams: true },

@@ -116,6 +116,46 @@ describe('official SDK: @google/genai', function () {
     assert.equal(bytes.body.toString(), 'hello');
   });
 
+  it('files.upload with the plain base URL: the start (POST /upload/v1beta/files) and the bytes both go through the gateway with its key', async function () {
+    // The SDK writes `upload/{apiVersion}/files` below its base URL: with `<gateway>/v1/proxy/gemini` the first segment,
+    // `upload`, is the gateway version mapped to `/upload`; the upload URL Google answers with comes back under it.
+    answerUpload();
+    const uploaded = await ai.files.upload({ file: new Blob(['hello'], { type: 'text/plain' }), config: { mimeType: 'text/plain', displayName: 'clip' } });
+    assert.equal(uploaded.name, 'files/abc');
+    const [start, bytes] = suite.upstream.requests;
+    assertUpstream(start, { method: 'POST', path: '/upload/v1beta/files', header: credential });
+    assert.equal(start.headers['x-goog-upload-command'], 'start');
+    assertUpstream(bytes, { method: 'POST', path: '/upload/v1beta/files', query: { upload_id: 'u-1' }, header: credential });
+    assert.equal(bytes.body.toString(), 'hello');
+  });
+
+  it('files.upload with the plain base URL given per call (httpOptions) works the same', async function () {
+    answerUpload();
+    const uploaded = await ai.files.upload({ file: new Blob(['hello'], { type: 'text/plain' }), config: { mimeType: 'text/plain', httpOptions: { baseUrl: suite.base('gemini'), apiVersion: 'v1beta', headers: suite.headers } } });
+    assert.equal(uploaded.name, 'files/abc');
+    assert.equal(suite.upstream.requests.length, 2);
+    for (const request of suite.upstream.requests) assertUpstream(request, { method: 'POST', path: '/upload/v1beta/files', header: credential });
+  });
+
+  it('the upload as older @google/genai releases send it with a base URL (v1beta/upload/v1beta/files) reaches the upload route', async function () {
+    // Those releases write `upload/v1beta/files` below `{baseUrl}/{apiVersion}` (Google itself answers that path 404);
+    // the manifest's root path `upload/` sends it from the host root whatever version names it.
+    answerUpload();
+    const start = await fetch(`${suite.base('gemini', 'v1beta')}/upload/v1beta/files`, {
+      method: 'POST',
+      headers: { ...suite.headers, 'content-type': 'application/json', 'x-goog-upload-protocol': 'resumable', 'x-goog-upload-command': 'start', 'x-goog-upload-header-content-length': '5', 'x-goog-upload-header-content-type': 'text/plain' },
+      body: JSON.stringify({ file: { displayName: 'clip' } }),
+    });
+    assert.equal(start.status, 200);
+    const uploadUrl = start.headers.get('x-goog-upload-url');
+    assert.equal(new URL(uploadUrl).pathname, '/v1/proxy/gemini/upload/v1beta/files');
+    const bytes = await fetch(uploadUrl, { method: 'POST', headers: { ...suite.headers, 'x-goog-upload-command': 'upload, finalize', 'x-goog-upload-offset': '0' }, body: 'hello' });
+    assert.equal(bytes.status, 200);
+    assert.equal((await bytes.json()).file.name, 'files/abc');
+    assert.equal(suite.upstream.requests.length, 2);
+    for (const request of suite.upstream.requests) assertUpstream(request, { method: 'POST', path: '/upload/v1beta/files', header: credential });
+  });
+
   it('Vertex AI mode: models.generateContent and generateContentStream with the gateway-minted token', async function () {
     suite.upstream.on(/\/oauth2\/token/, respondJson(200, { access_token: MINTED, expires_in: 3599, token_type: 'Bearer' }));
     suite.upstream.on(/:generateContent/, respondJson(200, answer('Hello from Vertex')));

@@ -54,6 +54,21 @@ describe('official SDK: groq-sdk', function () {
     assertUpstream(only(suite.upstream), { method: 'POST', path: '/openai/v1/audio/translations', header: bearer });
   });
 
+  it('with the plain base URL (<gateway>/v1/proxy/groq): chat and a multipart upload (audio.transcriptions.create)', async function () {
+    // groq-sdk writes `/openai/v1/…` itself: the first segment, `openai`, is the gateway version mapped to `/openai`.
+    const plain = new Groq({ apiKey: CLIENT_KEY, baseURL: suite.base('groq'), defaultHeaders: suite.headers, maxRetries: 0 });
+    suite.upstream.on(/chat\/completions/, respondJson(200, completion));
+    suite.upstream.on(/audio\/transcriptions/, respondJson(200, { text: 'transcribed' }));
+    const answer = await plain.chat.completions.create({ model: 'llama-3.1-8b-instant', messages: [{ role: 'user', content: 'Hi' }] });
+    assert.equal(answer.choices[0].message.content, 'Hello from the fake');
+    const transcript = await plain.audio.transcriptions.create({ model: 'whisper-large-v3-turbo', file: await toFile(Buffer.from('RIFFplain'), 'a.wav') });
+    assert.equal(transcript.text, 'transcribed');
+    const [chat, upload] = suite.upstream.requests;
+    assertUpstream(chat, { method: 'POST', path: '/openai/v1/chat/completions', header: bearer });
+    assertUpstream(upload, { method: 'POST', path: '/openai/v1/audio/transcriptions', header: bearer });
+    assert.ok(upload.body.includes('RIFFplain'));
+  });
+
   it('audio.speech.create (audio bytes)', async function () {
     const audio = Buffer.from('RIFFfake-wav-bytes');
     suite.upstream.on(/audio\/speech/, respondBytes(audio, 'audio/wav'));
