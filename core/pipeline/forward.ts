@@ -230,12 +230,12 @@ class Forwarding implements Dispatcher.DispatchHandler {
 
   /** Stops this request whatever its state (queued, connecting, streaming). */
   private abandon(reason: Error): void {
+    // Kept in every state: should undici start this request again after the abort (it requeues a request whose
+    // connection failed), onConnect aborts that start before anything is sent.
+    this.abandoned ??= reason;
     if (this.abortUpstream) this.abortUpstream(reason);
-    else {
-      this.abandoned ??= reason;
-      // Queued (no controller yet): answer now; undici drops the request when it would start it.
-      if (reason instanceof UpstreamFailure) this.settle(classifyUpstreamError(reason, this.limit));
-    }
+    // Queued (no controller yet): answer now; undici drops the request when it would start it.
+    else if (reason instanceof UpstreamFailure) this.settle(classifyUpstreamError(reason, this.limit));
   }
 
   /** Counts the streamed request body (cut at the limit) and keeps its start; attached when undici starts sending it. */

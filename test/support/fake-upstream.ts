@@ -24,6 +24,8 @@ export class FakeUpstream {
   private readonly routes: Array<{ match: (request: RecordedRequest) => boolean; responder: Responder }> = [];
   private fallback: Responder = respondJson(200, (request: RecordedRequest) => ({ ok: true, method: request.method, url: request.url }));
   private readonly sockets = new Set<Socket>();
+  /** TCP connections accepted since start. */
+  connectionsAccepted = 0;
 
   private constructor(
     private readonly server: http.Server,
@@ -36,6 +38,7 @@ export class FakeUpstream {
     const { port } = server.address() as AddressInfo;
     const upstream = new FakeUpstream(server, `http://127.0.0.1:${port}`);
     server.on('connection', (socket: Socket) => {
+      upstream.connectionsAccepted += 1;
       upstream.sockets.add(socket);
       socket.on('close', () => upstream.sockets.delete(socket));
     });
