@@ -16,6 +16,7 @@ import type { SecretCipher } from '../storage/encryption';
 import { secretAssociatedData } from '../storage/cached-directory';
 import { databaseUnavailable, isDatabaseUnavailable } from '../storage/database-errors';
 import { IdempotencyStore, outcomeUnknown } from './idempotency';
+import { FULL_GRANT, normalizeScopes, requireWithin, type AdminGrant, type AdminScope } from './admin-scopes';
 import {
   AppRepository,
   AuditRepository,
@@ -33,7 +34,7 @@ import {
   type RequestLogEntry,
   type RequestLogQuery,
 } from '../storage/repositories';
-import { ATTESTATION_SECRET_NAMES, AppSettingsInput, AttestationSecretBodyInput, CreateAppInput, DeletePriceInput, NameInput, SetPriceInput, SetSecretInput, UpdateAppInput, validateInput } from './inputs';
+import { ATTESTATION_SECRET_NAMES, AppSettingsInput, AttestationSecretBodyInput, CreateAdminKeyInput, CreateAppInput, DeletePriceInput, SetPriceInput, SetSecretInput, UpdateAppInput, validateInput } from './inputs';
 
 /** An app as management shows it (never its token). */
 export interface AppView {
@@ -543,25 +544,46 @@ export class ManagementService {
     return row && row.revokedAt === null ? { appId: row.appId } : null;
   }
 
-  /** An admin API key (`ak_…`), shown once. */
-  async createAdminKey(plain: unknown): Promise<{ id: string; name: string; adminKey: string }> {
-    const input = validateInput(NameInput, plain);
+  /**
+   * An admin API key (`ak_…`), shown once, with its scopes (default `admin`) and optional expiry. `creator` is who asks
+   * (a key's grant; the CLI and dashboard sessions hold everything): the new key never has a scope the creator lacks,
+   * nor outlives it (403 `scope_exceeds_own`).
+   */
+  async createAdminKey(plain: unknown, creator: AdminGrant = FULL_GRANT): Promise<{ id: string; name: string; scopes: AdminScope[]; expiresAt: string | null; adminKey: string }> {
+    const input = validateInput(CreateAdminKeyInput, plain);
+    const scopes = normalizeScopes(input.scopes ?? ['admin']);
+    const now = this.clock();
+    let expiresAt: number | null = null;
+    if (input.expiresAt !== undefined) {
+      expiresAt = Date.parse(input.expiresAt);
+      if (!Number.isFinite(expiresAt) || expiresAt <= now || expiresAt > now + 10 * 365 * 86_400_000) {
+        throw new TollgateError('TG_ERR_VALIDATION', 'expiresAt must be a date-time in the future, at most 10 years ahead', { expiresAt: ['must be in the future, at most 10 years ahead'] });
+      }
+    }
+    requireWithin(creator, { scopes, expiresAt }, 'create');
     const key = generateToken('admin');
     const id = generateId('adm');
     return this.write(async (transaction) => {
-      await new TokenRepository(transaction).insertAdminKey({ id, name: input.name, keyHash: hashToken(key), keyHint: tokenHint(key), createdAt: this.clock() });
-      return { id, name: input.name, adminKey: key };
+      await new TokenRepository(transaction).insertAdminKey({ id, name: input.name, keyHash: hashToken(key), keyHint: tokenHint(key), createdAt: now, scopes, expiresAt });
+      return { id, name: input.name, scopes, expiresAt: isoOrNull(expiresAt), adminKey: key };
     });
   }
 
-  async listAdminKeys(): Promise<Array<{ id: string; name: string; keyHint: string; createdAt: string; revokedAt: string | null }>> {
-    return (await new TokenRepository(this.database).listAdminKeys()).map((key) => ({ ...key, createdAt: iso(key.createdAt), revokedAt: isoOrNull(key.revokedAt) }));
+  async listAdminKeys(): Promise<Array<{ id: string; name: string; keyHint: string; scopes: AdminScope[]; createdAt: string; expiresAt: string | null; revokedAt: string | null }>> {
+    return (await new TokenRepository(this.database).listAdminKeys()).map((key) => ({ ...key, createdAt: iso(key.createdAt), expiresAt: isoOrNull(key.expiresAt), revokedAt: isoOrNull(key.revokedAt) }));
   }
 
-  /** Revokes an admin key: the next request made with it is refused. */
-  async revokeAdminKey(id: string): Promise<{ id: string; revoked: true }> {
+  /**
+   * Revokes an admin key: the next request made with it is refused. `actor` is who asks: a key cannot revoke a key
+   * holding a scope it lacks (403 `scope_exceeds_own`).
+   */
+  async revokeAdminKey(id: string, actor: AdminGrant = FULL_GRANT): Promise<{ id: string; revoked: true }> {
     await this.write(async (transaction) => {
-      if (!(await new TokenRepository(transaction).revokeAdminKey(String(id), this.clock()))) throw notFound(`admin key "${String(id)}"`);
+      const tokens = new TokenRepository(transaction);
+      const target = await tokens.getAdminKey(String(id));
+      if (!target) throw notFound(`admin key "${String(id)}"`);
+      requireWithin(actor, { scopes: target.scopes }, 'revoke');
+      await tokens.revokeAdminKey(String(id), this.clock());
     });
     return { id, revoked: true };
   }

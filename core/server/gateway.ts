@@ -75,6 +75,7 @@ import { resolveMasterKey, type MasterKey } from '../storage/master-key';
 import { AppRepository, DeviceRepository, UsageRepository } from '../storage/repositories';
 import { authenticateAdminKey } from '../management/admin-auth';
 import { createMcpServer, type McpDependencies } from '../mcp/server';
+import type { AdminGrant } from '../management/admin-scopes';
 import { createAdminRouter } from '../admin/admin-routes';
 import { DashboardAuth } from '../admin/dashboard-auth';
 import { adminSecurityHeaders, createDashboardRouter } from '../admin/dashboard-assets';
@@ -327,8 +328,9 @@ export function causeOf(error: unknown): string {
 }
 
 /** What the MCP server needs, for the HTTP route and for `tollgate mcp` over stdio. */
-export function mcpDependencies(core: GatewayCore, actor: string, gatewayUrl: string): McpDependencies {
+export function mcpDependencies(core: GatewayCore, actor: string, gatewayUrl: string, grant?: AdminGrant): McpDependencies {
   return {
+    ...(grant ? { grant } : {}),
     management: core.management,
     registry: core.registry,
     actor,
@@ -565,7 +567,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   // only, checked before a byte of the body is read; the body is then capped at MCP_MAX_BODY_BYTES.
   app.all('/mcp', adminOnly, async (request: Request, response: Response, next: NextFunction) => {
     try {
-      const admin = await authenticateAdminKey(database, request.headers.authorization);
+      const admin = await authenticateAdminKey(database, request.headers.authorization, Date.now());
       if (!admin) {
         sendGatewayError(response, requestIdOf(response), new GatewayError('unauthorized', 'The MCP endpoint requires Authorization: Bearer ak_… (an admin key).', { reason: 'admin_key_invalid' }), request);
         return;
@@ -577,7 +579,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       }
       // Parsed whatever its Content-Type: the transport checks that itself, and must never read the body on its own.
       request.body = await readJsonBody(request, MCP_MAX_BODY_BYTES, { anyType: true });
-      const mcp = createMcpServer(mcpDependencies(core, admin.name, configuration.publicUrl ?? url));
+      const mcp = createMcpServer(mcpDependencies(core, admin.name, configuration.publicUrl ?? url, admin));
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       response.once('close', () => {
         void transport.close();
