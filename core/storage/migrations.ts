@@ -4,7 +4,7 @@
  */
 import type { Knex } from 'knex';
 
-interface Migration {
+export interface Migration {
   readonly name: string;
   up(knex: Knex): Promise<void>;
   down(knex: Knex): Promise<void>;
