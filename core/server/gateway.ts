@@ -49,7 +49,7 @@ import { InjectKeyStage } from '../pipeline/inject-key';
 import { LimitRateStage } from '../pipeline/limit-rate';
 import { Pipeline } from '../pipeline/pipeline';
 import { ResolveSecretStage } from '../pipeline/resolve-secret';
-import { VerifyDeviceStage } from '../pipeline/verify-device';
+import { VerifyDeviceStage, monitorModeEffective } from '../pipeline/verify-device';
 import { VerifyTokenStage } from '../pipeline/verify-token';
 import { VerifyUserStage } from '../pipeline/verify-user';
 import { END_USER_DIRECTORY, EndUserDirectory } from '../users/end-user-store';
@@ -290,6 +290,18 @@ export async function createGatewayCore(
   const management = new ManagementService(database, cipher, registry, {
     onChange: (sequence) => directory.invalidate(sequence),
     onDeviceRevoked: (appId, deviceId) => webhooks.emit(appId, 'device.revoked', { device: deviceId === '*' ? null : deviceId, allDevices: deviceId === '*' }),
+    // Monitor mode and opened routes never change silently: every change of a security setting is a warn line with its
+    // old and new value (the audit log has them too).
+    onSecuritySettingsChange: (appId, changes) => {
+      const mode = changes.attestationMode;
+      const message =
+        mode?.to === 'monitor'
+          ? 'app switched to attestation monitor mode: requests without a valid device token are forwarded unverified'
+          : mode?.from === 'monitor'
+            ? 'app left attestation monitor mode: every request needs a valid device token again'
+            : 'security settings of an app changed';
+      logger.warn({ appId, changes, monitorModeOff: configuration.monitorMode === 'off' || undefined }, message);
+    },
     allowPrivateUpstreams: options.allowPrivateUpstreams ?? false,
     production: configuration.production,
     clock,
@@ -341,6 +353,13 @@ export function mcpDependencies(core: GatewayCore, actor: string, gatewayUrl: st
   };
 }
 
+/** The apps whose monitor mode is in effect on this gateway (their mode, TOLLGATE_MONITOR_MODE and the production opt-in). */
+async function appsInMonitorMode(database: Knex, configuration: Configuration): Promise<Array<{ id: string; name: string; monitorProviders: readonly string[] | null }>> {
+  return (await new AppRepository(database).list())
+    .filter((app) => app.status === 'active' && app.settings.attestationMode === 'monitor' && monitorModeEffective(app.settings, configuration))
+    .map((app) => ({ id: app.id, name: app.name, monitorProviders: app.settings.monitorProviders ?? null }));
+}
+
 /** Starts a gateway: storage, container, routes, HTTP server. */
 export async function startGateway(options: GatewayOptions = {}): Promise<RunningGateway> {
   const core = await createGatewayCore({ ...options, lockDataDirectory: true });
@@ -349,6 +368,11 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
 
   await directory.start();
   container.register(GATEWAY_DIRECTORY, { useValue: directory });
+  // Monitor mode is a rollout aid that forwards unattested requests: never on without a line in the log.
+  for (const app of await appsInMonitorMode(database, configuration)) {
+    logger.warn({ appId: app.id, app: app.name, monitorProviders: app.monitorProviders, production: configuration.production }, 'app in attestation monitor mode: requests without a valid device token are forwarded unverified');
+  }
+  if (configuration.monitorMode === 'off') logger.info('TOLLGATE_MONITOR_MODE=off: every app enforces attestation, whatever its attestationMode');
   // End users (core/users): the blocked set the verifyUser stage reads, and the management of users.
   const endUsers = new EndUserDirectory(database, { pollIntervalMs: configuration.changePollMs, clock, onError: (error) => logger.warn({ cause: causeOf(error) }, 'end users could not be read or written; retried') });
   await endUsers.start();
@@ -547,7 +571,9 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       },
     }),
   );
-  app.get('/metrics', adminOnly, (_request: Request, response: Response) => {
+  app.get('/metrics', adminOnly, async (_request: Request, response: Response) => {
+    // Read at scrape time (not on the proxy path); a database that cannot answer leaves the gauge out.
+    const monitored = await appsInMonitorMode(database, configuration).catch(() => null);
     response
       .status(200)
       .type('text/plain; version=0.0.4')
@@ -558,7 +584,17 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
           usageDropped: () => usage.droppedByReason,
           usageWritten: () => usage.written,
           usageBuffered: () => usage.buffered,
-          more: () => [...logMetricLines(), ...(fallback?.metricLines() ?? [])],
+          more: () => [
+            ...logMetricLines(),
+            ...(fallback?.metricLines() ?? []),
+            ...(monitored === null
+              ? []
+              : [
+                  '# HELP tollgate_apps_in_monitor_mode Apps whose attestation monitor mode is in effect: requests without a valid device token are forwarded unverified.',
+                  '# TYPE tollgate_apps_in_monitor_mode gauge',
+                  `tollgate_apps_in_monitor_mode ${monitored.length}`,
+                ]),
+          ],
           dependencies: () => plugins.dependencyStates,
         }) + sessions.renderMetrics(),
       );

@@ -25,7 +25,7 @@ const INITIALIZATION: Record<string, RegExp> = {
   ios: /try Tollgate\.configure\(appToken: "at_[^"]*"\)/,
   android: /Tollgate\.initialize\(this, "at_[^"]*"\)/,
   flutter: /await Tollgate\.initialize\('at_/,
-  'react-native': /await Tollgate\.initialize\(\{ appToken: 'at_/,
+  'react-native': /Tollgate\.initialize\(\{ appToken: 'at_/,
 };
 const ERROR_KINDS: Record<string, RegExp[]> = {
   ios: [/attestationFailed/, /unauthorized/, /rateLimited/, /secretNotFound/, /networkError/, /invalidRequest/, /providerError/],
