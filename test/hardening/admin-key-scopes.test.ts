@@ -16,6 +16,9 @@ import { authenticateAdminKey } from '../../core/management/admin-auth';
 import { MIGRATIONS, type Migration } from '../../core/storage/migrations';
 import { generateToken, hashToken, tokenHint } from '../../core/security/tokens';
 import { TestGateway } from '../support/gateway';
+import { spawnSync } from 'node:child_process';
+
+const CLI = path.resolve(__dirname, '..', '..', 'bin', 'tollgate.js');
 
 interface Reply {
   status: number;
@@ -24,7 +27,7 @@ interface Reply {
 }
 
 describe('admin key scopes and expiry', function () {
-  this.timeout(30_000);
+  this.timeout(120_000);
   let gateway: TestGateway;
   let full: string;
   let readKey: { id: string; adminKey: string };
@@ -224,6 +227,28 @@ describe('admin key scopes and expiry', function () {
     } finally {
       await apps.close();
     }
+  });
+
+  it('takes the scope and the expiry on key creation in the CLI, lists and revokes keys', async () => {
+    const cli = (args: string[]) => {
+      const result = spawnSync(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...gateway.env, TOLLGATE_LOG_LEVEL: 'warn' }, encoding: 'utf8' });
+      return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+    };
+    const created = cli(['admin-keys', 'create', '--name', 'ci', '--scope', 'read,secrets', '--expires-in', '2d']);
+    expect(created.status, created.stderr).to.equal(0);
+    const key = JSON.parse(created.stdout) as { id: string; adminKey: string; scopes: string[]; expiresAt: string };
+    expect(key.scopes).to.deep.equal(['read', 'secrets']);
+    expect(Date.parse(key.expiresAt) - Date.now()).to.be.within(2 * 86_400_000 - 60_000, 2 * 86_400_000);
+    expect((await call(key.adminKey, 'GET', '/apps')).status).to.equal(200);
+    expect((await call(key.adminKey, 'POST', '/apps', { name: 'nope' })).json.error.reason).to.equal('scope_insufficient');
+    const listed = cli(['admin-keys', 'list']);
+    expect(JSON.parse(listed.stdout).adminKeys.find((entry: { id: string }) => entry.id === key.id)).to.deep.include({ scopes: ['read', 'secrets'], expiresAt: key.expiresAt, revokedAt: null });
+    for (const bad of [['--scope', 'root'], ['--expires-in', 'soon']]) {
+      const refused = cli(['admin-keys', 'create', '--name', 'bad', ...bad]);
+      expect(refused.status, bad.join(' ')).to.equal(2);
+    }
+    expect(cli(['admin-keys', 'revoke', '--key', key.id]).status).to.equal(0);
+    expect((await call(key.adminKey, 'GET', '/apps')).json.error.reason).to.equal('admin_key_invalid');
   });
 
   it('keeps the full admin scope, and no expiry, for keys made before scopes existed', async () => {
