@@ -357,7 +357,7 @@ describe('dashboard in Chromium', function () {
   it('shows integration code for each platform from the shared generator', async () => {
     await page.getByRole('link', { name: 'Integrate' }).click();
     await page.getByTestId('initialization').waitFor();
-    const expected: Record<string, RegExp> = { ios: /Tollgate\.configure\(appToken:/, android: /Tollgate\.initialize\(/, flutter: /await Tollgate\.initialize\(/, 'react-native': /await Tollgate\.initialize\(\{/ };
+    const expected: Record<string, RegExp> = { ios: /Tollgate\.configure\(appToken:/, android: /Tollgate\.initialize\(/, flutter: /await Tollgate\.initialize\(/, 'react-native': /Tollgate\.initialize\(\{/ };
     for (const [platform, pattern] of Object.entries(expected)) {
       await page.getByLabel('Platform').selectOption(platform);
       await page.getByRole('button', { name: 'Show code' }).click();
