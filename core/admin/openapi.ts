@@ -240,7 +240,7 @@ export function buildOpenApiDocument(routes: readonly AdminRoute[], version: str
       [String(route.status ?? 200)]: { description: route.response.description, content: { [route.response.csv ? 'text/csv' : 'application/json']: { schema: responseSchema(route.response) } } },
       '400': errorResponse('invalid input: error.fields names each failing field'),
     };
-    responses['401'] = errorResponse(route.public ? 'wrong user name or password, or an invalid set-up token' : 'missing or wrong credentials');
+    responses['401'] = errorResponse(route.public ? 'wrong user name or password, or an invalid set-up token' : 'missing, wrong or expired credentials (admin_key_expired)');
     if (!route.public) {
       responses['403'] = errorResponse(
         route.method !== 'get'
