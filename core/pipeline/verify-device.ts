@@ -10,6 +10,7 @@ import {
   GatewayError,
   attestationSecretKey,
   normalizeDeviceId,
+  type AppSettings,
   type AttestationVerifier,
   type DeviceKeyStore,
   type GatewayDirectory,
@@ -18,7 +19,6 @@ import {
 } from '../contract';
 import type { Configuration } from '../configuration/configuration';
 import { expiredClaimsOf, type DeviceTokenClaims, type DeviceTokenService } from '../attestation/device-tokens';
-import type { AppSettings } from '../contract';
 import { readRequestBody } from './request-body';
 import { clientAddress } from '../security/client-address';
 
