@@ -17,7 +17,7 @@ import { DEVELOPMENT_TOKEN_PATTERN, generateIntegrationCode, supportedCapabiliti
 import { ATTESTATION_SECRET_NAMES, AttestationSecretBodyInput, ChangePasswordInput, CreateAdminKeyInput, CreateAppInput, CreateUserInput, DevelopmentTokenInput, RotateTokenInput, SecretBodyInput, SetPriceInput, SetupInput, SignInInput, UpdateAppInput, validateInput } from '../management/inputs';
 import { DEVICE_PLATFORMS, type DevicePlatform, type ManagementService } from '../management/management-service';
 import { authenticateAdminKey } from '../management/admin-auth';
-import { FULL_GRANT, requireScope, type AdminGrant, type AdminScope } from '../management/admin-scopes';
+import { FULL_GRANT, requireNoExpiry, requireScope, type AdminGrant, type AdminScope } from '../management/admin-scopes';
 import type { ProviderRegistry } from '../registry/provider-registry';
 import { sendGatewayError, toGatewayError } from '../routes/errors';
 import { AuditRepository, type RequestLogQuery } from '../storage/repositories';
@@ -283,7 +283,8 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       summary: 'Add a dashboard administrator',
       response: { schema: 'User', description: 'the new administrator' },
       audit: { action: 'user.create', target: (_context, user) => user.id, details: (_context, user) => ({ name: user.name }) },
-      async handle({ body }) {
+      async handle({ body, actor }) {
+        requireNoExpiry(actor?.grant ?? FULL_GRANT, 'a dashboard administrator');
         const input = validateInput(CreateUserInput, body);
         const user = await auth.createUser(input.username, input.password);
         return { id: user.id, username: user.username, name: user.username, createdAt: new Date(deps.clock()).toISOString(), lockedUntil: null };

@@ -68,3 +68,12 @@ export function requireWithin(actor: AdminGrant, target: { scopes: readonly Admi
     throw new GatewayError('forbidden', `A key that expires cannot create a key that outlives it: set expiresAt no later than ${new Date(actor.expiresAt).toISOString()}.`, { reason: 'scope_exceeds_own' });
   }
 }
+
+/**
+ * A dashboard administrator never expires: a key that does cannot create one (it would outlive the key that made it,
+ * with the `admin` scope of every session).
+ */
+export function requireNoExpiry(actor: AdminGrant, what: string): void {
+  if (actor.expiresAt === null) return;
+  throw new GatewayError('forbidden', `A key that expires cannot create ${what}, which would outlive it: use a key without expiry or the host's CLI.`, { reason: 'scope_exceeds_own' });
+}

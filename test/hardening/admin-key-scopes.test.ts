@@ -158,6 +158,10 @@ describe('admin key scopes and expiry', function () {
     expect(later.status).to.equal(403);
     const within = await call(temporary.json.adminKey, 'POST', '/admin-keys', { name: 'within', scopes: ['read'], expiresAt: new Date(Date.now() + 1_800_000).toISOString() });
     expect(within.status, within.text).to.equal(201);
+    // Nor a dashboard administrator, who never expires.
+    const administrator = await call(temporary.json.adminKey, 'POST', '/users', { username: 'outliver', password: 'a-long-enough-password' });
+    expect(administrator.status, administrator.text).to.equal(403);
+    expect(administrator.json.error.reason).to.equal('scope_exceeds_own');
     // Bad input changes nothing: a past expiry, an unknown scope.
     const past = await call(full, 'POST', '/admin-keys', { name: 'past', expiresAt: '2001-01-01T00:00:00Z' });
     expect(past.status).to.equal(400);
