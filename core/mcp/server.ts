@@ -63,6 +63,11 @@ function untrustedRows<T extends object>(rows: readonly T[] | undefined, fields:
   });
 }
 
+/** One end user as an answer: who they are is the sign-in provider's (and so the user's) text, under `untrusted`. */
+function userAnswer(user: { blocked: boolean }): Record<string, unknown> {
+  return { blocked: user.blocked, untrusted: { note: UNTRUSTED_NOTE, user: untrustedRows([user], ['id', 'profile', 'issuer'])[0] } };
+}
+
 /** Provider slugs and platforms a prompt argument may name: a strict id, never free text. */
 const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,39}$/;
 
@@ -324,10 +329,10 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
         run('read', 'list_users', async () => ({ untrusted: { note: UNTRUSTED_NOTE, users: untrustedRows(await endUsers.list(appId, { search, limit }), ['id', 'profile', 'issuer']) } })),
     );
     server.registerTool('block_user', { description: 'Block an end user: refused (user_blocked) on every device and every node.', inputSchema: { appId: z.string(), userId: z.string() } }, ({ appId, userId }) =>
-      audited('apps', 'block_user', `${appId}/${userId}`, null, () => endUsers.setBlocked(appId, userId, true)),
+      audited('apps', 'block_user', `${appId}/${userId}`, null, async () => userAnswer(await endUsers.setBlocked(appId, userId, true))),
     );
     server.registerTool('unblock_user', { description: 'Unblock an end user.', inputSchema: { appId: z.string(), userId: z.string() } }, ({ appId, userId }) =>
-      audited('apps', 'unblock_user', `${appId}/${userId}`, null, () => endUsers.setBlocked(appId, userId, false)),
+      audited('apps', 'unblock_user', `${appId}/${userId}`, null, async () => userAnswer(await endUsers.setBlocked(appId, userId, false))),
     );
   }
 
