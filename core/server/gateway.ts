@@ -571,33 +571,37 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       },
     }),
   );
-  app.get('/metrics', adminOnly, async (_request: Request, response: Response) => {
+  app.get('/metrics', adminOnly, (_request: Request, response: Response, next: NextFunction) => {
     // Read at scrape time (not on the proxy path); a database that cannot answer leaves the gauge out.
-    const monitored = await appsInMonitorMode(database, configuration).catch(() => null);
-    response
-      .status(200)
-      .type('text/plain; version=0.0.4')
-      .send(
-        metrics.render({
-          upstreamQueued: () => (forward as ForwardStage).queuedRequests?.() ?? 0,
-          upstreamSockets: () => (forward as ForwardStage).openSockets?.() ?? 0,
-          usageDropped: () => usage.droppedByReason,
-          usageWritten: () => usage.written,
-          usageBuffered: () => usage.buffered,
-          more: () => [
-            ...logMetricLines(),
-            ...(fallback?.metricLines() ?? []),
-            ...(monitored === null
-              ? []
-              : [
-                  '# HELP tollgate_apps_in_monitor_mode Apps whose attestation monitor mode is in effect: requests without a valid device token are forwarded unverified.',
-                  '# TYPE tollgate_apps_in_monitor_mode gauge',
-                  `tollgate_apps_in_monitor_mode ${monitored.length}`,
-                ]),
-          ],
-          dependencies: () => plugins.dependencyStates,
-        }) + sessions.renderMetrics(),
-      );
+    void appsInMonitorMode(database, configuration)
+      .catch(() => null)
+      .then((monitored) => {
+        response
+          .status(200)
+          .type('text/plain; version=0.0.4')
+          .send(
+            metrics.render({
+              upstreamQueued: () => (forward as ForwardStage).queuedRequests?.() ?? 0,
+              upstreamSockets: () => (forward as ForwardStage).openSockets?.() ?? 0,
+              usageDropped: () => usage.droppedByReason,
+              usageWritten: () => usage.written,
+              usageBuffered: () => usage.buffered,
+              more: () => [
+                ...logMetricLines(),
+                ...(fallback?.metricLines() ?? []),
+                ...(monitored === null
+                  ? []
+                  : [
+                      '# HELP tollgate_apps_in_monitor_mode Apps whose attestation monitor mode is in effect: requests without a valid device token are forwarded unverified.',
+                      '# TYPE tollgate_apps_in_monitor_mode gauge',
+                      `tollgate_apps_in_monitor_mode ${monitored.length}`,
+                    ]),
+              ],
+              dependencies: () => plugins.dependencyStates,
+            }) + sessions.renderMetrics(),
+          );
+      })
+      .catch(next);
   });
   // The assistant-facing server over streamable HTTP, stateless: one MCP server and transport per request. Admin key
   // only, checked before a byte of the body is read; the body is then capped at MCP_MAX_BODY_BYTES.
