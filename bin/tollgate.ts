@@ -15,6 +15,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { KeyAttestationError, verifyAndroidKeyAttestation } from '../plugins/attestation-android-key-attestation/verify';
 import { AppAttestError, verifyAppAttestAssertion, verifyAppAttestAttestation } from '../plugins/attestation-apple-app-attest/verify';
 import { authenticateAdminKey } from '../core/management/admin-auth';
+import { ADMIN_SCOPES, type AdminGrant, type AdminScope } from '../core/management/admin-scopes';
 import { createMcpServer } from '../core/mcp/server';
 import { createGatewayCore, mcpDependencies, startGateway, TOLLGATE_VERSION, type GatewayCore, type RunningGateway } from '../core/server/gateway';
 import { describeDatabase } from '../core/storage/database';
@@ -59,7 +60,8 @@ ${REALTIME_USAGE}
   tollgate dev-tokens create --app ID [--label TEXT]
   tollgate devices list --app ID [--search ID_PREFIX] [--platform ios|android|development|other] [--limit N] [--offset N]   (with the total)
   tollgate devices get --app ID --device DEVICE_ID | revoke --app ID --device DEVICE_ID | revoke-all --app ID
-  tollgate admin-keys create --name NAME
+  tollgate admin-keys create --name NAME [--scope read|apps|secrets|admin[,…]] [--expires-in 90d|12h|30m]   (default scope admin; shown once)
+  tollgate admin-keys list | revoke --key ID
   tollgate providers list
   tollgate signing-keys rotate
   tollgate backup --out FILE [--with-history]   (apps, sealed secrets, devices, keys, users, settings, prices; usage history with --with-history)
@@ -118,6 +120,9 @@ const OPTIONS = {
   platform: { type: 'string' },
   'assertion-mode': { type: 'string' },
   label: { type: 'string' },
+  scope: { type: 'string' },
+  'expires-in': { type: 'string' },
+  key: { type: 'string' },
   device: { type: 'string' },
   method: { type: 'string' },
   chain: { type: 'string' },
@@ -443,21 +448,48 @@ function attestVerifyAssertion(options: Values): void {
 async function serveMcpOverStdio(): Promise<void> {
   const core = await createGatewayCore({ logDestination: pino.destination({ dest: 2, sync: true }), env: { TOLLGATE_LOG_LEVEL: 'warn', ...process.env } });
   let actor = 'local';
+  let grant: AdminGrant | undefined;
   if (process.env.TOLLGATE_ADMIN_KEY) {
-    const admin = await authenticateAdminKey(core.database, process.env.TOLLGATE_ADMIN_KEY);
+    let admin: Awaited<ReturnType<typeof authenticateAdminKey>>;
+    try {
+      admin = await authenticateAdminKey(core.database, process.env.TOLLGATE_ADMIN_KEY);
+    } catch (error) {
+      await core.close();
+      throw new Error(`TOLLGATE_ADMIN_KEY is refused: ${(error as Error).message}`);
+    }
     if (!admin) {
       await core.close();
       throw new Error('TOLLGATE_ADMIN_KEY is not a valid admin key');
     }
     actor = admin.name;
+    // The key's own scopes and expiry bound what the assistant may do.
+    grant = admin;
   }
   const configuration = core.configuration;
-  const server = createMcpServer(mcpDependencies(core, actor, configuration.publicUrl ?? `http://${configuration.host}:${configuration.port}`));
+  const server = createMcpServer(mcpDependencies(core, actor, configuration.publicUrl ?? `http://${configuration.host}:${configuration.port}`, grant));
   const transport = new StdioServerTransport();
   transport.onclose = () => {
     void core.close();
   };
   await server.connect(transport);
+}
+
+/** `--scope read,apps`: one or more of read, apps, secrets, admin; absent: undefined (the default, admin). */
+function scopeOption(value: string | undefined): AdminScope[] | undefined {
+  if (value === undefined) return undefined;
+  const scopes = value.split(',').map((scope) => scope.trim()).filter(Boolean);
+  const unknown = scopes.filter((scope) => !(ADMIN_SCOPES as readonly string[]).includes(scope));
+  if (scopes.length === 0 || unknown.length > 0) throw new UsageError(`--scope takes one or more of ${ADMIN_SCOPES.join(', ')} (comma-separated)`);
+  return scopes as AdminScope[];
+}
+
+/** `--expires-in 90d` (days), `12h` (hours) or `30m` (minutes): the ISO date-time that far from now; absent: undefined. */
+function expiresInOption(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const match = /^(\d{1,6})([dhm])$/.exec(value.trim());
+  if (!match || Number(match[1]) < 1) throw new UsageError('--expires-in takes a whole number with d (days), h (hours) or m (minutes), e.g. 90d');
+  const unit = { d: 86_400_000, h: 3_600_000, m: 60_000 }[match[2] as 'd' | 'h' | 'm'];
+  return new Date(Date.now() + Number(match[1]) * unit).toISOString();
 }
 
 async function withCore(work: (core: GatewayCore) => Promise<unknown>): Promise<void> {
@@ -723,8 +755,15 @@ async function main(argv: string[]): Promise<void> {
         return { ...user, ...(subcommand === 'set-password' ? { sessionsEnded: true } : {}) };
       });
     }
-    case 'admin-keys create':
-      return change('admin_key.create', (key) => key.id, (core: GatewayCore) => core.management.createAdminKey({ name: required(options, 'name') }), (key) => ({ name: key.name }));
+    case 'admin-keys create': {
+      const scopes = scopeOption(options.scope);
+      const expiresAt = expiresInOption(options['expires-in']);
+      return change('admin_key.create', (key) => key.id, (core: GatewayCore) => core.management.createAdminKey(defined({ name: required(options, 'name'), scopes, expiresAt })), (key) => ({ name: key.name, scopes: key.scopes, expiresAt: key.expiresAt }));
+    }
+    case 'admin-keys list':
+      return withCore(async (core) => ({ adminKeys: await core.management.listAdminKeys() }));
+    case 'admin-keys revoke':
+      return change('admin_key.revoke', () => required(options, 'key'), (core: GatewayCore) => core.management.revokeAdminKey(required(options, 'key')));
     case 'providers list':
       return withCore(async (core) => ({
         providers: core.registry.list().map(({ manifest, baseUrl }) => ({

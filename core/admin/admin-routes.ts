@@ -14,9 +14,10 @@ import { idempotencyKeyOf } from '../management/idempotency';
 import { parse as parseCookies } from 'cookie';
 import { GatewayError, type RateLimitStore } from '../contract';
 import { DEVELOPMENT_TOKEN_PATTERN, generateIntegrationCode, supportedCapabilities, INTEGRATION_CAPABILITIES, INTEGRATION_PLATFORMS, type IntegrationCapability, type IntegrationPlatform } from '../integration/code-generator';
-import { ATTESTATION_SECRET_NAMES, AttestationSecretBodyInput, ChangePasswordInput, CreateAppInput, CreateUserInput, DevelopmentTokenInput, NameInput, RotateTokenInput, SecretBodyInput, SetPriceInput, SetupInput, SignInInput, UpdateAppInput, validateInput } from '../management/inputs';
+import { ATTESTATION_SECRET_NAMES, AttestationSecretBodyInput, ChangePasswordInput, CreateAdminKeyInput, CreateAppInput, CreateUserInput, DevelopmentTokenInput, RotateTokenInput, SecretBodyInput, SetPriceInput, SetupInput, SignInInput, UpdateAppInput, validateInput } from '../management/inputs';
 import { DEVICE_PLATFORMS, type DevicePlatform, type ManagementService } from '../management/management-service';
 import { authenticateAdminKey } from '../management/admin-auth';
+import { FULL_GRANT, requireNoExpiry, requireScope, type AdminGrant, type AdminScope } from '../management/admin-scopes';
 import type { ProviderRegistry } from '../registry/provider-registry';
 import { sendGatewayError, toGatewayError } from '../routes/errors';
 import { AuditRepository, type RequestLogQuery } from '../storage/repositories';
@@ -52,6 +53,8 @@ interface Actor {
   /** The audit-log actor: `key:<name>` or `user:<username>`. */
   readonly name: string;
   readonly session?: DashboardSession;
+  /** What the actor may do: an admin key's scopes and expiry; a dashboard session holds `admin`. */
+  readonly grant: AdminGrant;
 }
 
 interface RouteContext {
@@ -68,6 +71,9 @@ interface AuditedResult {
   readonly id?: string;
   readonly name?: string;
   readonly masked?: string;
+  /** An admin key (`admin_key.create`). */
+  readonly scopes?: readonly string[];
+  readonly expiresAt?: string | null;
   /** A price (`price.set`, `price.delete`). */
   readonly provider?: string;
   readonly model?: string;
@@ -84,7 +90,13 @@ interface QueryParameter {
   readonly schema: Record<string, unknown>;
 }
 
-export interface AdminRoute {
+/**
+ * One management route. A route that needs credentials declares, here and nowhere else, the scope it needs
+ * (core/management/admin-scopes.ts); the router checks it before the body is read, and the OpenAPI document states it.
+ */
+export type AdminRoute = AdminRouteShape & ({ readonly public: true; readonly scope?: undefined } | { readonly public?: false; readonly scope: AdminScope });
+
+interface AdminRouteShape {
   readonly method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** OpenAPI-style path below `/v1/admin`, e.g. `/apps/{appId}`. */
   readonly path: string;
@@ -102,8 +114,6 @@ export interface AdminRoute {
     target(context: RouteContext, result: AuditedResult): string | undefined;
     details?(context: RouteContext, result: AuditedResult): Record<string, unknown>;
   };
-  /** No credentials needed (sign-in, set-up). */
-  readonly public?: boolean;
   readonly rateLimited?: boolean;
   /** The change may conflict with the current state (409 documented). */
   readonly conflicts?: boolean;
@@ -230,7 +240,7 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       },
     },
     {
-      method: 'get', path: '/session', operationId: 'getSession', tag: 'session',
+      method: 'get', path: '/session', scope: 'read', operationId: 'getSession', tag: 'session',
       summary: 'The signed-in administrator and the CSRF token of the session',
       response: { schema: 'Session', description: 'the current session' },
       async handle({ actor }) {
@@ -239,17 +249,18 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       },
     },
     {
-      method: 'delete', path: '/session', operationId: 'signOut', tag: 'session',
+      method: 'delete', path: '/session', scope: 'read', operationId: 'signOut', tag: 'session',
       summary: 'Sign out (ends the session)',
       response: { schema: 'SignedOut', description: 'signed out' },
-      async handle({ request, response }) {
+      async handle({ actor, request, response }) {
+        if (!actor?.session) throw new GatewayError('unauthorized', 'Not signed in to the dashboard.', { reason: 'no_session' });
         await auth.signOut(parseCookies(request.headers.cookie ?? '')[SESSION_COOKIE]);
         response.clearCookie(SESSION_COOKIE, { path: '/' });
         return { signedOut: true };
       },
     },
     {
-      method: 'post', path: '/session/password', operationId: 'changeOwnPassword', tag: 'session', body: ChangePasswordInput,
+      method: 'post', path: '/session/password', scope: 'read', operationId: 'changeOwnPassword', tag: 'session', body: ChangePasswordInput,
       summary: 'Change your own password (the current one is required); your other sessions end',
       response: { schema: 'PasswordChanged', description: 'changed' },
       audit: { action: 'user.change_password', target: ({ actor }) => actor?.session?.user.id },
@@ -261,25 +272,26 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
     },
     // Dashboard administrators.
     {
-      method: 'get', path: '/users', operationId: 'listUsers', tag: 'admin', summary: 'List dashboard administrators',
+      method: 'get', path: '/users', scope: 'read', operationId: 'listUsers', tag: 'admin', summary: 'List dashboard administrators',
       response: { schema: 'User', description: 'administrators', array: true },
       async handle() {
         return (await auth.listUsers()).map((user) => ({ id: user.id, username: user.username, createdAt: new Date(user.createdAt).toISOString(), lockedUntil: user.lockedUntil === null ? null : new Date(user.lockedUntil).toISOString() }));
       },
     },
     {
-      method: 'post', path: '/users', operationId: 'createUser', tag: 'admin', body: CreateUserInput, status: 201, conflicts: true,
+      method: 'post', path: '/users', scope: 'admin', operationId: 'createUser', tag: 'admin', body: CreateUserInput, status: 201, conflicts: true,
       summary: 'Add a dashboard administrator',
       response: { schema: 'User', description: 'the new administrator' },
       audit: { action: 'user.create', target: (_context, user) => user.id, details: (_context, user) => ({ name: user.name }) },
-      async handle({ body }) {
+      async handle({ body, actor }) {
+        requireNoExpiry(actor?.grant ?? FULL_GRANT, 'a dashboard administrator');
         const input = validateInput(CreateUserInput, body);
         const user = await auth.createUser(input.username, input.password);
         return { id: user.id, username: user.username, name: user.username, createdAt: new Date(deps.clock()).toISOString(), lockedUntil: null };
       },
     },
     {
-      method: 'delete', path: '/users/{userId}', operationId: 'deleteUser', tag: 'admin', conflicts: true,
+      method: 'delete', path: '/users/{userId}', scope: 'admin', operationId: 'deleteUser', tag: 'admin', conflicts: true,
       summary: 'Remove a dashboard administrator and end their sessions (not yourself, not the last one)',
       response: { schema: 'Deleted', description: 'removed' },
       audit: { action: 'user.delete', target: ({ params }) => params.userId! },
@@ -287,12 +299,12 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
     },
     // Apps.
     {
-      method: 'get', path: '/apps', operationId: 'listApps', tag: 'apps', summary: 'List apps',
+      method: 'get', path: '/apps', scope: 'read', operationId: 'listApps', tag: 'apps', summary: 'List apps',
       response: { schema: 'App', description: 'every app', array: true },
       handle: () => management.listApps(),
     },
     {
-      method: 'post', path: '/apps', operationId: 'createApp', tag: 'apps', body: CreateAppInput, status: 201,
+      method: 'post', path: '/apps', scope: 'apps', operationId: 'createApp', tag: 'apps', body: CreateAppInput, status: 201,
       summary: 'Create an app; its app token is in this answer only',
       response: { schema: 'CreatedApp', description: 'the app and its token (shown once)' },
       idempotent: true,
@@ -300,37 +312,37 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       handle: ({ body }) => management.createApp(body),
     },
     {
-      method: 'get', path: '/apps/{appId}', operationId: 'getApp', tag: 'apps', summary: 'Read an app and its settings',
+      method: 'get', path: '/apps/{appId}', scope: 'read', operationId: 'getApp', tag: 'apps', summary: 'Read an app and its settings',
       response: { schema: 'App', description: 'the app' },
       handle: ({ params }) => management.getApp(params.appId!),
     },
     {
-      method: 'patch', path: '/apps/{appId}', operationId: 'updateApp', tag: 'apps', body: UpdateAppInput,
+      method: 'patch', path: '/apps/{appId}', scope: 'apps', operationId: 'updateApp', tag: 'apps', body: UpdateAppInput,
       summary: 'Change an app’s name or settings: attestation policy, development attestation, allowed providers and routes, limits and quotas',
       response: { schema: 'App', description: 'the changed app' },
       audit: { action: 'app.update', target: (_context, app) => app.id, details: ({ body }) => ({ fields: Object.keys(body as object) }) },
       handle: ({ params, body }) => management.updateApp(params.appId!, body),
     },
     {
-      method: 'delete', path: '/apps/{appId}', operationId: 'deleteApp', tag: 'apps', summary: 'Delete an app with its secrets, tokens and devices',
+      method: 'delete', path: '/apps/{appId}', scope: 'apps', operationId: 'deleteApp', tag: 'apps', summary: 'Delete an app with its secrets, tokens and devices',
       response: { schema: 'Deleted', description: 'deleted' },
       audit: { action: 'app.delete', target: ({ params }) => params.appId! },
       handle: ({ params }) => management.deleteApp(params.appId!),
     },
     {
-      method: 'post', path: '/apps/{appId}/disable', operationId: 'disableApp', tag: 'apps', summary: 'Disable an app: its token is refused until enabled again',
+      method: 'post', path: '/apps/{appId}/disable', scope: 'apps', operationId: 'disableApp', tag: 'apps', summary: 'Disable an app: its token is refused until enabled again',
       response: { schema: 'App', description: 'the disabled app' },
       audit: { action: 'app.disable', target: (_context, app) => app.id },
       handle: ({ params }) => management.setAppStatus(params.appId!, 'disabled'),
     },
     {
-      method: 'post', path: '/apps/{appId}/enable', operationId: 'enableApp', tag: 'apps', summary: 'Enable a disabled app',
+      method: 'post', path: '/apps/{appId}/enable', scope: 'apps', operationId: 'enableApp', tag: 'apps', summary: 'Enable a disabled app',
       response: { schema: 'App', description: 'the enabled app' },
       audit: { action: 'app.enable', target: (_context, app) => app.id },
       handle: ({ params }) => management.setAppStatus(params.appId!, 'active'),
     },
     {
-      method: 'post', path: '/apps/{appId}/rotate-token', operationId: 'rotateAppToken', tag: 'apps', body: RotateTokenInput,
+      method: 'post', path: '/apps/{appId}/rotate-token', scope: 'apps', operationId: 'rotateAppToken', tag: 'apps', body: RotateTokenInput,
       summary: 'Issue a new app token; the old one keeps working for graceHours (default 168 = 7 days; 0 ends it at once)',
       response: { schema: 'RotatedToken', description: 'the new token (shown once) and the previous one while it still works' },
       idempotent: true,
@@ -342,12 +354,12 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
     },
     // Secrets: write-only.
     {
-      method: 'get', path: '/apps/{appId}/secrets', operationId: 'listSecrets', tag: 'secrets', summary: 'List an app’s secrets, masked',
+      method: 'get', path: '/apps/{appId}/secrets', scope: 'read', operationId: 'listSecrets', tag: 'secrets', summary: 'List an app’s secrets, masked',
       response: { schema: 'Secret', description: 'masked secrets', array: true },
       handle: ({ params }) => management.listSecrets(params.appId!),
     },
     {
-      method: 'put', path: '/apps/{appId}/secrets/{provider}', operationId: 'putSecret', tag: 'secrets', body: SecretBodyInput,
+      method: 'put', path: '/apps/{appId}/secrets/{provider}', scope: 'secrets', operationId: 'putSecret', tag: 'secrets', body: SecretBodyInput,
       summary: 'Set (or replace) the provider key of an app; it is encrypted at rest and never returned again',
       response: { schema: 'Secret', description: 'the masked secret' },
       audit: { action: 'secret.set', target: ({ params }) => `${params.appId}/${params.provider}`, details: (_context, secret) => ({ masked: secret.masked }) },
@@ -357,45 +369,45 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       },
     },
     {
-      method: 'post', path: '/apps/{appId}/secrets/{provider}/test', operationId: 'testSecret', tag: 'secrets',
+      method: 'post', path: '/apps/{appId}/secrets/{provider}/test', scope: 'secrets', operationId: 'testSecret', tag: 'secrets',
       summary: 'Test the stored key: one harmless request the provider documents (its manifest keyCheck, e.g. GET v1/models) to the provider’s own host; answers ok, rejected (401/403), unexpected or unreachable with the status and latency, never the key or the body',
       response: { schema: 'KeyCheck', description: 'the outcome (a provider without a key check: 400 key_check_unsupported)' },
       audit: { action: 'secret.test', target: ({ params }) => `${params.appId}/${params.provider}`, details: (_context, result) => ({ outcome: result.outcome, status: result.status }) },
       handle: ({ params }) => management.testSecret(params.appId!, params.provider!),
     },
     {
-      method: 'delete', path: '/apps/{appId}/secrets/{provider}', operationId: 'deleteSecret', tag: 'secrets', summary: 'Delete a provider key',
+      method: 'delete', path: '/apps/{appId}/secrets/{provider}', scope: 'secrets', operationId: 'deleteSecret', tag: 'secrets', summary: 'Delete a provider key',
       response: { schema: 'SecretDeleted', description: 'deleted' },
       audit: { action: 'secret.delete', target: ({ params }) => `${params.appId}/${params.provider}` },
       handle: ({ params }) => management.deleteSecret(params.appId!, params.provider!),
     },
     // Attestation credentials (Play Integrity keys, service account): write-only too.
     {
-      method: 'get', path: '/apps/{appId}/attestation-secrets', operationId: 'listAttestationSecrets', tag: 'secrets', summary: 'List the app’s attestation credentials, masked',
+      method: 'get', path: '/apps/{appId}/attestation-secrets', scope: 'read', operationId: 'listAttestationSecrets', tag: 'secrets', summary: 'List the app’s attestation credentials, masked',
       response: { schema: 'AttestationSecret', description: 'masked credentials', array: true },
       handle: ({ params }) => management.listAttestationSecrets(params.appId!),
     },
     {
-      method: 'put', path: '/apps/{appId}/attestation-secrets/{name}', operationId: 'putAttestationSecret', tag: 'secrets', body: AttestationSecretBodyInput,
+      method: 'put', path: '/apps/{appId}/attestation-secrets/{name}', scope: 'secrets', operationId: 'putAttestationSecret', tag: 'secrets', body: AttestationSecretBodyInput,
       summary: 'Set a Play Integrity decryption or verification key (base64, from Play Console) or the service-account JSON for standard requests',
       response: { schema: 'AttestationSecret', description: 'the masked credential' },
       audit: { action: 'attestation_secret.set', target: ({ params }) => `${params.appId}/${params.name}` },
       handle: ({ params, body }) => management.setAttestationSecret(params.appId!, params.name!, body),
     },
     {
-      method: 'delete', path: '/apps/{appId}/attestation-secrets/{name}', operationId: 'deleteAttestationSecret', tag: 'secrets', summary: 'Delete an attestation credential',
+      method: 'delete', path: '/apps/{appId}/attestation-secrets/{name}', scope: 'secrets', operationId: 'deleteAttestationSecret', tag: 'secrets', summary: 'Delete an attestation credential',
       response: { schema: 'AttestationSecretDeleted', description: 'deleted' },
       audit: { action: 'attestation_secret.delete', target: ({ params }) => `${params.appId}/${params.name}` },
       handle: ({ params }) => management.deleteAttestationSecret(params.appId!, params.name!),
     },
     // Development tokens and devices.
     {
-      method: 'get', path: '/apps/{appId}/development-tokens', operationId: 'listDevelopmentTokens', tag: 'devices', summary: 'List development tokens (hints only)',
+      method: 'get', path: '/apps/{appId}/development-tokens', scope: 'read', operationId: 'listDevelopmentTokens', tag: 'devices', summary: 'List development tokens (hints only)',
       response: { schema: 'DevelopmentToken', description: 'development tokens', array: true },
       handle: ({ params }) => management.listDevelopmentTokens(params.appId!),
     },
     {
-      method: 'post', path: '/apps/{appId}/development-tokens', operationId: 'createDevelopmentToken', tag: 'devices', body: DevelopmentTokenInput, status: 201,
+      method: 'post', path: '/apps/{appId}/development-tokens', scope: 'apps', operationId: 'createDevelopmentToken', tag: 'devices', body: DevelopmentTokenInput, status: 201,
       summary: 'Create a development token (dt_…) for simulators and emulators; shown once',
       response: { schema: 'CreatedDevelopmentToken', description: 'the token (shown once)' },
       audit: { action: 'development_token.create', target: ({ params }, token) => `${params.appId}/${token.id}` },
@@ -405,13 +417,13 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       },
     },
     {
-      method: 'post', path: '/apps/{appId}/development-tokens/{tokenId}/revoke', operationId: 'revokeDevelopmentToken', tag: 'devices', summary: 'Revoke a development token',
+      method: 'post', path: '/apps/{appId}/development-tokens/{tokenId}/revoke', scope: 'apps', operationId: 'revokeDevelopmentToken', tag: 'devices', summary: 'Revoke a development token',
       response: { schema: 'DevelopmentTokenRevoked', description: 'revoked' },
       audit: { action: 'development_token.revoke', target: ({ params }) => `${params.appId}/${params.tokenId}` },
       handle: ({ params }) => management.revokeDevelopmentToken(params.appId!, params.tokenId!),
     },
     {
-      method: 'get', path: '/apps/{appId}/devices', operationId: 'listDevices', tag: 'devices', query: DEVICE_QUERY,
+      method: 'get', path: '/apps/{appId}/devices', scope: 'read', operationId: 'listDevices', tag: 'devices', query: DEVICE_QUERY,
       summary: 'List the app’s attested devices, newest attestation first: searched by id prefix and platform, paged by offset, with the total',
       response: { schema: 'DeviceList', description: 'one page of devices' },
       handle: ({ params, query }) =>
@@ -423,33 +435,33 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
         }),
     },
     {
-      method: 'get', path: '/apps/{appId}/devices/{deviceId}', operationId: 'getDevice', tag: 'devices',
+      method: 'get', path: '/apps/{appId}/devices/{deviceId}', scope: 'read', operationId: 'getDevice', tag: 'devices',
       summary: 'One device: platform, attestation times, revocation, and its last request in the request log (lastSeenAt)',
       response: { schema: 'DeviceDetail', description: 'the device' },
       handle: ({ params }) => management.getDevice(params.appId!, params.deviceId!),
     },
     {
-      method: 'post', path: '/apps/{appId}/devices/{deviceId}/revoke', operationId: 'revokeDevice', tag: 'devices',
+      method: 'post', path: '/apps/{appId}/devices/{deviceId}/revoke', scope: 'apps', operationId: 'revokeDevice', tag: 'devices',
       summary: 'Revoke a device: its next request gets attestationFailed, even with an unexpired token',
       response: { schema: 'DeviceRevoked', description: 'revoked' },
       audit: { action: 'device.revoke', target: ({ params }) => `${params.appId}/${params.deviceId}` },
       handle: ({ params }) => management.revokeDevice(params.appId!, params.deviceId!),
     },
     {
-      method: 'post', path: '/apps/{appId}/devices/revoke-all', operationId: 'revokeAllDevices', tag: 'devices', summary: 'Revoke every device token of the app issued until now',
+      method: 'post', path: '/apps/{appId}/devices/revoke-all', scope: 'apps', operationId: 'revokeAllDevices', tag: 'devices', summary: 'Revoke every device token of the app issued until now',
       response: { schema: 'DevicesRevoked', description: 'revoked' },
       audit: { action: 'device.revoke_all', target: ({ params }) => params.appId! },
       handle: ({ params }) => management.revokeAllDevices(params.appId!),
     },
     // The request log: one row per proxied request (usage events), newest first.
     {
-      method: 'get', path: '/apps/{appId}/requests', operationId: 'listRequests', tag: 'usage', query: REQUEST_LOG_QUERY,
+      method: 'get', path: '/apps/{appId}/requests', scope: 'read', operationId: 'listRequests', tag: 'usage', query: REQUEST_LOG_QUERY,
       summary: 'The request log: time, device, provider, route, status, error type and reason, latency, bytes; newest first, filtered and paged',
       response: { schema: 'RequestLog', description: 'one page of the log; nextBefore is the cursor of the next page (null at the end)' },
       handle: ({ params, query }) => management.requestLog(requestLogQuery(params.appId!, query)),
     },
     {
-      method: 'get', path: '/apps/{appId}/requests.csv', operationId: 'exportRequests', tag: 'usage', query: REQUEST_LOG_QUERY,
+      method: 'get', path: '/apps/{appId}/requests.csv', scope: 'read', operationId: 'exportRequests', tag: 'usage', query: REQUEST_LOG_QUERY,
       summary: 'The same request log as CSV (at most 10,000 rows a file; page with before)',
       response: { schema: 'RequestLogCsv', description: 'CSV with a header row', csv: true },
       async handle({ params, query }) {
@@ -459,7 +471,7 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
     },
     // Usage and integration.
     {
-      method: 'get', path: '/apps/{appId}/usage', operationId: 'getAppUsage', tag: 'usage',
+      method: 'get', path: '/apps/{appId}/usage', scope: 'read', operationId: 'getAppUsage', tag: 'usage',
       query: [MINUTES, { name: 'device', description: 'only this device’s traffic (the per-device page)', schema: { type: 'string', minLength: 1, maxLength: 200 } }],
       summary: 'Requests per minute, errors by type, latency p50/p95 per provider and top devices of one app (or of one of its devices)',
       response: { schema: 'Usage', description: 'usage over the window' },
@@ -469,7 +481,7 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       },
     },
     {
-      method: 'get', path: '/usage', operationId: 'getUsage', tag: 'usage', query: [MINUTES], summary: 'Usage of every app together',
+      method: 'get', path: '/usage', scope: 'read', operationId: 'getUsage', tag: 'usage', query: [MINUTES], summary: 'Usage of every app together',
       response: { schema: 'Usage', description: 'usage over the window' },
       async handle({ query }) {
         const { from, to } = window(query);
@@ -478,25 +490,25 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
     },
     // The operator's price table (USD per million tokens); where it has no row, spend uses the dated default table.
     {
-      method: 'get', path: '/prices', operationId: 'listPrices', tag: 'usage', summary: 'The price table: USD per million input and output tokens per provider and model',
+      method: 'get', path: '/prices', scope: 'read', operationId: 'listPrices', tag: 'usage', summary: 'The price table: USD per million input and output tokens per provider and model',
       response: { schema: 'Price', description: 'prices', array: true },
       handle: () => management.listPrices(),
     },
     {
-      method: 'get', path: '/prices/defaults', operationId: 'listDefaultPrices', tag: 'usage',
+      method: 'get', path: '/prices/defaults', scope: 'read', operationId: 'listDefaultPrices', tag: 'usage',
       summary: "The dated default price table spend falls back on where no operator price is set: each row with its provider's price page and the day it was read",
       response: { schema: 'DefaultPrices', description: 'the default prices' },
       handle: () => management.listDefaultPrices(),
     },
     {
-      method: 'put', path: '/prices', operationId: 'setPrice', tag: 'usage', body: SetPriceInput,
+      method: 'put', path: '/prices', scope: 'apps', operationId: 'setPrice', tag: 'usage', body: SetPriceInput,
       summary: "Set one model's price (USD per million tokens); spend estimates use it at once",
       response: { schema: 'Price', description: 'the price as stored' },
       audit: { action: 'price.set', target: (_context, price) => `${price.provider ?? ''}/${price.model ?? ''}`, details: (_context, price) => ({ inputUsdPerMillion: price.inputUsdPerMillion, outputUsdPerMillion: price.outputUsdPerMillion }) },
       handle: ({ body }) => management.setPrice(body),
     },
     {
-      method: 'delete', path: '/prices', operationId: 'deletePrice', tag: 'usage', findsByQuery: true,
+      method: 'delete', path: '/prices', scope: 'apps', operationId: 'deletePrice', tag: 'usage', findsByQuery: true,
       query: [
         { name: 'provider', description: 'provider slug', schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,39}$' } },
         { name: 'model', description: 'model name', schema: { type: 'string', maxLength: 200 } },
@@ -507,7 +519,7 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       handle: ({ query }) => management.deletePrice({ provider: query.provider, model: query.model }),
     },
     {
-      method: 'get', path: '/apps/{appId}/integration', operationId: 'getIntegrationCode', tag: 'apps',
+      method: 'get', path: '/apps/{appId}/integration', scope: 'read', operationId: 'getIntegrationCode', tag: 'apps',
       query: [
         { name: 'platform', description: 'ios, android, flutter or react-native (default ios)', schema: { type: 'string', enum: INTEGRATION_PLATFORMS } },
         { name: 'provider', description: 'a provider slug (default: the first the app has a secret for, else the first in the catalog)', schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,39}$' } },
@@ -535,7 +547,7 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
       },
     },
     {
-      method: 'get', path: '/providers', operationId: 'listProviders', tag: 'providers', summary: 'The provider catalog',
+      method: 'get', path: '/providers', scope: 'read', operationId: 'listProviders', tag: 'providers', summary: 'The provider catalog',
       response: { schema: 'Provider', description: 'registered providers', array: true },
       async handle() {
         return registry.list().map(({ manifest }) => ({
@@ -553,24 +565,25 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
     },
     // Admin keys and the audit log.
     {
-      method: 'get', path: '/admin-keys', operationId: 'listAdminKeys', tag: 'admin', summary: 'List admin keys (hints only)',
+      method: 'get', path: '/admin-keys', scope: 'read', operationId: 'listAdminKeys', tag: 'admin', summary: 'List admin keys (hints only)',
       response: { schema: 'AdminKey', description: 'admin keys', array: true },
       handle: () => management.listAdminKeys(),
     },
     {
-      method: 'post', path: '/admin-keys', operationId: 'createAdminKey', tag: 'admin', body: NameInput, status: 201, summary: 'Create an admin key (ak_…); shown once',
+      method: 'post', path: '/admin-keys', scope: 'admin', operationId: 'createAdminKey', tag: 'admin', body: CreateAdminKeyInput, status: 201,
+      summary: 'Create an admin key (ak_…) with scopes (default admin) and an optional expiry; shown once. Never with a scope the caller lacks, nor outliving the caller’s key (403 scope_exceeds_own)',
       response: { schema: 'CreatedAdminKey', description: 'the key (shown once)' },
-      audit: { action: 'admin_key.create', target: (_context, key) => key.id, details: (_context, key) => ({ name: key.name }) },
-      handle: ({ body }) => management.createAdminKey(body),
+      audit: { action: 'admin_key.create', target: (_context, key) => key.id, details: (_context, key) => ({ name: key.name, scopes: key.scopes, expiresAt: key.expiresAt }) },
+      handle: ({ body, actor }) => management.createAdminKey(body, actor?.grant),
     },
     {
-      method: 'delete', path: '/admin-keys/{keyId}', operationId: 'revokeAdminKey', tag: 'admin', summary: 'Revoke an admin key',
+      method: 'delete', path: '/admin-keys/{keyId}', scope: 'admin', operationId: 'revokeAdminKey', tag: 'admin', summary: 'Revoke an admin key (never one holding a scope the caller lacks: 403 scope_exceeds_own)',
       response: { schema: 'AdminKeyRevoked', description: 'revoked' },
       audit: { action: 'admin_key.revoke', target: ({ params }) => params.keyId! },
-      handle: ({ params }) => management.revokeAdminKey(params.keyId!),
+      handle: ({ params, actor }) => management.revokeAdminKey(params.keyId!, actor?.grant),
     },
     {
-      method: 'get', path: '/audit', operationId: 'listAuditLog', tag: 'admin',
+      method: 'get', path: '/audit', scope: 'read', operationId: 'listAuditLog', tag: 'admin',
       query: [
         { name: 'minutes', description: 'only the window ending now (at most 10080 = 7 days); absent: the whole log, paged with limit and before', schema: { type: 'integer', minimum: 1, maximum: 10_080 } },
         { name: 'limit', description: 'at most this many entries, newest first (default 100, at most 1000)', schema: { type: 'integer', minimum: 1, maximum: 1000 } },
@@ -624,9 +637,9 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** The admin key or the dashboard session of a request; throws when neither is valid. */
 async function authenticate(deps: AdminApiDependencies, request: Request): Promise<Actor> {
   if (request.headers.authorization !== undefined) {
-    const admin = await authenticateAdminKey(deps.database, request.headers.authorization);
+    const admin = await authenticateAdminKey(deps.database, request.headers.authorization, deps.clock());
     if (!admin) throw new GatewayError('unauthorized', 'The admin key is missing, malformed, unknown or revoked (Authorization: Bearer ak_…).', { reason: 'admin_key_invalid' });
-    return { name: `key:${admin.name}` };
+    return { name: `key:${admin.name}`, grant: admin };
   }
   const session = await deps.auth.session(parseCookies(request.headers.cookie ?? '')[SESSION_COOKIE]);
   if (!session) throw new GatewayError('unauthorized', 'Sign in to the dashboard, or send Authorization: Bearer ak_… (an admin key).', { reason: 'no_credentials' });
@@ -639,7 +652,7 @@ async function authenticate(deps: AdminApiDependencies, request: Request): Promi
       throw new GatewayError('forbidden', 'This request needs the session’s CSRF token in X-CSRF-Token.', { reason: 'csrf' });
     }
   }
-  return { name: `user:${session.user.username}`, session };
+  return { name: `user:${session.user.username}`, session, grant: FULL_GRANT };
 }
 
 /** A cross-origin `Origin` on a public route that changes state: refused as the session routes refuse it. */
@@ -665,7 +678,11 @@ export function createAdminRouter(deps: AdminApiDependencies): Router {
       try {
         // Credentials first: an unauthenticated request learns nothing, not even whether its body is valid.
         let actor: Actor | null = null;
-        if (!route.public) actor = await authenticate(deps, request);
+        if (!route.public) {
+          actor = await authenticate(deps, request);
+          // The route's scope, before a byte of the body is read: a key without it learns nothing more.
+          requireScope(actor.grant, route.scope, `${route.method.toUpperCase()} /v1/admin${route.path}`);
+        }
         // Public routes (sign-in, set-up) are charged to the client address before their body is read.
         else if (route.rateLimited) await limitSignIn(deps, request);
         // Public routes (sign-in, set-up) have no session to carry a CSRF token: they refuse a cross-site Origin and

@@ -10,7 +10,7 @@ const integer = (value: unknown): number | undefined => (typeof value === 'strin
 export function endUserRoutes(users: EndUserService): AdminRoute[] {
   return [
     {
-      method: 'get', path: '/apps/{appId}/users', operationId: 'listEndUsers', tag: 'users', conflicts: true,
+      method: 'get', path: '/apps/{appId}/users', scope: 'read', operationId: 'listEndUsers', tag: 'users', conflicts: true,
       summary: 'End users the gateway has seen for an app (signed in with its sign-in provider), most recently seen first',
       query: [
         { name: 'search', description: 'the start of the user id', schema: { type: 'string', minLength: 1, maxLength: 255 } },
@@ -21,20 +21,20 @@ export function endUserRoutes(users: EndUserService): AdminRoute[] {
       handle: ({ params, query }) => users.list(params.appId!, { search: text(query.search), limit: integer(query.limit), offset: integer(query.offset) }),
     },
     {
-      method: 'get', path: '/apps/{appId}/users/{userId}', operationId: 'getEndUser', tag: 'users', conflicts: true,
+      method: 'get', path: '/apps/{appId}/users/{userId}', scope: 'read', operationId: 'getEndUser', tag: 'users', conflicts: true,
       summary: 'One end user (by the sign-in provider\'s sub)',
       response: { schema: 'EndUser', description: 'the user' },
       handle: ({ params }) => users.get(params.appId!, params.userId!),
     },
     {
-      method: 'post', path: '/apps/{appId}/users/{userId}/block', operationId: 'blockEndUser', tag: 'users', conflicts: true,
+      method: 'post', path: '/apps/{appId}/users/{userId}/block', scope: 'apps', operationId: 'blockEndUser', tag: 'users', conflicts: true,
       summary: 'Block an end user: refused (user_blocked) on every device and every node',
       response: { schema: 'EndUser', description: 'the blocked user' },
       audit: { action: 'end_user.block', target: ({ params }) => `${params.appId!}/${params.userId!}` },
       handle: ({ params }) => users.setBlocked(params.appId!, params.userId!, true),
     },
     {
-      method: 'post', path: '/apps/{appId}/users/{userId}/unblock', operationId: 'unblockEndUser', tag: 'users', conflicts: true,
+      method: 'post', path: '/apps/{appId}/users/{userId}/unblock', scope: 'apps', operationId: 'unblockEndUser', tag: 'users', conflicts: true,
       summary: 'Unblock an end user',
       response: { schema: 'EndUser', description: 'the unblocked user' },
       audit: { action: 'end_user.unblock', target: ({ params }) => `${params.appId!}/${params.userId!}` },

@@ -160,8 +160,13 @@ const RESPONSE_SCHEMAS: Record<string, Schema> = {
     generic: { type: 'boolean' },
     development: { type: 'boolean' },
   }),
-  AdminKey: object({ id: string, name: string, keyHint: string, createdAt: dateTime, revokedAt: nullable(dateTime) }),
-  CreatedAdminKey: object({ id: string, name: string, adminKey: { type: 'string', pattern: '^ak_[0-9A-Za-z]{32}$', description: 'shown once' } }),
+  AdminKey: object({ id: string, name: string, keyHint: string, scopes: ref('AdminScopes'), createdAt: dateTime, expiresAt: { ...nullable(dateTime), description: 'when the key stops working (null: never)' }, revokedAt: nullable(dateTime) }),
+  AdminScopes: {
+    type: 'array',
+    items: { type: 'string', enum: ['read', 'apps', 'secrets', 'admin'] },
+    description: 'read: every GET; apps: apps, settings, tokens, devices, end users, webhooks, prices; secrets: provider keys and attestation credentials; admin: admin keys and dashboard administrators, and everything else',
+  },
+  CreatedAdminKey: object({ id: string, name: string, scopes: ref('AdminScopes'), expiresAt: nullable(dateTime), adminKey: { type: 'string', pattern: '^ak_[0-9A-Za-z]{32}$', description: 'shown once' } }),
   AdminKeyRevoked: object({ id: string, revoked: { const: true } }),
   AuditEntry: object({ id: { type: 'integer', description: 'increasing with time; pass the last one as before for the next page' }, actor: string, action: string, target: nullable(string), details: nullable({ type: 'object' }), createdAt: dateTime }),
   Provider: object({
@@ -260,9 +265,13 @@ export function buildOpenApiDocument(routes: readonly AdminRoute[], version: str
       [String(route.status ?? 200)]: { description: route.response.description, content: { [route.response.csv ? 'text/csv' : 'application/json']: { schema: responseSchema(route.response) } } },
       '400': errorResponse('invalid input: error.fields names each failing field'),
     };
-    responses['401'] = errorResponse(route.public ? 'wrong user name or password, or an invalid set-up token' : 'missing or wrong credentials');
+    responses['401'] = errorResponse(route.public ? 'wrong user name or password, or an invalid set-up token' : 'missing, wrong or expired credentials (admin_key_expired)');
     if (!route.public) {
-      if (route.method !== 'get') responses['403'] = errorResponse('dashboard session without its CSRF token, or from another origin');
+      responses['403'] = errorResponse(
+        route.method !== 'get'
+          ? `an admin key without the ${route.scope} scope (scope_insufficient), or a dashboard session without its CSRF token or from another origin`
+          : `an admin key without the ${route.scope} scope (scope_insufficient)`,
+      );
     }
     if (route.path.includes('{') || route.findsByQuery) responses['404'] = errorResponse('no such app, secret, device, key or price');
     if (route.rateLimited) responses['429'] = errorResponse('too many attempts; see Retry-After');
@@ -271,7 +280,9 @@ export function buildOpenApiDocument(routes: readonly AdminRoute[], version: str
     paths[route.path]![route.method] = {
       operationId: route.operationId,
       summary: route.summary,
+      ...(route.public ? {} : { description: `Needs an admin key with the \`${route.scope}\` scope${route.scope === 'admin' ? '' : ' (or `admin`)'}, or a dashboard session.` }),
       tags: [route.tag],
+      ...(route.public ? {} : { 'x-tollgate-scope': route.scope }),
       ...(route.public ? { security: [] } : {}),
       ...(parameters.length ? { parameters } : {}),
       ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: ref(route.body.name) } } } } : {}),
@@ -284,14 +295,14 @@ export function buildOpenApiDocument(routes: readonly AdminRoute[], version: str
       title: 'Tollgate management API',
       version,
       description:
-        'Apps, per-app settings and limits, secrets (write-only: listed masked, never returned), development tokens, devices, usage, admin keys and the audit log. Authenticate with `Authorization: Bearer ak_…` or the dashboard session cookie (state-changing requests then carry `X-CSRF-Token`). Errors follow the gateway error shape.',
+        'Apps, per-app settings and limits, secrets (write-only: listed masked, never returned), development tokens, devices, usage, admin keys and the audit log. Authenticate with `Authorization: Bearer ak_…` or the dashboard session cookie (state-changing requests then carry `X-CSRF-Token`). Each operation names the admin-key scope it needs in `x-tollgate-scope` (read, apps, secrets or admin; admin implies all); a key without it gets 403 `scope_insufficient`, an expired key 401 `admin_key_expired`. Errors follow the gateway error shape.',
     },
     servers: [{ url: '/v1/admin' }],
     security: [{ adminKey: [] }, { dashboardSession: [] }],
     paths,
     components: {
       securitySchemes: {
-        adminKey: { type: 'http', scheme: 'bearer', description: 'an admin key, `ak_…` (tollgate admin-keys create)' },
+        adminKey: { type: 'http', scheme: 'bearer', description: 'an admin key, `ak_…` (tollgate admin-keys create --scope …), holding the scopes each operation names in x-tollgate-scope' },
         dashboardSession: { type: 'apiKey', in: 'cookie', name: 'tollgate_session' },
       },
       schemas: { ...dtoSchemas(), ...RESPONSE_SCHEMAS },

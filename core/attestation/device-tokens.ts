@@ -67,6 +67,36 @@ function rejected(reason: string, message: string): GatewayError {
   return new GatewayError('attestationFailed', message, { reason });
 }
 
+const EXPIRED_CLAIMS = Symbol('expiredClaims');
+
+/** `device_token_expired` for a token whose signature verified: its claims ride along (never sent to the client). */
+function expiredToken(claims: DeviceTokenClaims | undefined): GatewayError {
+  const error = rejected('device_token_expired', 'The device token has expired: exchange a new attestation.');
+  if (claims) Object.defineProperty(error, EXPIRED_CLAIMS, { value: claims, enumerable: false });
+  return error;
+}
+
+/**
+ * The claims of an expired token whose signature this gateway verified, or undefined: in monitor mode a revoked device
+ * presenting its old token is still recognised (core/pipeline/verify-device.ts).
+ */
+export function expiredClaimsOf(error: unknown): DeviceTokenClaims | undefined {
+  return error !== null && typeof error === 'object' ? ((error as Record<symbol, unknown>)[EXPIRED_CLAIMS] as DeviceTokenClaims | undefined) : undefined;
+}
+
+/** The claims of a verified payload (undefined when there is none). */
+function claimsOf(payload: Record<string, unknown> | undefined): DeviceTokenClaims | undefined {
+  if (!payload) return undefined;
+  return Object.freeze({
+    appId: String(payload.app),
+    deviceId: String(payload.dev),
+    method: String(payload.m),
+    tokenId: String(payload.jti),
+    issuedAt: issuedAtMs(payload),
+    expiresAt: Number(payload.exp) * 1000,
+  });
+}
+
 export class DeviceTokenService {
   private keys = new Map<string, LoadedKey>();
   private current: LoadedKey | undefined;
@@ -132,7 +162,7 @@ export class DeviceTokenService {
     if (cached) {
       if (cached.expiresAt <= this.clock()) {
         this.verified.delete(token);
-        throw rejected('device_token_expired', 'The device token has expired: exchange a new attestation.');
+        throw expiredToken(cached);
       }
       return cached;
     }
@@ -167,17 +197,11 @@ export class DeviceTokenService {
       }));
     } catch (error) {
       const code = (error as { code?: string }).code;
-      if (code === 'ERR_JWT_EXPIRED') throw rejected('device_token_expired', 'The device token has expired: exchange a new attestation.');
+      // jose checks the signature before the claims: an expired token's payload is genuine.
+      if (code === 'ERR_JWT_EXPIRED') throw expiredToken(claimsOf((error as { payload?: Record<string, unknown> }).payload));
       throw rejected('device_token_invalid', 'The device token is invalid.');
     }
-    const claims: DeviceTokenClaims = Object.freeze({
-      appId: String(payload.app),
-      deviceId: String(payload.dev),
-      method: String(payload.m),
-      tokenId: String(payload.jti),
-      issuedAt: issuedAtMs(payload),
-      expiresAt: Number(payload.exp) * 1000,
-    });
+    const claims = claimsOf(payload)!;
     if (key.retiredAt !== null && claims.issuedAt > key.retiredAt) {
       throw rejected('device_token_invalid', 'The device token is invalid.');
     }

@@ -85,6 +85,11 @@ export interface Configuration {
    * dashboard's Origin check (without `TOLLGATE_PUBLIC_URL`) the scheme and host it was reached at.
    */
   readonly trustProxy: boolean;
+  /**
+   * `TOLLGATE_MONITOR_MODE`, default `allow`: `off` makes every app enforce attestation whatever its `attestationMode`
+   * (no request is forwarded unverified), a switch on the host that no admin key can undo.
+   */
+  readonly monitorMode: 'allow' | 'off';
   /** `TOLLGATE_SHUTDOWN_GRACE_MS`, default 30 000: how long in-flight streams may finish on SIGTERM. */
   readonly shutdownGraceMs: number;
   /**
@@ -238,6 +243,7 @@ export function loadConfiguration(env: Source = process.env, workingDirectory = 
     bodyIdleTimeoutMs: integer(source, 'TOLLGATE_BODY_IDLE_TIMEOUT_MS', 15_000, 100, 3_600_000),
     keepAliveTimeoutMs: integer(source, 'TOLLGATE_KEEP_ALIVE_TIMEOUT_MS', 65_000, 100, 3_600_000),
     trustProxy: boolean(source, 'TOLLGATE_TRUST_PROXY', false),
+    monitorMode: oneOf(source, 'TOLLGATE_MONITOR_MODE', ['allow', 'off'] as const, 'allow'),
     shutdownGraceMs: integer(source, 'TOLLGATE_SHUTDOWN_GRACE_MS', 30_000, 0, 3_600_000),
     databaseAcquireTimeoutMs: integer(source, 'TOLLGATE_DATABASE_ACQUIRE_TIMEOUT_MS', 5000, 100, 600_000),
     databaseQueryTimeoutMs: integer(source, 'TOLLGATE_DATABASE_QUERY_TIMEOUT_MS', 15_000, 0, 3_600_000),

@@ -6,6 +6,8 @@ import 'reflect-metadata';
 import { Transform, plainToInstance } from 'class-transformer';
 import {
   ArrayMaxSize,
+  ArrayMinSize,
+  IsISO8601,
   IsArray,
   IsBoolean,
   IsIn,
@@ -275,6 +277,18 @@ export class DeletePriceInput {
 
 export class NameInput {
   @IsString() @Length(1, 200) @Matches(PRINTABLE, { message: 'name must not contain control characters' }) name!: string;
+}
+
+/** The body of `POST /v1/admin/admin-keys` (and of the CLI and assistant tools that create keys). */
+export class CreateAdminKeyInput {
+  @IsString() @Length(1, 200) @Matches(PRINTABLE, { message: 'name must not contain control characters' }) name!: string;
+  /** Absent: `admin` (every scope), as keys made before scopes existed. */
+  @IsOptional() @IsArray() @ArrayMinSize(1) @ArrayMaxSize(4) @IsIn(['read', 'apps', 'secrets', 'admin'], { each: true, message: 'scopes must be read, apps, secrets or admin' })
+  @JSONSchema({ description: 'read (every read, nothing else), apps (apps, settings, devices, users, webhooks, prices), secrets (provider keys and attestation credentials), admin (admin keys and dashboard administrators; implies all). Default admin. Never more than the creating key holds.' })
+  scopes?: Array<'read' | 'apps' | 'secrets' | 'admin'>;
+  /** When the key stops working (ISO 8601, in the future); absent: never. */
+  @IsOptional() @IsISO8601({ strict: true }) @JSONSchema({ description: 'when the key stops working (ISO 8601 date-time, in the future, at most 10 years ahead); absent: never. A key that expires can only create keys that expire no later.' })
+  expiresAt?: string;
 }
 
 /** The body of `PUT /v1/admin/apps/{appId}/secrets/{provider}`. */

@@ -17,6 +17,7 @@ import { secretAssociatedData } from '../storage/cached-directory';
 import { databaseUnavailable, isDatabaseUnavailable } from '../storage/database-errors';
 import { IdempotencyStore, outcomeUnknown } from './idempotency';
 import { DEFAULT_PRICES, DEFAULT_PRICE_SOURCES, type DefaultPrice } from '../storage/default-prices';
+import { FULL_GRANT, normalizeScopes, requireWithin, type AdminGrant, type AdminScope } from './admin-scopes';
 import {
   AppRepository,
   AuditRepository,
@@ -35,7 +36,7 @@ import {
   type RequestLogEntry,
   type RequestLogQuery,
 } from '../storage/repositories';
-import { ATTESTATION_SECRET_NAMES, AppSettingsInput, AttestationSecretBodyInput, CreateAppInput, DeletePriceInput, NameInput, SetPriceInput, SetSecretInput, UpdateAppInput, validateInput } from './inputs';
+import { ATTESTATION_SECRET_NAMES, AppSettingsInput, AttestationSecretBodyInput, CreateAdminKeyInput, CreateAppInput, DeletePriceInput, SetPriceInput, SetSecretInput, UpdateAppInput, validateInput } from './inputs';
 
 /** An app as management shows it (never its token). */
 export interface AppView {
@@ -124,6 +125,40 @@ export interface ManagementOptions {
    * default true); false: from the operator's prices only.
    */
   readonly defaultPrices?: boolean;
+  /**
+   * Called after a committed change of an app's security settings ({@link SECURITY_SETTINGS}), with each changed
+   * setting's old and new value (logged at `warn`: monitor mode and opened routes must never change silently).
+   */
+  readonly onSecuritySettingsChange?: (appId: string, changes: SecurityChanges) => void;
+}
+
+/**
+ * The settings that open an app beyond its attestation or its provider's usual routes. Their changes are audited with
+ * the old and the new value and logged at `warn`. None holds a secret.
+ */
+export const SECURITY_SETTINGS = [
+  'attestationMode',
+  'monitorProviders',
+  'allowMonitorInProduction',
+  'openAccountRoutes',
+  'openCredentialRoutes',
+  'extraRoutes',
+  'allowDevelopmentAttestation',
+  'allowAppAttestDevelopment',
+  'assertionMode',
+] as const satisfies ReadonlyArray<keyof AppSettings>;
+
+export type SecurityChanges = Partial<Record<(typeof SECURITY_SETTINGS)[number], { readonly from: unknown; readonly to: unknown }>>;
+
+/** The security settings that differ between `before` and `after` (absent reads as null). */
+export function securityChanges(before: AppSettings, after: AppSettings): SecurityChanges {
+  const changes: Record<string, { from: unknown; to: unknown }> = {};
+  for (const key of SECURITY_SETTINGS) {
+    const from = before[key] ?? null;
+    const to = after[key] ?? null;
+    if (JSON.stringify(from) !== JSON.stringify(to)) changes[key] = { from, to };
+  }
+  return changes as SecurityChanges;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -222,7 +257,21 @@ function auditFailed(cause: unknown): GatewayError {
 export class ManagementService {
   private readonly clock: () => number;
   /** The audit entry owed by the change running in this async context (see {@link audited}). */
-  private readonly pendingAudit = new AsyncLocalStorage<{ build: AuditBuilder<unknown>; written: boolean }>();
+  private readonly pendingAudit = new AsyncLocalStorage<{ build: AuditBuilder<unknown>; written: boolean; extra?: Record<string, unknown> }>();
+
+  /** Adds details to the audit entry of the change running now (old and new values only the change itself knows). */
+  private noteAudit(details: Record<string, unknown>): void {
+    const scope = this.pendingAudit.getStore();
+    if (scope) scope.extra = { ...(scope.extra ?? {}), ...details };
+  }
+
+  /** The audit entry `build` makes, with the details the change noted. */
+  private static withNoted(entry: Omit<AuditEntry, 'createdAt'>, extra: Record<string, unknown> | undefined): Omit<AuditEntry, 'createdAt'> {
+    return extra ? { ...entry, details: { ...((entry.details as Record<string, unknown> | null) ?? {}), ...extra } } : entry;
+  }
+
+  /** Security changes committed by the write running now, reported once it commits. */
+  private readonly committedSecurity = new AsyncLocalStorage<Array<{ appId: string; changes: SecurityChanges }>>();
 
   constructor(
     private readonly database: Knex,
@@ -244,11 +293,11 @@ export class ManagementService {
    * A `work` that changes nothing through this service gets its entry written on its own afterwards.
    */
   async audited<T>(build: AuditBuilder<T>, work: () => Promise<T>): Promise<T> {
-    const scope = { build: build as AuditBuilder<unknown>, written: false };
+    const scope: { build: AuditBuilder<unknown>; written: boolean; extra?: Record<string, unknown> } = { build: build as AuditBuilder<unknown>, written: false };
     const result = await this.pendingAudit.run(scope, work);
     if (!scope.written) {
       try {
-        await new AuditRepository(this.database).append({ ...build(result), createdAt: this.clock() });
+        await new AuditRepository(this.database).append({ ...ManagementService.withNoted(build(result), scope.extra), createdAt: this.clock() });
       } catch (error) {
         throw auditFailed(error);
       }
@@ -262,13 +311,15 @@ export class ManagementService {
     // Set once the change is complete and knex sends COMMIT: a connection lost from then on leaves the outcome unknown.
     let committing = false;
     let result: T;
+    const security: Array<{ appId: string; changes: SecurityChanges }> = [];
     try {
       result = await this.database.transaction(async (transaction) => {
-        const value = await work(transaction);
+        security.length = 0;
+        const value = await this.committedSecurity.run(security, () => work(transaction));
         sequence = await bumpChangeSequence(transaction);
         if (audit && !audit.written) {
           try {
-            await new AuditRepository(transaction).append({ ...audit.build(value), createdAt: this.clock() });
+            await new AuditRepository(transaction).append({ ...ManagementService.withNoted(audit.build(value), audit.extra), createdAt: this.clock() });
           } catch (error) {
             throw auditFailed(error);
           }
@@ -283,7 +334,15 @@ export class ManagementService {
       throw error;
     }
     this.options.onChange?.(sequence);
+    for (const { appId, changes } of security) this.options.onSecuritySettingsChange?.(appId, changes);
     return result;
+  }
+
+  /** Records the security settings a change alters: in its audit entry (old and new values), and for the warn log. */
+  private noteSecurityChanges(appId: string, changes: SecurityChanges): void {
+    if (Object.keys(changes).length === 0) return;
+    this.noteAudit({ changes });
+    this.committedSecurity.getStore()?.push({ appId, changes });
   }
 
   private async requireApp(transaction: Knex | Knex.Transaction, appId: string): Promise<AppRow> {
@@ -326,6 +385,7 @@ export class ManagementService {
     };
     return this.write(async (transaction) => {
       await new AppRepository(transaction).insert(row);
+      this.noteSecurityChanges(row.id, securityChanges(DEFAULT_APP_SETTINGS, row.settings));
       return { ...appView(row, this.clock()), appToken };
     });
   }
@@ -346,6 +406,7 @@ export class ManagementService {
       const settings = mergeSettings(app.settings, input, this.options.production ?? false);
       const now = this.clock();
       await new AppRepository(transaction).update(appId, { name: input.name, settings }, now);
+      this.noteSecurityChanges(appId, securityChanges(app.settings, settings));
       return appView({ ...app, name: input.name ?? app.name, settings, updatedAt: now }, this.clock());
     });
   }
@@ -550,25 +611,46 @@ export class ManagementService {
     return row && row.revokedAt === null ? { appId: row.appId } : null;
   }
 
-  /** An admin API key (`ak_…`), shown once. */
-  async createAdminKey(plain: unknown): Promise<{ id: string; name: string; adminKey: string }> {
-    const input = validateInput(NameInput, plain);
+  /**
+   * An admin API key (`ak_…`), shown once, with its scopes (default `admin`) and optional expiry. `creator` is who asks
+   * (a key's grant; the CLI and dashboard sessions hold everything): the new key never has a scope the creator lacks,
+   * nor outlives it (403 `scope_exceeds_own`).
+   */
+  async createAdminKey(plain: unknown, creator: AdminGrant = FULL_GRANT): Promise<{ id: string; name: string; scopes: AdminScope[]; expiresAt: string | null; adminKey: string }> {
+    const input = validateInput(CreateAdminKeyInput, plain);
+    const scopes = normalizeScopes(input.scopes ?? ['admin']);
+    const now = this.clock();
+    let expiresAt: number | null = null;
+    if (input.expiresAt !== undefined) {
+      expiresAt = Date.parse(input.expiresAt);
+      if (!Number.isFinite(expiresAt) || expiresAt <= now || expiresAt > now + 10 * 365 * 86_400_000) {
+        throw new TollgateError('TG_ERR_VALIDATION', 'expiresAt must be a date-time in the future, at most 10 years ahead', { expiresAt: ['must be in the future, at most 10 years ahead'] });
+      }
+    }
+    requireWithin(creator, { scopes, expiresAt }, 'create');
     const key = generateToken('admin');
     const id = generateId('adm');
     return this.write(async (transaction) => {
-      await new TokenRepository(transaction).insertAdminKey({ id, name: input.name, keyHash: hashToken(key), keyHint: tokenHint(key), createdAt: this.clock() });
-      return { id, name: input.name, adminKey: key };
+      await new TokenRepository(transaction).insertAdminKey({ id, name: input.name, keyHash: hashToken(key), keyHint: tokenHint(key), createdAt: now, scopes, expiresAt });
+      return { id, name: input.name, scopes, expiresAt: isoOrNull(expiresAt), adminKey: key };
     });
   }
 
-  async listAdminKeys(): Promise<Array<{ id: string; name: string; keyHint: string; createdAt: string; revokedAt: string | null }>> {
-    return (await new TokenRepository(this.database).listAdminKeys()).map((key) => ({ ...key, createdAt: iso(key.createdAt), revokedAt: isoOrNull(key.revokedAt) }));
+  async listAdminKeys(): Promise<Array<{ id: string; name: string; keyHint: string; scopes: AdminScope[]; createdAt: string; expiresAt: string | null; revokedAt: string | null }>> {
+    return (await new TokenRepository(this.database).listAdminKeys()).map((key) => ({ ...key, createdAt: iso(key.createdAt), expiresAt: isoOrNull(key.expiresAt), revokedAt: isoOrNull(key.revokedAt) }));
   }
 
-  /** Revokes an admin key: the next request made with it is refused. */
-  async revokeAdminKey(id: string): Promise<{ id: string; revoked: true }> {
+  /**
+   * Revokes an admin key: the next request made with it is refused. `actor` is who asks: a key cannot revoke a key
+   * holding a scope it lacks (403 `scope_exceeds_own`).
+   */
+  async revokeAdminKey(id: string, actor: AdminGrant = FULL_GRANT): Promise<{ id: string; revoked: true }> {
     await this.write(async (transaction) => {
-      if (!(await new TokenRepository(transaction).revokeAdminKey(String(id), this.clock()))) throw notFound(`admin key "${String(id)}"`);
+      const tokens = new TokenRepository(transaction);
+      const target = await tokens.getAdminKey(String(id));
+      if (!target) throw notFound(`admin key "${String(id)}"`);
+      requireWithin(actor, { scopes: target.scopes }, 'revoke');
+      await tokens.revokeAdminKey(String(id), this.clock());
     });
     return { id, revoked: true };
   }
@@ -689,8 +771,9 @@ export class ManagementService {
    * Revokes one device: its tokens are refused on their next request. The id may be given in any case for the methods
    * whose ids are case-insensitive (`normalizeDeviceId`); the answer names the device's stored id.
    */
-  async revokeDevice(appId: string, deviceId: string): Promise<{ appId: string; deviceId: string; revoked: true }> {
+  async revokeDevice(appId: string, deviceId: string): Promise<{ appId: string; deviceId: string; revoked: true; attestationMode?: 'enforce'; monitorModeEnded?: true }> {
     let revokedId = deviceId;
+    let monitorEnded = false;
     await this.write(async (transaction) => {
       await this.requireApp(transaction, appId);
       const devices = new DeviceRepository(transaction);
@@ -698,9 +781,25 @@ export class ManagementService {
       if (!device) throw notFound(`device "${deviceId}"`);
       revokedId = device.deviceId;
       await devices.revoke(appId, device.deviceId, this.clock());
+      monitorEnded = await this.endMonitorMode(transaction, (await this.requireApp(transaction, appId)));
     });
     this.options.onDeviceRevoked?.(appId, revokedId);
-    return { appId, deviceId: revokedId, revoked: true };
+    return { appId, deviceId: revokedId, revoked: true, ...(monitorEnded ? { attestationMode: 'enforce' as const, monitorModeEnded: true as const } : {}) };
+  }
+
+  /**
+   * A revocation is an operator's explicit decision, and in monitor mode a revoked device could come back by simply
+   * sending no device token (it is then indistinguishable from any unattested client). So revoking a device of an app
+   * in monitor mode ends monitor mode: the app enforces attestation from this change on (audited with the old and the
+   * new value, logged at warn). Turning monitor mode on again is a separate, explicit change.
+   * docs/decisions/2026-12-05-monitor-mode.md.
+   */
+  private async endMonitorMode(transaction: Knex.Transaction, app: AppRow): Promise<boolean> {
+    if (app.settings.attestationMode !== 'monitor') return false;
+    const settings = Object.freeze({ ...app.settings, attestationMode: 'enforce' as const });
+    await new AppRepository(transaction).update(app.id, { settings }, this.clock());
+    this.noteSecurityChanges(app.id, securityChanges(app.settings, settings));
+    return true;
   }
 
   /** The device stored under the normal form of `deviceId`, when its method's ids are case-insensitive. */
@@ -712,14 +811,16 @@ export class ManagementService {
   }
 
   /** Revokes every device token of the app issued until now. */
-  async revokeAllDevices(appId: string): Promise<{ appId: string; revokedBefore: string }> {
+  async revokeAllDevices(appId: string): Promise<{ appId: string; revokedBefore: string; attestationMode?: 'enforce'; monitorModeEnded?: true }> {
     const now = this.clock();
+    let monitorEnded = false;
     await this.write(async (transaction) => {
       await this.requireApp(transaction, appId);
       await new AppRepository(transaction).update(appId, { devicesRevokedBefore: now + 1 }, now);
+      monitorEnded = await this.endMonitorMode(transaction, await this.requireApp(transaction, appId));
     });
     this.options.onDeviceRevoked?.(appId, '*');
-    return { appId, revokedBefore: iso(now + 1) };
+    return { appId, revokedBefore: iso(now + 1), ...(monitorEnded ? { attestationMode: 'enforce' as const, monitorModeEnded: true as const } : {}) };
   }
 
   async usage(appId: string, fromMs: number, toMs: number) {

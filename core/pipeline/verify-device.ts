@@ -10,6 +10,7 @@ import {
   GatewayError,
   attestationSecretKey,
   normalizeDeviceId,
+  type AppSettings,
   type AttestationVerifier,
   type DeviceKeyStore,
   type GatewayDirectory,
@@ -17,9 +18,18 @@ import {
   type ProxyContext,
 } from '../contract';
 import type { Configuration } from '../configuration/configuration';
-import type { DeviceTokenClaims, DeviceTokenService } from '../attestation/device-tokens';
+import { expiredClaimsOf, type DeviceTokenClaims, type DeviceTokenService } from '../attestation/device-tokens';
 import { readRequestBody } from './request-body';
 import { clientAddress } from '../security/client-address';
+
+/**
+ * Monitor mode can take effect: the gateway allows it (`TOLLGATE_MONITOR_MODE` is not `off`) and, in production, the
+ * app opted in with `allowMonitorInProduction`. (The app's `attestationMode` is the caller's check.)
+ */
+export function monitorModeEffective(settings: AppSettings, configuration: Pick<Configuration, 'production' | 'monitorMode'>): boolean {
+  if (configuration.monitorMode === 'off') return false;
+  return !configuration.production || settings.allowMonitorInProduction === true;
+}
 
 /** How far `Tollgate-Request-Time` may be from the gateway's clock in every-request mode. */
 export const REQUEST_TIME_SKEW_MS = 5 * 60 * 1000;
@@ -78,12 +88,19 @@ export class VerifyDeviceStage implements PipelineStage {
   private monitored(context: ProxyContext): boolean {
     const settings = context.get('app').settings;
     if (settings.attestationMode !== 'monitor') return false;
-    if (this.configuration.production && !settings.allowMonitorInProduction) return false;
-    return !settings.monitorProviders?.length || settings.monitorProviders.includes(context.provider.slug);
+    return monitorModeEffective(settings, this.configuration) && (!settings.monitorProviders?.length || settings.monitorProviders.includes(context.provider.slug));
   }
 
   private unverified(context: ProxyContext, error: unknown): void {
     if (!(error instanceof GatewayError) || error.type !== 'attestationFailed' || error.reason === 'device_revoked') throw error;
+    // A genuine token that has expired still names its device: a revoked device does not get back in with it.
+    const expired = expiredClaimsOf(error);
+    if (expired) {
+      const app = context.get('app');
+      if (expired.appId === app.id && (expired.issuedAt < app.devicesRevokedBefore || this.directory.isDeviceRevoked(app.id, normalizeDeviceId(expired.method, expired.deviceId)))) {
+        throw new GatewayError('attestationFailed', 'This device has been revoked.', { reason: 'device_revoked' });
+      }
+    }
     // Behind a trusted proxy the socket's peer is the proxy: its bucket would be every unverified client's at once.
     const address = clientAddress(context.request, this.configuration.trustProxy);
     context.set('device', { deviceId: `unverified:${address}`, method: 'unverified', tokenId: '', issuedAt: 0, expiresAt: 0, verified: false });

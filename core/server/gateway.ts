@@ -49,7 +49,7 @@ import { InjectKeyStage } from '../pipeline/inject-key';
 import { LimitRateStage } from '../pipeline/limit-rate';
 import { Pipeline } from '../pipeline/pipeline';
 import { ResolveSecretStage } from '../pipeline/resolve-secret';
-import { VerifyDeviceStage } from '../pipeline/verify-device';
+import { VerifyDeviceStage, monitorModeEffective } from '../pipeline/verify-device';
 import { VerifyTokenStage } from '../pipeline/verify-token';
 import { VerifyUserStage } from '../pipeline/verify-user';
 import { END_USER_DIRECTORY, EndUserDirectory } from '../users/end-user-store';
@@ -76,6 +76,7 @@ import { resolveMasterKey, type MasterKey } from '../storage/master-key';
 import { AppRepository, DeviceRepository, UsageRepository } from '../storage/repositories';
 import { authenticateAdminKey } from '../management/admin-auth';
 import { createMcpServer, type McpDependencies } from '../mcp/server';
+import type { AdminGrant } from '../management/admin-scopes';
 import { createAdminRouter } from '../admin/admin-routes';
 import { DashboardAuth } from '../admin/dashboard-auth';
 import { adminSecurityHeaders, createDashboardRouter } from '../admin/dashboard-assets';
@@ -302,6 +303,18 @@ export async function createGatewayCore(
   const management = new ManagementService(database, cipher, registry, {
     onChange: (sequence) => directory.invalidate(sequence),
     onDeviceRevoked: (appId, deviceId) => webhooks.emit(appId, 'device.revoked', { device: deviceId === '*' ? null : deviceId, allDevices: deviceId === '*' }),
+    // Monitor mode and opened routes never change silently: every change of a security setting is a warn line with its
+    // old and new value (the audit log has them too).
+    onSecuritySettingsChange: (appId, changes) => {
+      const mode = changes.attestationMode;
+      const message =
+        mode?.to === 'monitor'
+          ? 'app switched to attestation monitor mode: requests without a valid device token are forwarded unverified'
+          : mode?.from === 'monitor'
+            ? 'app left attestation monitor mode: every request needs a valid device token again'
+            : 'security settings of an app changed';
+      logger.warn({ appId, changes, monitorModeOff: configuration.monitorMode === 'off' || undefined }, message);
+    },
     allowPrivateUpstreams: options.allowPrivateUpstreams ?? false,
     production: configuration.production,
     defaultPrices: configuration.defaultPrices,
@@ -341,8 +354,9 @@ export function causeOf(error: unknown): string {
 }
 
 /** What the MCP server needs, for the HTTP route and for `tollgate mcp` over stdio. */
-export function mcpDependencies(core: GatewayCore, actor: string, gatewayUrl: string): McpDependencies {
+export function mcpDependencies(core: GatewayCore, actor: string, gatewayUrl: string, grant?: AdminGrant): McpDependencies {
   return {
+    ...(grant ? { grant } : {}),
     management: core.management,
     registry: core.registry,
     actor,
@@ -353,6 +367,13 @@ export function mcpDependencies(core: GatewayCore, actor: string, gatewayUrl: st
   };
 }
 
+/** The apps whose monitor mode is in effect on this gateway (their mode, TOLLGATE_MONITOR_MODE and the production opt-in). */
+async function appsInMonitorMode(database: Knex, configuration: Configuration): Promise<Array<{ id: string; name: string; monitorProviders: readonly string[] | null }>> {
+  return (await new AppRepository(database).list())
+    .filter((app) => app.status === 'active' && app.settings.attestationMode === 'monitor' && monitorModeEffective(app.settings, configuration))
+    .map((app) => ({ id: app.id, name: app.name, monitorProviders: app.settings.monitorProviders ?? null }));
+}
+
 /** Starts a gateway: storage, container, routes, HTTP server. */
 export async function startGateway(options: GatewayOptions = {}): Promise<RunningGateway> {
   const core = await createGatewayCore({ ...options, lockDataDirectory: true });
@@ -361,6 +382,11 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
 
   await directory.start();
   container.register(GATEWAY_DIRECTORY, { useValue: directory });
+  // Monitor mode is a rollout aid that forwards unattested requests: never on without a line in the log.
+  for (const app of await appsInMonitorMode(database, configuration)) {
+    logger.warn({ appId: app.id, app: app.name, monitorProviders: app.monitorProviders, production: configuration.production }, 'app in attestation monitor mode: requests without a valid device token are forwarded unverified');
+  }
+  if (configuration.monitorMode === 'off') logger.info('TOLLGATE_MONITOR_MODE=off: every app enforces attestation, whatever its attestationMode');
   // End users (core/users): the blocked set the verifyUser stage reads, and the management of users.
   const endUsers = new EndUserDirectory(database, { pollIntervalMs: configuration.changePollMs, clock, onError: (error) => logger.warn({ cause: causeOf(error) }, 'end users could not be read or written; retried') });
   await endUsers.start();
@@ -561,27 +587,44 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       },
     }),
   );
-  app.get('/metrics', adminOnly, (_request: Request, response: Response) => {
-    response
-      .status(200)
-      .type('text/plain; version=0.0.4')
-      .send(
-        metrics.render({
-          upstreamQueued: () => (forward as ForwardStage).queuedRequests?.() ?? 0,
-          upstreamSockets: () => (forward as ForwardStage).openSockets?.() ?? 0,
-          usageDropped: () => usage.droppedByReason,
-          usageWritten: () => usage.written,
-          usageBuffered: () => usage.buffered,
-          more: () => [...logMetricLines(), ...signedBodyMetricLines(signedBodies), ...(fallback?.metricLines() ?? [])],
-          dependencies: () => plugins.dependencyStates,
-        }) + sessions.renderMetrics(),
-      );
+  app.get('/metrics', adminOnly, (_request: Request, response: Response, next: NextFunction) => {
+    // Read at scrape time (not on the proxy path); a database that cannot answer leaves the gauge out.
+    void appsInMonitorMode(database, configuration)
+      .catch(() => null)
+      .then((monitored) => {
+        response
+          .status(200)
+          .type('text/plain; version=0.0.4')
+          .send(
+            metrics.render({
+              upstreamQueued: () => (forward as ForwardStage).queuedRequests?.() ?? 0,
+              upstreamSockets: () => (forward as ForwardStage).openSockets?.() ?? 0,
+              usageDropped: () => usage.droppedByReason,
+              usageWritten: () => usage.written,
+              usageBuffered: () => usage.buffered,
+              more: () => [
+                ...logMetricLines(),
+                ...signedBodyMetricLines(signedBodies),
+                ...(fallback?.metricLines() ?? []),
+                ...(monitored === null
+                  ? []
+                  : [
+                      '# HELP tollgate_apps_in_monitor_mode Apps whose attestation monitor mode is in effect: requests without a valid device token are forwarded unverified.',
+                      '# TYPE tollgate_apps_in_monitor_mode gauge',
+                      `tollgate_apps_in_monitor_mode ${monitored.length}`,
+                    ]),
+              ],
+              dependencies: () => plugins.dependencyStates,
+            }) + sessions.renderMetrics(),
+          );
+      })
+      .catch(next);
   });
   // The assistant-facing server over streamable HTTP, stateless: one MCP server and transport per request. Admin key
   // only, checked before a byte of the body is read; the body is then capped at MCP_MAX_BODY_BYTES.
   app.all('/mcp', adminOnly, async (request: Request, response: Response, next: NextFunction) => {
     try {
-      const admin = await authenticateAdminKey(database, request.headers.authorization);
+      const admin = await authenticateAdminKey(database, request.headers.authorization, Date.now());
       if (!admin) {
         sendGatewayError(response, requestIdOf(response), new GatewayError('unauthorized', 'The MCP endpoint requires Authorization: Bearer ak_… (an admin key).', { reason: 'admin_key_invalid' }), request);
         return;
@@ -593,7 +636,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       }
       // Parsed whatever its Content-Type: the transport checks that itself, and must never read the body on its own.
       request.body = await readJsonBody(request, MCP_MAX_BODY_BYTES, { anyType: true });
-      const mcp = createMcpServer(mcpDependencies(core, admin.name, configuration.publicUrl ?? url));
+      const mcp = createMcpServer(mcpDependencies(core, admin.name, configuration.publicUrl ?? url, admin));
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       response.once('close', () => {
         void transport.close();

@@ -4,7 +4,7 @@
  */
 import type { Knex } from 'knex';
 
-interface Migration {
+export interface Migration {
   readonly name: string;
   up(knex: Knex): Promise<void>;
   down(knex: Knex): Promise<void>;
@@ -349,8 +349,28 @@ const realtimeSessions: Migration = {
   },
 };
 
+/**
+ * Scopes and expiry of admin keys (core/management/admin-scopes.ts): a comma-separated list of scopes and an optional
+ * end. Keys made before scopes existed keep the full `admin` scope and never expire.
+ */
+const adminKeyScopes: Migration = {
+  name: 'hardening2-admin-key-scopes',
+  async up(knex) {
+    await knex.schema.alterTable('admin_keys', (table) => {
+      table.string('scopes', 100).notNullable().defaultTo('admin');
+      table.bigInteger('expires_at').nullable();
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('admin_keys', (table) => {
+      table.dropColumn('expires_at');
+      table.dropColumn('scopes');
+    });
+  },
+};
+
 /** Append only; never reorder or edit a migration that has shipped. */
-export const MIGRATIONS: readonly Migration[] = [initial, auditLog, dashboardUsers, tokenGraceAndRequestLog, usageTokens, secretLastUsed, usageEventOnce, faultsIdempotencyKeys, endUsersAndWebhooks, realtimeSessions];
+export const MIGRATIONS: readonly Migration[] = [initial, auditLog, dashboardUsers, tokenGraceAndRequestLog, usageTokens, secretLastUsed, usageEventOnce, faultsIdempotencyKeys, endUsersAndWebhooks, realtimeSessions, adminKeyScopes];
 
 /** A knex migration source over {@link MIGRATIONS}. */
 export class CodeMigrationSource implements Knex.MigrationSource<Migration> {

@@ -5,6 +5,7 @@
 import type { Knex } from 'knex';
 import { DEFAULT_APP_SETTINGS, type AppSettings } from '../contract';
 import { DEFAULT_PRICES, OPERATOR_PRICE, type DefaultPrice } from './default-prices';
+import { parseScopes, type AdminScope } from '../management/admin-scopes';
 
 export interface AppRow {
   readonly id: string;
@@ -304,23 +305,39 @@ export class TokenRepository {
     }));
   }
 
-  async insertAdminKey(row: { id: string; name: string; keyHash: string; keyHint: string; createdAt: number }): Promise<void> {
-    await this.database('admin_keys').insert({ id: row.id, name: row.name, key_hash: row.keyHash, key_hint: row.keyHint, created_at: row.createdAt, revoked_at: null });
+  async insertAdminKey(row: { id: string; name: string; keyHash: string; keyHint: string; createdAt: number; scopes: readonly AdminScope[]; expiresAt: number | null }): Promise<void> {
+    await this.database('admin_keys').insert({ id: row.id, name: row.name, key_hash: row.keyHash, key_hint: row.keyHint, created_at: row.createdAt, revoked_at: null, scopes: row.scopes.join(','), expires_at: row.expiresAt });
   }
 
-  async findAdminKey(keyHash: string): Promise<{ id: string; name: string; keyHash: string; revokedAt: number | null } | undefined> {
+  async findAdminKey(keyHash: string): Promise<{ id: string; name: string; keyHash: string; revokedAt: number | null; scopes: AdminScope[]; expiresAt: number | null } | undefined> {
     const row = (await this.database('admin_keys').where({ key_hash: keyHash }).first()) as Row | undefined;
     if (!row) return undefined;
-    return { id: row.id as string, name: row.name as string, keyHash: row.key_hash as string, revokedAt: row.revoked_at == null ? null : Number(row.revoked_at) };
+    return {
+      id: row.id as string,
+      name: row.name as string,
+      keyHash: row.key_hash as string,
+      revokedAt: row.revoked_at == null ? null : Number(row.revoked_at),
+      scopes: parseScopes(row.scopes),
+      expiresAt: row.expires_at == null ? null : Number(row.expires_at),
+    };
   }
 
-  async listAdminKeys(): Promise<Array<{ id: string; name: string; keyHint: string; createdAt: number; revokedAt: number | null }>> {
+  /** One admin key by id (hints only), or undefined. */
+  async getAdminKey(id: string): Promise<{ id: string; name: string; scopes: AdminScope[]; expiresAt: number | null; revokedAt: number | null } | undefined> {
+    const row = (await this.database('admin_keys').where({ id }).first()) as Row | undefined;
+    if (!row) return undefined;
+    return { id: row.id as string, name: row.name as string, scopes: parseScopes(row.scopes), expiresAt: row.expires_at == null ? null : Number(row.expires_at), revokedAt: row.revoked_at == null ? null : Number(row.revoked_at) };
+  }
+
+  async listAdminKeys(): Promise<Array<{ id: string; name: string; keyHint: string; scopes: AdminScope[]; createdAt: number; expiresAt: number | null; revokedAt: number | null }>> {
     const rows = (await this.database('admin_keys').orderBy('created_at')) as Row[];
     return rows.map((row) => ({
       id: row.id as string,
       name: row.name as string,
       keyHint: row.key_hint as string,
+      scopes: parseScopes(row.scopes),
       createdAt: Number(row.created_at),
+      expiresAt: row.expires_at == null ? null : Number(row.expires_at),
       revokedAt: row.revoked_at == null ? null : Number(row.revoked_at),
     }));
   }

@@ -201,12 +201,13 @@ describe('token budgets (one node)', function () {
     try {
       const result = (await client.callTool({ name: 'get_usage', arguments: { appId: device.appId, sinceMinutes: 5 } })) as { content: Array<{ text: string }>; isError?: boolean };
       expect(result.isError ?? false).to.equal(false);
-      const usage = JSON.parse(result.content[0]!.text) as { requests: number; tokens: { inputTokens: number; outputTokens: number; byDevice: Array<Record<string, unknown>>; byModel: Array<Record<string, unknown>>; byProvider: Array<Record<string, unknown>> } };
+      // Device ids and model names are device-chosen: under `untrusted` (core/mcp/server.ts).
+      const usage = JSON.parse(result.content[0]!.text) as { requests: number; tokens: { inputTokens: number; outputTokens: number; byProvider: Array<Record<string, unknown>> }; untrusted: { tokensByDevice: Array<Record<string, unknown>>; tokensByModel: Array<Record<string, unknown>> } };
       expect(usage.requests).to.equal(2);
       expect(usage.tokens).to.deep.include({ inputTokens: 90, outputTokens: 30 });
-      expect(usage.tokens.byDevice).to.have.length(1);
-      expect(usage.tokens.byDevice[0]).to.deep.include({ deviceId: device.deviceId, inputTokens: 90, outputTokens: 30, requests: 1 });
-      expect(usage.tokens.byModel[0]).to.deep.include({ model: 'gpt-4o-mini', inputTokens: 90 });
+      expect(usage.untrusted.tokensByDevice).to.have.length(1);
+      expect(usage.untrusted.tokensByDevice[0]).to.deep.include({ deviceId: device.deviceId, inputTokens: 90, outputTokens: 30, requests: 1 });
+      expect(usage.untrusted.tokensByModel[0]).to.deep.include({ model: 'gpt-4o-mini', inputTokens: 90 });
       expect(usage.tokens.byProvider[0]).to.deep.include({ provider: 'openai', outputTokens: 30 });
       // No operator price: estimated from the dated default table (gpt-4o-mini's published price), with its date.
       const byDefault = (usage as unknown as { spend: { totalUsd: number; priceAsOf: string[]; byModel: Array<{ model: string; priceAsOf: string }> } }).spend;
@@ -217,10 +218,10 @@ describe('token budgets (one node)', function () {
       const price = await admin('PUT', '/prices', { provider: 'openai', model: 'gpt-4o-mini', inputUsdPerMillion: 1000, outputUsdPerMillion: 2000 });
       expect(price.status).to.equal(200);
       const priced = (await client.callTool({ name: 'get_usage', arguments: { appId: device.appId, sinceMinutes: 5 } })) as { content: Array<{ text: string }> };
-      const spend = (JSON.parse(priced.content[0]!.text) as { spend: { totalUsd: number; priceAsOf: string[]; byDevice: Array<{ deviceId: string; usd: number }> } }).spend;
-      expect(spend.totalUsd).to.be.closeTo(0.09 + 0.06, 1e-9);
-      expect(spend.priceAsOf).to.deep.equal(['operator price']);
-      expect(spend.byDevice[0]!.deviceId).to.equal(device.deviceId);
+      const pricedUsage = JSON.parse(priced.content[0]!.text) as { spend: { totalUsd: number; priceAsOf: string[] }; untrusted: { spendByDevice: Array<{ deviceId: string; usd: number }> } };
+      expect(pricedUsage.spend.totalUsd).to.be.closeTo(0.09 + 0.06, 1e-9);
+      expect(pricedUsage.spend.priceAsOf).to.deep.equal(['operator price']);
+      expect(pricedUsage.untrusted.spendByDevice[0]!.deviceId).to.equal(device.deviceId);
       const deleted = await fetch(`${gateway.url}/v1/admin/prices?provider=openai&model=gpt-4o-mini`, { method: 'DELETE', headers: { authorization: `Bearer ${adminKey}` } });
       expect(deleted.status).to.equal(200);
       expect((await admin('GET', '/prices')).json).to.deep.equal([]);

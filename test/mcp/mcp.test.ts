@@ -19,7 +19,7 @@ const SECRET = 'sk-mcp-secret-value-0123456789abcdef';
 const TOOLS = [
   'list_providers', 'list_apps', 'create_app', 'update_app', 'rotate_app_token', 'set_secret', 'delete_secret',
   'create_development_token', 'revoke_device', 'get_usage', 'generate_integration_code', 'test_secret', 'list_devices',
-  'list_users', 'block_user', 'unblock_user',
+  'list_users', 'block_user', 'unblock_user', 'create_admin_key',
 ];
 const INITIALIZATION: Record<string, RegExp> = {
   ios: /try Tollgate\.configure\(appToken: "at_[^"]*"\)/,
@@ -89,7 +89,7 @@ async function scenario(client: Client, gateway: TestGateway, upstream: FakeUpst
   const listed = await callTool(client, seen, 'list_devices', { appId, search: 'MCP-', platform: 'development', limit: 10 });
   expect(listed.isError, listed.text).to.equal(false);
   expect(listed.json).to.deep.include({ total: 1, offset: 0, nextOffset: null });
-  expect(listed.json.devices.map((device: { deviceId: string; platform: string }) => `${device.deviceId}|${device.platform}`)).to.deep.equal(['mcp-device|development']);
+  expect(listed.json.untrusted.devices.map((device: { deviceId: string; platform: string }) => `${device.deviceId}|${device.platform}`)).to.deep.equal(['mcp-device|development']);
   expect((await callTool(client, seen, 'list_devices', { appId, platform: 'ios' })).json.total).to.equal(0);
   // Test this key: the manifest's key check (GET v1/models) reaches the provider with the stored key; only the outcome returns.
   const tested = await callTool(client, seen, 'test_secret', { appId, provider: 'openai' });
