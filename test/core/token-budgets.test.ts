@@ -210,10 +210,10 @@ describe('token budgets (one node)', function () {
       expect(usage.untrusted.tokensByModel[0]).to.deep.include({ model: 'gpt-4o-mini', inputTokens: 90 });
       expect(usage.tokens.byProvider[0]).to.deep.include({ provider: 'openai', outputTokens: 30 });
       // No operator price: estimated from the dated default table (gpt-4o-mini's published price), with its date.
-      const byDefault = (usage as unknown as { spend: { totalUsd: number; priceAsOf: string[]; byModel: Array<{ model: string; priceAsOf: string }> } }).spend;
-      expect(byDefault.totalUsd).to.be.closeTo((90 * 0.15 + 30 * 0.6) / 1_000_000, 1e-12);
-      expect(byDefault.priceAsOf).to.deep.equal([DEFAULT_PRICE_SOURCES.openai!.asOf]);
-      expect(byDefault.byModel[0]).to.deep.include({ model: 'gpt-4o-mini', priceAsOf: DEFAULT_PRICE_SOURCES.openai!.asOf });
+      const byDefault = usage as unknown as { spend: { totalUsd: number; priceAsOf: string[] }; untrusted: { spendByModel: Array<{ model: string; priceAsOf: string }> } };
+      expect(byDefault.spend.totalUsd).to.be.closeTo((90 * 0.15 + 30 * 0.6) / 1_000_000, 1e-12);
+      expect(byDefault.spend.priceAsOf).to.deep.equal([DEFAULT_PRICE_SOURCES.openai!.asOf]);
+      expect(byDefault.untrusted.spendByModel[0]).to.deep.include({ model: 'gpt-4o-mini', priceAsOf: DEFAULT_PRICE_SOURCES.openai!.asOf });
       // Prices over the admin API (USD per million tokens) override it; spend follows at once.
       const price = await admin('PUT', '/prices', { provider: 'openai', model: 'gpt-4o-mini', inputUsdPerMillion: 1000, outputUsdPerMillion: 2000 });
       expect(price.status).to.equal(200);
