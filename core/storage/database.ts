@@ -64,7 +64,7 @@ export function openDatabase(configuration: Configuration, log?: DatabaseLog): K
         connection.pragma('journal_mode = WAL');
         // FULL: the WAL is synced at every commit, so an answered change (a revocation, a new app) survives a power cut.
         // With NORMAL a revocation answered 200 was undone by a cut 0.1-20 s later. The one connection carries usage
-        // batches too: one sync per batch (at most ten a second), cheap beside the request rate it records.
+        // batches too, which commit at NORMAL (no sync of their own, see UsageRepository.insertBatch).
         connection.pragma(`synchronous = ${configuration.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
         connection.pragma('busy_timeout = 5000');
         connection.pragma('foreign_keys = ON');

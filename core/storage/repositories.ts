@@ -561,6 +561,7 @@ const USAGE_ONCE = ' on conflict (created_at, request_id) where request_id is no
 interface SqliteConnection {
   prepare(sql: string): { run(values: readonly UsageValue[]): unknown };
   transaction(body: () => void): () => void;
+  pragma(source: string, options?: { simple?: boolean }): unknown;
 }
 /**
  * Rows per statement of the SQLite usage insert's wide form: one statement for 16 rows cost 3.4-3.6 µs of CPU per row
@@ -569,7 +570,7 @@ interface SqliteConnection {
 const SQLITE_ROWS_PER_INSERT = 16;
 
 /** The prepared usage inserts of each SQLite connection, one row and {@link SQLITE_ROWS_PER_INSERT} rows (knex keeps one connection open for the process). */
-const sqliteInserts = new WeakMap<object, { one: { run(values: readonly UsageValue[]): unknown }; wide: { run(values: readonly UsageValue[]): unknown }; values: UsageValue[] }>();
+const sqliteInserts = new WeakMap<object, { synchronous: number; one: { run(values: readonly UsageValue[]): unknown }; wide: { run(values: readonly UsageValue[]): unknown }; values: UsageValue[] }>();
 
 export class UsageRepository {
   /** `defaultPrices`: the table spend falls back on where the operator set no price (empty: operator prices only). */
@@ -662,18 +663,25 @@ export class UsageRepository {
           const tuple = `(${USAGE_COLUMNS.map(() => '?').join(', ')})`;
           const insert = `insert into usage_events (${USAGE_COLUMNS.join(', ')}) values `;
           inserts = {
+            // The connection's own level (FULL unless the operator chose NORMAL), restored after each batch.
+            synchronous: Number(connection.pragma('synchronous', { simple: true })),
             one: connection.prepare(`${insert}${tuple}${USAGE_ONCE}`),
             wide: connection.prepare(`${insert}${Array.from({ length: SQLITE_ROWS_PER_INSERT }, () => tuple).join(', ')}${USAGE_ONCE}`),
             values: new Array<UsageValue>(SQLITE_ROWS_PER_INSERT * USAGE_COLUMNS.length),
           };
           sqliteInserts.set(connection, inserts);
         }
-        const { one, wide, values } = inserts;
+        const { one, wide, values, synchronous } = inserts;
         for (const row of rows) {
           // SQLite has no booleans (better-sqlite3 binds numbers): truncated and verified as 1/0.
           row[8] = row[8] ? 1 : 0;
           if (row[14] !== null) row[14] = row[14] ? 1 : 0;
         }
+        // A usage batch commits without its own sync (NORMAL): with FULL every batch was an fsync on the event loop
+        // (better-sqlite3 is synchronous), ten a second. Its rows reach the disk with the next synced commit (a
+        // management change, FULL) or checkpoint; a power cut may take the batches since (docs/guides/production.md,
+        // "Durability"). The level is set and restored in this same turn: no other statement runs in between.
+        if (synchronous > 1) connection.pragma('synchronous = NORMAL');
         try {
           connection.transaction(() => {
             let index = 0;
@@ -686,6 +694,7 @@ export class UsageRepository {
             for (; index < rows.length; index += 1) one.run(rows[index]!);
           })();
         } finally {
+          if (synchronous > 1) connection.pragma(`synchronous = ${synchronous}`);
           // The reused parameters hold no batch's strings until the next write, nor after a failed one.
           values.fill(null);
         }
