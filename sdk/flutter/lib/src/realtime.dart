@@ -67,8 +67,9 @@ class RealtimeClose {
   /// The gateway's error type for its own codes (4400 `invalidRequest` … 4504 `upstreamTimeout`), else null.
   String? get errorType => _gatewayTypes[code];
 
-  /// The close reason when it is snake_case (the gateway's error `reason`, e.g. `token_budget`), else null.
-  String? get errorReason => _reasonPattern.hasMatch(message) ? message : null;
+  /// The close reason when it is snake_case (the gateway's error `reason`, e.g. `token_budget`), else null; null for a
+  /// provider's own close, whose reason text is the provider's.
+  String? get errorReason => kind != 'providerError' && _reasonPattern.hasMatch(message) ? message : null;
 
   /// The SDK error kind, or null for a normal end (1000): the gateway's codes by their type, any other 44xx
   /// `invalidRequest`, any other 45xx and the transport closes (1001, 1006, 1011–1014) `networkError`, every other

@@ -44,8 +44,11 @@ public class RealtimeClose(public val code: Int, public val reason: String) {
     /** The gateway's error type for its own close codes (4400 `invalidRequest` … 4504 `upstreamTimeout`), else null. */
     public val errorType: String? get() = GATEWAY_TYPES[code]
 
-    /** The close reason when it is snake_case (the gateway's error `reason`, e.g. `token_budget`), else null. */
-    public val errorReason: String? get() = message.takeIf { REASON.matches(it) }
+    /**
+     * The close reason when it is snake_case (the gateway's error `reason`, e.g. `token_budget`), else null; null for a
+     * provider's own close, whose reason text is the provider's.
+     */
+    public val errorReason: String? get() = message.takeIf { kind != "providerError" && REASON.matches(it) }
 
     /**
      * The SDK error kind, or null for a normal end (1000): the gateway's codes by their type, any other 44xx
