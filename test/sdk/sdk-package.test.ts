@@ -2,7 +2,8 @@
  * `npm run sdk:package`, the Android and Flutter parts (scripts/sdk-package/maven.js, flutter.js), run as CI runs them:
  * dist/sdk/maven is a Maven repository with the core JAR and the Android AAR (the entries an AAR must hold:
  * https://developer.android.com/studio/projects/android-library#aar-contents), each with a POM naming its dependencies;
- * dist/sdk/flutter holds the Flutter package archive with the Android SDK's sources bundled for the plugin to compile.
+ * dist/sdk/flutter holds the Flutter package archive with that Maven folder bundled, from which the plugin's Android build
+ * resolves dev.tollgate:tollgate-android by its coordinates.
  */
 import { expect } from 'chai';
 import { spawn, spawnSync } from 'node:child_process';
@@ -75,21 +76,41 @@ describe('npm run sdk:package: Maven repository and Flutter archive (dist/sdk)',
     }
   });
 
-  it('holds the Flutter archive, whose Android build compiles the bundled SDK sources and names no mavenLocal()', function () {
+  it('holds the Flutter archive, whose Android build names dev.tollgate:tollgate-android from its own Maven folder and no mavenLocal()', function () {
     const archive = path.join(ROOT, 'dist', 'sdk', 'flutter', `tollgate-${version}.tar.gz`);
     const listing = spawnSync('tar', ['-tzf', archive], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
     expect(listing.status).to.equal(0);
     const files = listing.stdout.split('\n').map((entry) => entry.replace(/^\.\//, ''));
+    const bundled = `android/maven/dev/tollgate`;
     expect(files).to.include.members([
       'pubspec.yaml', 'lib/tollgate.dart', 'android/build.gradle', 'android/consumer-rules.pro',
       'android/src/main/kotlin/dev/tollgate/flutter/TollgatePlugin.kt',
-      'android/src/tollgate-sdk/core/dev/tollgate/core/TollgateClient.kt',
-      'android/src/tollgate-sdk/tollgate/dev/tollgate/Tollgate.kt',
+      `${bundled}/tollgate-android/${version}/tollgate-android-${version}.aar`,
+      `${bundled}/tollgate-android/${version}/tollgate-android-${version}.pom`,
+      `${bundled}/tollgate-core/${version}/tollgate-core-${version}.jar`,
+      `${bundled}/tollgate-core/${version}/tollgate-core-${version}.pom`,
       'ios/tollgate.podspec',
     ]);
     expect(files.filter((entry) => /(^|\/)(build|\.dart_tool)\//.test(entry))).to.deep.equal([]);
-    const gradle = readFileSync(path.join(ROOT, 'sdk', 'flutter', 'android', 'build.gradle'), 'utf8').replace(/\/\/.*$/gm, '');
-    expect(gradle).not.to.match(/mavenLocal|buildscript|allprojects|repositories/);
-    expect(gradle).to.include("file('src/tollgate-sdk')");
+    expect(files.filter((entry) => entry.startsWith('android/src/tollgate-sdk')), 'no SDK sources: the AAR is used').to.deep.equal([]);
+    // The bundled AAR is the one in dist/sdk/maven.
+    const scratch = mkdtempSync(path.join(os.tmpdir(), 'tollgate-flutter-archive-'));
+    try {
+      const aar = `${bundled}/tollgate-android/${version}/tollgate-android-${version}.aar`;
+      expect(spawnSync('tar', ['-xzf', archive, '-C', scratch, `./${aar}`, './android/build.gradle']).status).to.equal(0);
+      expect(readFileSync(path.join(scratch, aar)).equals(readFileSync(path.join(MAVEN, 'tollgate-android', version, `tollgate-android-${version}.aar`)))).to.equal(true);
+      const gradle = readFileSync(path.join(scratch, 'android', 'build.gradle'), 'utf8').replace(/\/\/.*$/gm, '');
+      expect(gradle).not.to.match(/mavenLocal|buildscript/);
+      expect(gradle).to.include(`'dev.tollgate:tollgate-android:${version}'`);
+      expect(gradle).to.include("file('maven')");
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+
+  it('the React Native Android build names the same coordinates and no mavenLocal()', function () {
+    const gradle = readFileSync(path.join(ROOT, 'sdk', 'react-native', 'android', 'build.gradle'), 'utf8').replace(/\/\/.*$/gm, '');
+    expect(gradle).to.include(`implementation 'dev.tollgate:tollgate-android:${version}'`);
+    expect(gradle).not.to.match(/mavenLocal/);
   });
 });
