@@ -7,7 +7,7 @@
  */
 import { expect } from 'chai';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { mavenCommand, requireTool } from '../support/services';
@@ -34,7 +34,8 @@ describe('npm run sdk:package: Maven repository and Flutter archive (dist/sdk)',
   before(async function () {
     requireTool(this, mavenCommand() !== null, 'Maven is missing and .ci/maven-tool could not fetch it');
     const status = await new Promise<number | null>((resolve) => {
-      const child = spawn('node', [path.join(ROOT, 'scripts', 'sdk-package.js'), 'maven', 'flutter'], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+      // Every part, as `npm run sdk:package` runs them (maven first: the others copy its output).
+      const child = spawn('node', [path.join(ROOT, 'scripts', 'sdk-package.js')], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
       child.on('close', resolve);
     });
     expect(status).to.equal(0);
@@ -103,6 +104,29 @@ describe('npm run sdk:package: Maven repository and Flutter archive (dist/sdk)',
       expect(gradle).not.to.match(/mavenLocal|buildscript/);
       expect(gradle).to.include(`'dev.tollgate:tollgate-android:${version}'`);
       expect(gradle).to.include("file('maven')");
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+
+  it('a fresh React Native project installs the tarball from dist/sdk: podspec, Android sources with the same AAR, compiled JavaScript', function () {
+    this.timeout(240_000);
+    const scratch = mkdtempSync(path.join(os.tmpdir(), 'tollgate-rn-fresh-'));
+    try {
+      writeFileSync(path.join(scratch, 'package.json'), JSON.stringify({ name: 'fresh-app', version: '1.0.0', private: true }));
+      const tarball = path.join(ROOT, 'dist', 'sdk', `tollgate-react-native-${version}.tgz`);
+      const install = spawnSync('npm', ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', '--legacy-peer-deps', tarball], { cwd: scratch, encoding: 'utf8' });
+      expect(install.status, `${install.stdout}${install.stderr}`).to.equal(0);
+      const installed = path.join(scratch, 'node_modules', '@tollgate', 'react-native');
+      const podspec = readFileSync(path.join(installed, 'TollgateReactNative.podspec'), 'utf8');
+      expect(podspec).to.match(/s\.dependency 'TollgateSDK'/);
+      expect(podspec).to.match(/:git => git_url, :tag => s\.version\.to_s/);
+      expect(existsSync(path.join(installed, 'android', 'src', 'main', 'kotlin', 'dev', 'tollgate', 'reactnative', 'TollgateNativeModule.kt'))).to.equal(true);
+      const aar = path.join('dev', 'tollgate', 'tollgate-android', version, `tollgate-android-${version}.aar`);
+      expect(readFileSync(path.join(installed, 'android', 'maven', aar)).equals(readFileSync(path.join(ROOT, 'dist', 'sdk', 'maven', aar)))).to.equal(true);
+      expect(existsSync(path.join(installed, 'android', 'maven', 'dev', 'tollgate', 'tollgate-core', version, `tollgate-core-${version}.pom`))).to.equal(true);
+      const loaded = spawnSync(process.execPath, ['-e', "const sdk = require('@tollgate/react-native'); console.log(typeof sdk.Tollgate.realtime, typeof sdk.createTollgateClient)"], { cwd: scratch, encoding: 'utf8' });
+      expect(loaded.stdout.trim(), loaded.stderr).to.equal('function function');
     } finally {
       rmSync(scratch, { recursive: true, force: true });
     }
