@@ -1,7 +1,8 @@
 // dist/sdk/flutter/tollgate-<version>.tar.gz: the Flutter package as `flutter pub` reads it (a hosted-style archive of
-// sdk/flutter, without build output), with the Tollgate Android SDK's Kotlin sources bundled under
-// android/src/tollgate-sdk/ so that the plugin's Android build compiles them itself (android/build.gradle): no
-// mavenLocal(), no extra repository in the app. Unpack it and depend on it with `path:`, or host it.
+// sdk/flutter, without build output), with the Tollgate Android SDK as a Maven folder under android/maven (a copy of
+// dist/sdk/maven, which the maven part writes first): the plugin's Android build depends on
+// dev.tollgate:tollgate-android by its coordinates from there (android/build.gradle): no mavenLocal(), no line in the
+// app. Unpack it and depend on it with `path:`, or host it.
 'use strict';
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -28,9 +29,11 @@ async function build({ root, out, log }) {
   try {
     const packageDirectory = path.join(staging, 'tollgate');
     copyTree(flutter, packageDirectory);
-    const bundled = path.join(packageDirectory, 'android', 'src', 'tollgate-sdk');
-    copyTree(path.join(root, 'sdk', 'android', 'core', 'src', 'main', 'kotlin'), path.join(bundled, 'core'));
-    copyTree(path.join(root, 'sdk', 'android', 'tollgate', 'src', 'main', 'kotlin'), path.join(bundled, 'tollgate'));
+    const maven = path.join(out, 'maven');
+    if (!fs.existsSync(path.join(maven, 'dev', 'tollgate', 'tollgate-android', version))) {
+      throw new Error(`flutter: ${path.relative(root, maven)} has no dev.tollgate:tollgate-android:${version}; run the maven part first (npm run sdk:package)`);
+    }
+    copyTree(maven, path.join(packageDirectory, 'android', 'maven'));
     const license = path.join(root, 'LICENSE');
     if (fs.existsSync(license)) fs.copyFileSync(license, path.join(packageDirectory, 'LICENSE'));
     const directory = path.join(out, 'flutter');

@@ -20,7 +20,7 @@ function check(name, text) {
   const problems = [];
   if (!/:git\s*=>/.test(text) || !/:tag\s*=>/.test(text)) problems.push('source is not { :git, :tag }');
   if (/:path\s*=>/.test(text.replace(/^\s*#.*$/gm, ''))) problems.push('source is a local :path');
-  if (!/Apache-2\.0/.test(text) && !/package\['license'\]/.test(text)) problems.push('license is not Apache-2.0');
+  if (!/:type => 'Apache-2\.0'/.test(text) && !/:type => package\['license'\]/.test(text)) problems.push('license is not Apache-2.0');
   if (/\bMIT\b/.test(text)) problems.push('mentions MIT');
   if (name === 'TollgateSDK.podspec') {
     const manifest = fs.readFileSync(path.join(ROOT, 'Package.swift'), 'utf8');
@@ -36,6 +36,8 @@ function main() {
   fs.mkdirSync(target, { recursive: true });
   const gitUrl = process.env.TOLLGATE_GIT_URL || DEFAULT_GIT_URL;
   const written = [];
+  // The Flutter plugin's podspec travels in its package archive (flutter.js): checked here by the same rules, not copied.
+  check('tollgate.podspec', fs.readFileSync(path.join(ROOT, 'sdk', 'flutter', 'ios', 'tollgate.podspec'), 'utf8'));
   for (const source of [path.join(ROOT, 'TollgateSDK.podspec'), path.join(ROOT, 'sdk', 'react-native', 'TollgateReactNative.podspec')]) {
     const name = path.basename(source);
     let text = fs.readFileSync(source, 'utf8');

@@ -39,6 +39,7 @@ describe('one version scheme', () => {
       'sdk/flutter/ios/tollgate.podspec': capture('sdk/flutter/ios/tollgate.podspec', /s\.version\s*= '([^']+)'/),
       'TollgateSDK.podspec': capture('TollgateSDK.podspec', /s\.version\s*= '([^']+)'/),
       'sdk/ios/Sources/TollgateSDK/Tollgate.swift': capture('sdk/ios/Sources/TollgateSDK/Tollgate.swift', /static let version = "([^"]+)"/),
+      'sdk/android/core/pom.xml': capture('sdk/android/core/pom.xml', /<artifactId>tollgate-core<\/artifactId>\s*<version>([^<]+)</),
       'sdk/android/core/build.gradle.kts': capture('sdk/android/core/build.gradle.kts', /^version = "([^"]+)"/m),
       'sdk/android/tollgate/build.gradle.kts': capture('sdk/android/tollgate/build.gradle.kts', /^version = "([^"]+)"/m),
       'sdk/android/core/src/main/kotlin/dev/tollgate/core/TollgateClient.kt': capture('sdk/android/core/src/main/kotlin/dev/tollgate/core/TollgateClient.kt', /VERSION: String = "([^"]+)"/),

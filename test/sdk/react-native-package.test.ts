@@ -97,4 +97,33 @@ describe('Swift package: installable by URL and tag', () => {
     }
     expect(readFileSync(path.join(ROOT, 'LICENSE'), 'utf8')).to.match(/Apache License\s+Version 2\.0, January 2004/);
   });
+
+  it('every podspec in the repository sources a git tag and says Apache-2.0', () => {
+    const podspecs = run('git', ['ls-files', '*.podspec'], { cwd: ROOT }).trim().split('\n');
+    expect(podspecs).to.include.members(['TollgateSDK.podspec', 'sdk/flutter/ios/tollgate.podspec', 'sdk/react-native/TollgateReactNative.podspec']);
+    const license = (JSON.parse(readFileSync(path.join(ROOT, 'sdk', 'react-native', 'package.json'), 'utf8')) as { license: string }).license;
+    expect(license).to.equal('Apache-2.0');
+    for (const file of podspecs) {
+      const code = readFileSync(path.join(ROOT, file), 'utf8').replace(/^\s*#.*$/gm, '');
+      expect(code, file).to.match(/s\.source\s*=\s*\{ :git => [^,{}]+, :tag => s\.version\.to_s \}/);
+      expect(code, file).to.not.match(/:path\s*=>/);
+      expect(code, file).to.match(/s\.license\s*=\s*\{ :type => (?:'Apache-2\.0'|package\['license'\])/);
+      expect(code, file).to.not.match(/\bMIT\b/);
+    }
+  });
+
+  it('no Swift type anywhere is named like the module it is compiled into (TollgateSDK, the plugin pod tollgate, TollgateReactNative)', () => {
+    const modules: Record<string, string> = { 'sdk/ios/': 'TollgateSDK', 'sdk/flutter/ios/': 'tollgate', 'sdk/react-native/ios/': 'TollgateReactNative' };
+    const files = run('git', ['ls-files', '*.swift'], { cwd: ROOT }).trim().split('\n');
+    let checked = 0;
+    for (const file of files) {
+      const folder = Object.keys(modules).find((prefix) => file.startsWith(prefix));
+      if (!folder || file.includes('/Tests/') || file.includes('/Example/')) continue;
+      checked += 1;
+      const declared = [...readFileSync(path.join(ROOT, file), 'utf8').matchAll(/\b(?:enum|struct|class|actor|protocol|typealias)\s+(\w+)/g)].map((match) => match[1]!);
+      // Case-insensitive: on a case-insensitive file system the module's and the type's files would collide.
+      for (const name of declared) expect(name.toLowerCase(), `${file}: ${name}`).to.not.equal(modules[folder]!.toLowerCase());
+    }
+    expect(checked).to.be.greaterThan(12);
+  });
 });

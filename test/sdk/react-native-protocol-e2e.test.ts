@@ -3,10 +3,9 @@
  * (https://github.com/openai/openai-node, `fetch` client option; chat streaming format:
  * https://platform.openai.com/docs/api-reference/chat-streaming), a realtime session against a fake provider socket
  * (protocol.md "Realtime sessions"; OpenAI's realtime WebSocket: https://platform.openai.com/docs/guides/realtime-websocket),
- * and `me()` (`GET /v1/me`).
- *
- * The realtime and `/v1/me` cases need the gateway's realtime relay and its `/v1/me` route; they are written against
- * the protocol as specified.
+ * `me()` (`GET /v1/me`), and the user-token callback against a fake sign-in provider on loopback publishing its JSON Web
+ * Key Set (RFC 7517) and signing RS256 ID tokens (RFC 7519), as Firebase or Auth0 do
+ * (https://firebase.google.com/docs/auth/admin/verify-id-tokens).
  */
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
@@ -16,6 +15,7 @@ import path from 'node:path';
 import { WebSocket, WebSocketServer } from 'ws';
 import { FakeUpstream, sseEvents } from '../support/fake-upstream';
 import { TestGateway } from '../support/gateway';
+import { FakeSignInProvider, signingKey, type SigningKey } from '../support/sign-in-provider';
 import { createTollgateClient, TollgateError, type TollgateClient, type WebSocketConstructor } from '../../sdk/react-native/src';
 
 const SECRET = 'sk-rn-protocol-0123456789abcdef';
@@ -43,8 +43,13 @@ describe('react-native SDK: provider SDKs, realtime and /v1/me through a real ga
   let upstream: FakeUpstream;
   let provider: { url: string; frames: string[]; headers: http.IncomingHttpHeaders[]; close(): Promise<void> };
   let gateway: TestGateway;
+  let signIn: FakeSignInProvider;
+  let key: SigningKey;
 
   before(async () => {
+    signIn = await FakeSignInProvider.start();
+    key = await signingKey('k1');
+    signIn.publish([key]);
     upstream = await FakeUpstream.start();
     // The provider's realtime socket on the same fake host as its HTTP API (as api.openai.com serves both): OpenAI's
     // event shapes, echoing each client event as a server event.
@@ -77,10 +82,11 @@ describe('react-native SDK: provider SDKs, realtime and /v1/me through a real ga
     await gateway?.close();
     await provider?.close();
     await upstream?.close();
+    await signIn?.close();
   });
 
-  async function clientForNewApp(): Promise<{ client: TollgateClient; appId: string; deviceId: string }> {
-    const { appId, appToken } = await gateway.createApp();
+  async function clientForNewApp(settings: Record<string, unknown> = {}): Promise<{ client: TollgateClient; appId: string; deviceId: string }> {
+    const { appId, appToken } = await gateway.createApp(settings);
     await gateway.setSecret(appId, 'openai', SECRET);
     const { developmentToken } = await gateway.gateway.management.createDevelopmentToken(appId);
     const deviceId = `sim-${randomBytes(4).toString('hex')}`;
@@ -177,13 +183,61 @@ describe('react-native SDK: provider SDKs, realtime and /v1/me through a real ga
     expect(other.client.deviceTokens.attestationCount, 'no re-key after the refusal').to.equal(1);
   });
 
-  // Needs the gateway's GET /v1/me.
+  it('realtime: the gateway closing a session 4429 (its longest session reached) is rateLimited with the reason', async () => {
+    const { client } = await clientForNewApp({ maxSessionSeconds: 1 });
+    const session = await client.realtime({ endpoint: 'openai/v1/realtime?model=gpt-realtime', WebSocket: WebSocket as unknown as WebSocketConstructor });
+    const messages = session[Symbol.asyncIterator]();
+    expect(JSON.parse((((await messages.next()).value) as { text: string }).text).type).to.equal('session.created');
+    // The gateway's sweep (once a second) closes the session once it is older than maxSessionSeconds.
+    const closed = await rejection(messages.next());
+    expect([closed.kind, closed.reason, closed.closeCode, closed.mayReconnect]).to.deep.equal(['rateLimited', 'session_too_long', 4429, false]);
+    expect(client.deviceTokens.attestationCount, 'no re-key').to.equal(1);
+  });
+
   it("me() returns the gateway's figures for this device", async () => {
-    const { client } = await clientForNewApp();
+    const { client, deviceId } = await clientForNewApp({ deviceDailyQuota: 5, deviceDailyTokens: 1000 });
+    await client.request({ endpoint: 'openai/v1/models', method: 'GET' });
     const me = await client.me();
-    expect(me.deviceId).to.be.a('string');
-    expect(me.signedIn).to.equal(false);
-    expect(me.limits).to.be.an('array');
-    for (const limit of me.limits) expect(limit.remaining).to.be.at.most(limit.limit);
+    expect(me.deviceId).to.equal(deviceId);
+    expect([me.signedIn, me.userId]).to.deep.equal([false, null]);
+    const requests = me.limits.find((limit) => limit.name === 'device-requests-day');
+    expect(requests, JSON.stringify(me.limits)).to.deep.include({ scope: 'device', unit: 'requests', limit: 5, remaining: 4, window: 'day' });
+    expect(requests!.resetsAtMs).to.be.within(Date.now(), Date.now() + 86_400_000 + 5_000);
+    const tokens = me.limits.find((limit) => limit.name === 'device-tokens-day');
+    expect(tokens, JSON.stringify(me.limits)).to.deep.include({ scope: 'device', unit: 'tokens', limit: 1000, window: 'day' });
+    // me() itself charged nothing.
+    const again = await client.me();
+    expect(again.limits.find((limit) => limit.name === 'device-requests-day')!.remaining).to.equal(4);
+  });
+
+  it('the user-token callback is called again exactly once on user_token_expired; me() shows the signed-in user', async () => {
+    const { client } = await clientForNewApp({ userAuth: { issuer: signIn.issuer, jwksUrl: signIn.jwksUrl(), audience: 'tollgate-test' }, userTokenMode: 'required' });
+    const expired = await signIn.token(key, 'user-1', {}, { expiresAt: Math.floor(Date.now() / 1000) - 600 });
+    const fresh = await signIn.token(key, 'user-1');
+    const calls: boolean[] = [];
+    client.setUserTokenProvider(({ forceRefresh }) => {
+      calls.push(forceRefresh);
+      return forceRefresh ? fresh : expired;
+    });
+    const before = upstream.requests.length;
+    await client.request({ endpoint: 'openai/v1/models', method: 'GET' });
+    expect(calls, 'asked once, then once more forced').to.deep.equal([false, true]);
+    expect(upstream.requests.length - before, 'one request reached the provider').to.equal(1);
+    const me = await client.me();
+    expect(me.signedIn).to.equal(true);
+    expect(me.userId).to.be.a('string').and.to.include('user-1');
+    expect(calls, 'the fresh token is reused while valid').to.have.length(2);
+
+    // A callback that only ever has an expired token: exactly one more call, then the error surfaces.
+    const { client: stale } = await clientForNewApp({ userAuth: { issuer: signIn.issuer, jwksUrl: signIn.jwksUrl(), audience: 'tollgate-test' }, userTokenMode: 'required' });
+    const staleCalls: boolean[] = [];
+    stale.setUserTokenProvider(({ forceRefresh }) => {
+      staleCalls.push(forceRefresh);
+      return expired;
+    });
+    const failure = await rejection(stale.request({ endpoint: 'openai/v1/models', method: 'GET' }));
+    expect([failure.kind, failure.reason]).to.deep.equal(['unauthorized', 'user_token_expired']);
+    expect(staleCalls).to.deep.equal([false, true]);
+    expect(stale.deviceTokens.attestationCount, 'the device token is untouched').to.equal(1);
   });
 });

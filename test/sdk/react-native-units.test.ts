@@ -589,5 +589,35 @@ describe('react-native SDK: units', () => {
       const caller = readFileSync(path.join(PACKAGE, 'src', 'native.ts'), 'utf8') + readFileSync(path.join(PACKAGE, 'src', 'native-transport.ts'), 'utf8');
       for (const name of declared) expect(caller, name).to.match(new RegExp(`\\b${name}\\(`));
     });
+
+    it('the native modules implement exactly the spec\'s methods: Android @ReactMethod, the iOS bridge declarations and their Swift selectors', () => {
+      const spec = readFileSync(path.join(PACKAGE, 'src', 'NativeTollgate.ts'), 'utf8');
+      const declared = [...spec.matchAll(/^  (\w+)\(/gm)].map((match) => match[1]!).sort();
+      // Each spec method takes its options object (or nothing) and returns a promise: one argument more natively.
+      const argumentsOf = new Map([...spec.matchAll(/^  (\w+)\(([^)]*)\)/gm)].map((match) => [match[1]!, match[2]!.trim() === '' ? 0 : 1]));
+      const kotlin = readFileSync(path.join(PACKAGE, 'android', 'src', 'main', 'kotlin', 'dev', 'tollgate', 'reactnative', 'TollgateNativeModule.kt'), 'utf8');
+      const android = [...kotlin.matchAll(/@ReactMethod\s+public fun (\w+)\(([^)]*)\)/g)];
+      expect(android.map((match) => match[1]).sort(), 'Android @ReactMethod').to.deep.equal(declared);
+      for (const [, name, parameters] of android) {
+        const types = parameters!.split(',').map((parameter) => parameter.split(':')[1]!.trim());
+        expect(types, name).to.deep.equal([...(argumentsOf.get(name!) ? ['ReadableMap'] : []), 'Promise']);
+      }
+      expect(kotlin).to.match(/const val NAME: String = "TollgateNative"/);
+      const bridge = readFileSync(path.join(PACKAGE, 'ios', 'TollgateNative.mm'), 'utf8');
+      expect(bridge).to.contain('RCT_EXTERN_MODULE(TollgateNative, NSObject)');
+      const selectors = [...bridge.matchAll(/RCT_EXTERN_METHOD\((\w+):([^)]*\)\w+)((?:\s+\w+:\([^)]*\)\w+)*)\)/g)].map((match) => {
+        const rest = [...match[3]!.matchAll(/(\w+):/g)].map((part) => `${part[1]}:`);
+        return `${match[1]}:${rest.join('')}`;
+      });
+      expect(selectors.map((selector) => selector.split(':')[0]).sort(), 'iOS bridge declarations').to.deep.equal(declared);
+      for (const selector of selectors) {
+        const name = selector.split(':')[0]!;
+        expect(selector, name).to.equal(argumentsOf.get(name) ? `${name}:resolver:rejecter:` : `${name}:rejecter:`);
+      }
+      const swift = readFileSync(path.join(PACKAGE, 'ios', 'TollgateNative.swift'), 'utf8');
+      expect(swift).to.match(/@objc\(TollgateNative\)\s+final class TollgateNative: NSObject/);
+      const exported = [...swift.matchAll(/@objc\((\w+:[\w:]*)\)/g)].map((match) => match[1]!).sort();
+      expect(exported, 'Swift selectors').to.deep.equal([...selectors].sort());
+    });
   });
 });

@@ -27,7 +27,18 @@ export 'src/behaviour.dart'
 export 'src/client.dart' show CancelToken, RetryPolicy, TollgateClient, TollgateResponse, tollgateSdkHeader, tollgateVersion;
 export 'src/http_client.dart' show TollgateHttpClient;
 export 'src/me.dart' show Me, MeLimit;
-export 'src/realtime.dart' show RealtimeAction, RealtimeBinary, RealtimeClose, RealtimeMessage, RealtimeSession, RealtimeText;
+export 'src/realtime.dart'
+    show
+        RealtimeAction,
+        RealtimeBinary,
+        RealtimeClose,
+        RealtimeMessage,
+        RealtimeSession,
+        RealtimeText,
+        RealtimeUpgradeMode,
+        RealtimeUpgradeRequest,
+        buildRealtimeUpgrade,
+        checkRealtimeProtocols;
 export 'src/user_tokens.dart' show UserTokenProvider, UserTokens;
 export 'src/device_tokens.dart'
     show DeviceSession, DeviceToken, DeviceTokenCache, DeviceTokenSource, StaticDeviceToken, jwsExpiryMs;

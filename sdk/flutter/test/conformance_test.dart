@@ -16,6 +16,11 @@ import 'package:tollgate/src/exceptions.dart';
 import 'package:tollgate/src/request_builder.dart';
 import 'package:tollgate/src/stream_parsers.dart';
 import 'package:tollgate/src/tollgate.dart';
+import 'package:tollgate/src/client.dart';
+import 'package:tollgate/src/me.dart';
+import 'package:tollgate/src/realtime.dart';
+import 'package:tollgate/src/transport.dart';
+import 'package:tollgate/src/user_tokens.dart';
 
 Directory _conformanceDirectory() {
   final override = Platform.environment['TOLLGATE_CONFORMANCE_DIR'];
@@ -66,7 +71,12 @@ void main() {
 
   test('the vector files are there', () {
     final names = files.map((file) => file.uri.pathSegments.last).toSet();
-    expect(names, containsAll(['client-behaviour.json', 'error-mapping.json', 'request-building.json', 'stream-parsing.json']),
+    expect(
+        names,
+        containsAll([
+          'client-behaviour.json', 'error-mapping.json', 'request-building.json', 'stream-parsing.json', //
+          'realtime-close-codes.json', 'subprotocols.json', 'user-token.json', 'me.json',
+        ]),
         reason: 'no conformance vectors in ${directory.absolute.path}');
   });
 
@@ -76,8 +86,10 @@ void main() {
     group(name, () {
       test('format version and kind', () {
         expect(document['version'], 1, reason: '$name: unknown format version');
-        expect(['request-building', 'error-mapping', 'stream-parsing', 'client-behaviour'], contains(document['kind']),
-            reason: '$name: unknown vector kind');
+        expect([
+          'request-building', 'error-mapping', 'stream-parsing', 'client-behaviour', //
+          'realtime-close-codes', 'subprotocols', 'user-token', 'me',
+        ], contains(document['kind']), reason: '$name: unknown vector kind');
         expect(document['vectors'], isNotEmpty);
       });
       final kind = document['kind'];
@@ -93,6 +105,15 @@ void main() {
               _streamParsing(vector);
             case 'client-behaviour':
               await _clientBehaviour(vector);
+            case 'realtime-close-codes':
+              _realtimeClose(vector);
+            case 'subprotocols':
+              _subprotocols(vector);
+            case 'user-token':
+              expect(UserTokens.marginMs, (document['constants'] as Map<String, dynamic>)['userTokenMarginMs']);
+              await _userToken(vector);
+            case 'me':
+              await _me(vector);
             default:
               fail('unknown vector kind "$kind" in $name');
           }
@@ -446,4 +467,237 @@ StreamEvent _expectedEvent(Map<String, dynamic> event) {
     id: event['id'] as String?,
     retry: event['retry'] as int?,
   );
+}
+
+// ---- realtime-close-codes.json ----
+
+void _realtimeClose(Map<String, dynamic> vector) {
+  final input = _object(vector, 'input');
+  final close = RealtimeClose(_field(input, 'code') as int, _string(input, 'reason'));
+  final expected = _field(vector, 'expected');
+  if (expected == null) {
+    expect(close.kind, isNull, reason: 'a normal end');
+    expect(close.error(), isNull, reason: 'a normal end');
+    return;
+  }
+  final fields = expected as Map<String, dynamic>;
+  expect(close.kind, _field(fields, 'kind'), reason: 'kind');
+  expect(close.errorType, _field(fields, 'errorType'), reason: 'errorType');
+  expect(close.closeCode, _field(fields, 'closeCode'), reason: 'closeCode');
+  expect(close.errorReason, _field(fields, 'reason'), reason: 'reason');
+  expect(close.message, _field(fields, 'message'), reason: 'message');
+  expect(close.action.name, _field(fields, 'action'), reason: 'action');
+  expect(close.mayReconnect, _field(fields, 'mayReconnect'), reason: 'mayReconnect');
+  expect(close.newKey, _field(fields, 'newKey'), reason: 'newKey');
+  final error = close.error();
+  if (error == null) fail('no error for ${close.code}');
+  expect(error.kind, _field(fields, 'kind'), reason: 'error kind');
+  if (error is ProviderErrorException) {
+    expect(error.status, close.code, reason: 'provider close code as status');
+    expect(error.body, _field(fields, 'message'), reason: 'provider close reason as body');
+  } else {
+    expect(error.reason, _field(fields, 'reason'), reason: 'error reason');
+    expect(error.errorType, _field(fields, 'errorType'), reason: 'error errorType');
+  }
+}
+
+// ---- subprotocols.json ----
+
+void _subprotocols(Map<String, dynamic> vector) {
+  final input = _object(vector, 'input');
+  final expected = _object(vector, 'expected');
+  final appToken = _string(input, 'appToken');
+  final mode = switch (_string(input, 'mode')) {
+    'headers' => RealtimeUpgradeMode.headers,
+    'subprotocols' => RealtimeUpgradeMode.subprotocols,
+    final String other => fail('unknown mode $other'),
+  };
+  RealtimeUpgradeRequest build() => buildRealtimeUpgrade(
+        RequestBuilder(_string(input, 'baseUrl'), appToken, _string(input, 'sdk')),
+        endpoint: _string(input, 'endpoint'),
+        mode: mode,
+        deviceToken: _string(input, 'deviceToken'),
+        userToken: input['userToken'] as String?,
+        requestTimeMs: _field(input, 'requestTimeMs') as int,
+        protocols: _list(input, 'providerProtocols').cast<String>(),
+      );
+  if (expected.containsKey('error')) {
+    expect(_string(expected, 'error'), 'invalidRequest');
+    expect(build, throwsA(isA<InvalidRequestException>()));
+    return;
+  }
+  final built = build();
+  expect(built.url, _string(expected, 'url'), reason: 'url');
+  expect(built.pathWithQuery, _string(expected, 'pathWithQuery'), reason: 'pathWithQuery');
+  final headers = {for (final (name, value) in built.headers) name.toLowerCase(): value};
+  expect(headers.length, built.headers.length, reason: 'duplicate header names');
+  expect(headers, {for (final entry in _object(expected, 'headers').entries) entry.key.toLowerCase(): entry.value}, reason: 'headers');
+  expect(built.protocols, _list(expected, 'protocols'), reason: 'protocols');
+  expect(built.secWebSocketProtocol, _field(expected, 'secWebSocketProtocol'), reason: 'secWebSocketProtocol');
+  if (expected.containsKey('digest')) {
+    expect(built.canonicalRequest, _string(expected, 'canonicalRequest'), reason: 'canonicalRequest');
+    expect(built.digest, _string(expected, 'digest'), reason: 'digest');
+  }
+}
+
+// ---- user-token.json and me.json: through a client whose transport records what was sent ----
+
+class _ScriptedTransport implements HttpTransport {
+  _ScriptedTransport(this._answer);
+
+  final (int, List<(String, String)>, String) Function(HttpCall call) _answer;
+  final List<HttpCall> calls = [];
+
+  @override
+  Future<HttpResult> send(HttpCall call) async {
+    calls.add(call);
+    final (status, headers, body) = _answer(call);
+    return HttpResult(status, headers, Stream<List<int>>.value(utf8.encode(body)));
+  }
+}
+
+/// A device token source that counts what the client asked of it: a user-token answer never touches the device.
+class _CountingDeviceTokens implements DeviceTokenSource {
+  int forcedRefreshes = 0;
+  int invalidations = 0;
+  int stops = 0;
+
+  @override
+  Future<String> deviceToken({bool forceRefresh = false}) async {
+    if (forceRefresh) forcedRefreshes += 1;
+    return 'e30.e30.c2ln';
+  }
+
+  @override
+  void invalidate(String token) => invalidations += 1;
+
+  @override
+  Future<ReasonAction> reportError(String token, String? reason) async => reasonAction('attestationFailed', reason);
+
+  @override
+  void stop(TollgateException error) => stops += 1;
+
+  @override
+  Future<String?> assertion(String digestHex) async => null;
+}
+
+(int, List<(String, String)>, String) _gatewayError(int status, String type, String? reason) => (
+      status,
+      [('Tollgate-Error', type), ('Content-Type', 'application/json')],
+      jsonEncode({
+        'error': {'type': type, if (reason != null) 'reason': reason, 'message': 'refused', 'requestId': 'req_1'},
+      }),
+    );
+
+Future<void> _userToken(Map<String, dynamic> vector) async {
+  final input = _object(vector, 'input');
+  final expected = _object(vector, 'expected');
+  final nowMs = _field(input, 'nowMs') as int;
+  final answers = [..._list(input, 'answers').cast<Map<String, dynamic>>()];
+  final transport = _ScriptedTransport((HttpCall call) {
+    expect(call.url, isNot(contains('/v1/attest/')));
+    if (answers.isEmpty) fail('more requests than answers');
+    final answer = answers.removeAt(0);
+    final status = _field(answer, 'status') as int;
+    if (status == 200) return (200, [('Content-Type', 'application/json')], '{}');
+    return _gatewayError(status, _string(answer, 'errorType'), answer['reason'] as String?);
+  });
+  final devices = _CountingDeviceTokens();
+  final client = TollgateClient(
+      baseUrl: 'https://gateway.example.com', appToken: 'at_0123456789abcdefghijABCDEFGHIJkl', deviceTokens: devices, transport: transport, clock: () => nowMs);
+  final forced = <bool>[];
+  final results = _field(input, 'callbackResults');
+  if (results is List) {
+    final queue = [...results];
+    client.setUserTokenProvider((bool forceRefresh) async {
+      forced.add(forceRefresh);
+      if (queue.isEmpty) fail('the callback was called more often than the vector allows');
+      final next = queue.removeAt(0);
+      if (next is Map) throw StateError(next['throws'] as String);
+      return next as String?;
+    });
+  }
+  if (input['cached'] is String) client.userTokens.prime(input['cached'] as String);
+  TollgateException? outcome;
+  final requests = _field(input, 'requests') as int;
+  for (var index = 0; index < requests && outcome == null; index += 1) {
+    try {
+      await client.request(endpoint: 'openai/v1/chat/completions', body: <String, Object?>{});
+    } on TollgateException catch (error) {
+      outcome = error;
+    }
+  }
+  expect(forced.length, _field(expected, 'callbackCalls'), reason: 'callback calls');
+  expect(forced, _list(expected, 'callbackForced'), reason: 'forced');
+  String? userToken(HttpCall call) {
+    for (final (name, value) in call.headers) {
+      if (name.toLowerCase() == 'tollgate-user-token') return value;
+    }
+    return null;
+  }
+
+  expect(transport.calls.map(userToken).toList(), _list(expected, 'sentUserTokens'), reason: 'Tollgate-User-Token sent');
+  final want = _field(expected, 'outcome');
+  if (want == null) {
+    expect(outcome, isNull, reason: outcome?.message);
+  } else {
+    final fields = want as Map<String, dynamic>;
+    if (outcome == null) fail('expected ${fields['kind']}, every call succeeded');
+    expect(outcome.kind, _field(fields, 'kind'), reason: 'outcome kind');
+    expect(outcome.reason, _field(fields, 'reason'), reason: 'outcome reason');
+  }
+  // No user-token answer made the device refresh, attest or stop.
+  expect([devices.forcedRefreshes, devices.invalidations, devices.stops], [0, 0, 0], reason: 'device actions');
+}
+
+Future<void> _me(Map<String, dynamic> vector) async {
+  final input = _object(vector, 'input');
+  final expected = _object(vector, 'expected');
+  final status = _field(input, 'status') as int;
+  final body = _string(input, 'body');
+  final transport = _ScriptedTransport((HttpCall call) {
+    final headers = [('Content-Type', 'application/json')];
+    if (status != 200) headers.add(('Tollgate-Error', ((jsonDecode(body) as Map<String, dynamic>)['error'] as Map<String, dynamic>)['type'] as String));
+    return (status, headers, body);
+  });
+  final client = TollgateClient(
+      baseUrl: 'https://gateway.example.com',
+      appToken: 'at_0123456789abcdefghijABCDEFGHIJkl',
+      deviceTokens: const StaticDeviceToken('e30.e30.c2ln'),
+      transport: transport,
+      clock: () => 1764000000000);
+  Me? result;
+  TollgateException? failure;
+  try {
+    result = await client.me();
+  } on TollgateException catch (error) {
+    failure = error;
+  }
+  expect(transport.calls.map((HttpCall call) => call.url).toList(), ['https://gateway.example.com/v1/me']);
+  expect(transport.calls.single.method, 'GET');
+  expect(transport.calls.single.headers.map(((String, String) header) => header.$1).toList()..sort(),
+      ['Tollgate-App-Token', 'Tollgate-Device-Token', 'Tollgate-Request-Time', 'Tollgate-SDK']);
+  if (expected.containsKey('error')) {
+    if (failure == null) fail('expected ${expected['error']}, got an answer');
+    expect(failure.kind, _string(expected, 'error'), reason: 'kind');
+    if (expected.containsKey('reason')) expect(failure.reason, expected['reason'], reason: 'reason');
+    return;
+  }
+  if (result == null) fail('failed: ${failure?.message}');
+  expect(result.deviceId, _field(expected, 'deviceId'), reason: 'deviceId');
+  expect(result.userId, _field(expected, 'userId'), reason: 'userId');
+  expect(result.signedIn, _field(expected, 'signedIn'), reason: 'signedIn');
+  final limits = _list(expected, 'limits').cast<Map<String, dynamic>>();
+  expect(result.limits.length, limits.length, reason: 'limits');
+  for (var index = 0; index < limits.length; index += 1) {
+    final want = limits[index];
+    final got = result.limits[index];
+    expect(got.name, _field(want, 'name'), reason: 'name');
+    expect(got.scope, _field(want, 'scope'), reason: 'scope');
+    expect(got.unit, _field(want, 'unit'), reason: 'unit');
+    expect(got.limit, _field(want, 'limit'), reason: 'limit');
+    expect(got.remaining, _field(want, 'remaining'), reason: 'remaining');
+    expect(got.window, _field(want, 'window'), reason: 'window');
+    expect(got.resetsAtMs, _field(want, 'resetsAtMs'), reason: 'resetsAtMs');
+  }
 }

@@ -210,8 +210,11 @@ class TollgateClient {
   /// Opens a realtime session (protocol.md, "Realtime sessions") at [endpoint], e.g.
   /// `openai/v1/realtime?model=gpt-realtime`: the device token is refreshed when due before the upgrade and the
   /// Tollgate headers go on it. A refused upgrade throws its typed error (an attestationFailed that asks for a refresh,
-  /// and `user_token_expired`, are retried once). See [RealtimeSession] for the closes.
+  /// and `user_token_expired`, are retried once). See [RealtimeSession] for the closes. Each of [protocols] (the
+  /// provider's own subprotocols) must be an RFC 9110 token not starting with `tollgate`, else
+  /// [InvalidRequestException] before anything is sent.
   Future<RealtimeSession> realtime(String endpoint, {List<String> protocols = const [], Map<String, String> headers = const {}}) async {
+    checkRealtimeProtocols(protocols);
     final request = TollgateRequest(method: 'GET', endpoint: endpoint, headers: headers);
     var resent = false;
     var userResent = false;

@@ -2,43 +2,59 @@ import 'dart:convert';
 
 import 'exceptions.dart';
 
-/// One limit or budget of `GET /v1/me`: e.g. `requests` per `day` for the `device`, 12 of 100 [remaining].
+/// One limit or budget of `GET /v1/me`: e.g. `device-requests-day` for the `device`, 12 of 100 [remaining]. Strings
+/// the gateway did not send are null.
 class MeLimit {
   const MeLimit({
     required this.name,
-    required this.scope,
-    required this.unit,
-    this.limit,
-    this.remaining,
+    this.scope,
+    this.unit,
+    required this.limit,
+    required this.remaining,
     this.window,
-    this.resetsAt,
+    this.resetsAtMs,
   });
 
   final String name;
-  final String scope;
-  final String unit;
-  final num? limit;
-  final num? remaining;
+
+  /// `device`, `user`, `app`, …, or null when the gateway did not say.
+  final String? scope;
+
+  /// `requests`, `tokens`, `seconds`, …, or null.
+  final String? unit;
+  final num limit;
+  final num remaining;
+
+  /// e.g. `minute`, `day`, or null.
   final String? window;
 
-  /// When it resets (UTC), or null when it does not.
-  final DateTime? resetsAt;
+  /// When [remaining] is whole again (gateway clock, unix ms), or null when unknown.
+  final int? resetsAtMs;
+
+  /// [resetsAtMs] as a UTC time, or null.
+  DateTime? get resetsAt => resetsAtMs == null ? null : DateTime.fromMillisecondsSinceEpoch(resetsAtMs!, isUtc: true);
 }
 
-/// The answer of `GET /v1/me` (protocol.md, "What the device may still spend"): the device, the user (null when none
-/// is signed in) and every limit that applies.
+/// The answer of `GET /v1/me` (protocol.md, "What the device may still spend"; sdk/conformance/README.md, "me.json"):
+/// the device, the user (null when none is signed in) and every limit that applies.
 class Me {
   const Me({required this.device, required this.user, required this.limits});
 
-  final Object? device;
-  final Object? user;
+  /// `device` as the gateway sent it (`id`, `method`).
+  final Map<String, dynamic> device;
+
+  /// `user` as the gateway sent it (`id`, `issuer`, `profile`), or null when no user is signed in.
+  final Map<String, dynamic>? user;
   final List<MeLimit> limits;
 
-  /// The device's id: `device` itself when a string, else its `id`.
-  String? get deviceId => _idOf(device);
+  /// The gateway's id of this device (`device.id`).
+  String? get deviceId => device['id'] is String ? device['id'] as String : null;
 
-  /// The signed-in user's id, or null.
-  String? get userId => _idOf(user);
+  /// The signed-in user's id (`user.id`, issuer-scoped), or null.
+  String? get userId => user?['id'] is String ? user!['id'] as String : null;
+
+  /// True when the gateway accepted a user token for this call (`user` is an object).
+  bool get signedIn => user != null;
 
   /// The limit named [name] (and [scope] when given), or null.
   MeLimit? limit(String name, {String? scope}) {
@@ -48,44 +64,44 @@ class Me {
     return null;
   }
 
-  /// Parses the body; anything but the documented object is a [NetworkException].
+  /// Parses a 200 answer: a body that is not a JSON object with a `device` object and a `limits` array is a
+  /// [NetworkException] (`malformed_response`); a limit without a string `name` and numeric `limit` and `remaining`
+  /// is skipped (a newer gateway's).
   static Me parse(String body) {
     final Object? root;
     try {
       root = jsonDecode(body);
     } on FormatException catch (error) {
-      throw NetworkException("The gateway's /v1/me answer is not JSON.", cause: error);
+      throw NetworkException("The gateway's /v1/me answer is not JSON.", reason: 'malformed_response', cause: error);
     }
-    if (root is! Map<String, dynamic> || root['limits'] is! List) {
-      throw const NetworkException("The gateway's /v1/me answer has no \"limits\".");
+    if (root is! Map<String, dynamic> || root['limits'] is! List || root['device'] is! Map<String, dynamic>) {
+      throw const NetworkException("The gateway's /v1/me answer has no device or limits.", reason: 'malformed_response');
     }
     final limits = <MeLimit>[];
-    for (final entry in root['limits'] as List) {
+    for (final Object? entry in root['limits'] as List) {
       if (entry is! Map<String, dynamic>) continue;
+      final name = entry['name'];
+      final limit = entry['limit'];
+      final remaining = entry['remaining'];
+      if (name is! String || limit is! num || remaining is! num) continue;
       final resets = entry['resetsAt'];
       limits.add(MeLimit(
-        name: entry['name'] is String ? entry['name'] as String : '',
-        scope: entry['scope'] is String ? entry['scope'] as String : '',
-        unit: entry['unit'] is String ? entry['unit'] as String : '',
-        limit: entry['limit'] is num ? entry['limit'] as num : null,
-        remaining: entry['remaining'] is num ? entry['remaining'] as num : null,
-        window: entry['window'] is String ? entry['window'] as String : null,
-        resetsAt: resets is String
-            ? DateTime.tryParse(resets)?.toUtc()
-            : resets is num
-                ? DateTime.fromMillisecondsSinceEpoch(resets.toInt(), isUtc: true)
-                : null,
+        name: name,
+        scope: _stringOrNull(entry['scope']),
+        unit: _stringOrNull(entry['unit']),
+        limit: limit,
+        remaining: remaining,
+        window: _stringOrNull(entry['window']),
+        resetsAtMs: resets is String ? DateTime.tryParse(resets)?.millisecondsSinceEpoch : null,
       ));
     }
-    return Me(device: root['device'], user: root['user'], limits: limits);
+    final user = root['user'];
+    return Me(
+      device: root['device'] as Map<String, dynamic>,
+      user: user is Map<String, dynamic> ? user : null,
+      limits: limits,
+    );
   }
 
-  static String? _idOf(Object? value) {
-    if (value is String) return value;
-    if (value is Map<String, dynamic>) {
-      final id = value['id'] ?? value['deviceId'] ?? value['userId'];
-      return id is String ? id : null;
-    }
-    return null;
-  }
+  static String? _stringOrNull(Object? value) => value is String ? value : null;
 }

@@ -7,6 +7,7 @@ import 'dart:typed_data';
 import 'package:crypto/crypto.dart';
 
 import 'exceptions.dart';
+import 'request_builder.dart';
 
 /// One frame of a realtime session.
 sealed class RealtimeMessage {
@@ -38,7 +39,7 @@ enum RealtimeAction {
 }
 
 /// A close frame (protocol.md, "Realtime sessions": the gateway closes with 44xx/45xx and the error `reason` as the
-/// close reason) and the typed error it maps to.
+/// close reason) and what it means for the app (sdk/conformance/README.md, "realtime-close-codes.json").
 class RealtimeClose {
   const RealtimeClose(this.code, this.reason);
 
@@ -55,36 +56,143 @@ class RealtimeClose {
     4504: 'upstreamTimeout',
   };
 
-  static final RegExp _reasonPattern = RegExp(r'^[a-z][a-z0-9]*(_[a-z0-9]+)*$');
+  /// Transport-level closes (RFC 6455 section 7.4.1 and the IANA registry): going away, no close frame, server trouble.
+  static const Set<int> _networkCloses = {1001, 1006, 1011, 1012, 1013, 1014};
 
-  /// The gateway's error type for its own codes, else null.
+  static final RegExp _reasonPattern = RegExp(r'^[a-z][a-z0-9_]*$');
+
+  /// The close reason, trimmed (may be empty).
+  String get message => reason.trim();
+
+  /// The gateway's error type for its own codes (4400 `invalidRequest` … 4504 `upstreamTimeout`), else null.
   String? get errorType => _gatewayTypes[code];
+
+  /// The close reason when it is snake_case (the gateway's error `reason`, e.g. `token_budget`), else null; null for a
+  /// provider's own close, whose reason text is the provider's.
+  String? get errorReason => kind != 'providerError' && _reasonPattern.hasMatch(message) ? message : null;
+
+  /// The SDK error kind, or null for a normal end (1000): the gateway's codes by their type, any other 44xx
+  /// `invalidRequest`, any other 45xx and the transport closes (1001, 1006, 1011–1014) `networkError`, every other
+  /// code (the provider's own close, passed through) `providerError`.
+  String? get kind {
+    if (code == 1000) return null;
+    switch (code) {
+      case 4401:
+        return 'unauthorized';
+      case 4403:
+        return 'attestationFailed';
+      case 4429:
+        return 'rateLimited';
+    }
+    if (code >= 4400 && code <= 4499) return 'invalidRequest';
+    if (code >= 4500 && code <= 4599) return 'networkError';
+    if (_networkCloses.contains(code)) return 'networkError';
+    return 'providerError';
+  }
 
   /// The app's next step; a 4403 never attests a new key.
   RealtimeAction get action {
     if (code == 4503) return RealtimeAction.reconnect;
-    if (code == 4403 && reason == 'device_revoked') return RealtimeAction.stop;
+    if (code == 4403 && errorReason == 'device_revoked') return RealtimeAction.stop;
     return RealtimeAction.none;
   }
 
   /// True for 4503: the app may reconnect at once.
   bool get mayReconnect => action == RealtimeAction.reconnect;
 
-  /// The typed error, or null for a normal close (1000, 1001, 1005). 44xx: the gateway's kind by code; 45xx and 1006
-  /// (connection lost): [NetworkException]; any other code (the provider's, passed through): [ProviderErrorException].
+  /// Always false: no close makes the SDK attest a new key or refresh the device token.
+  bool get newKey => false;
+
+  /// The typed error the message stream ends with, or null for a normal close (1000), so that no failure ends a
+  /// session silently; [closeCode] and [mayReconnect] say the rest. A provider's close is a [ProviderErrorException]
+  /// with the code as status and the reason as body.
   TollgateException? error() {
-    final String? why = reason.isNotEmpty && _reasonPattern.hasMatch(reason) ? reason : null;
-    final message = 'The realtime session was closed ($code${reason.isEmpty ? '' : ' $reason'}).';
-    if (code == 1000 || code == 1001 || code == 1005) return null;
-    if (code == 4401) return UnauthorizedException(message, errorType: errorType, reason: why);
-    if (code == 4403) return AttestationFailedException(message, errorType: errorType, reason: why);
-    if (code == 4429) return RateLimitedException(message, errorType: errorType, reason: why);
-    if (code >= 4400 && code <= 4499) return InvalidRequestException(message, errorType: errorType ?? 'invalidRequest', reason: why);
-    if ((code >= 4500 && code <= 4599) || code == 1006) {
-      return NetworkException(message, errorType: errorType ?? (code == 1006 ? null : 'upstreamUnavailable'), reason: why);
+    final text = message.isEmpty ? 'The realtime session was closed with code $code.' : message;
+    switch (kind) {
+      case null:
+        return null;
+      case 'unauthorized':
+        return UnauthorizedException(text, errorType: errorType, reason: errorReason);
+      case 'attestationFailed':
+        return AttestationFailedException(text, errorType: errorType, reason: errorReason);
+      case 'rateLimited':
+        return RateLimitedException(text, errorType: errorType, reason: errorReason);
+      case 'invalidRequest':
+        return InvalidRequestException(text, errorType: errorType, reason: errorReason);
+      case 'networkError':
+        return NetworkException(text, errorType: errorType, reason: errorReason);
+      default:
+        return ProviderErrorException(code, message);
     }
-    return ProviderErrorException(code, reason);
   }
+
+  /// The close code (the error of [error] belongs to it).
+  int get closeCode => code;
+}
+
+/// How the tokens travel on a realtime upgrade (sdk/conformance/README.md, "subprotocols.json").
+enum RealtimeUpgradeMode {
+  /// As headers on the upgrade, like any proxied `GET` without a body: what this SDK does.
+  headers,
+
+  /// As subprotocols `tollgate.v1`, `tollgate-app.<app token>`, `tollgate-device.<device token>`: for clients that
+  /// cannot set headers.
+  subprotocols,
+}
+
+/// The upgrade request of a realtime session: `ws`/`wss` URL, the headers the SDK sets, the subprotocols, the digest.
+class RealtimeUpgradeRequest {
+  const RealtimeUpgradeRequest(this.url, this.pathWithQuery, this.headers, this.protocols, this.canonicalRequest, this.digest);
+
+  final String url;
+  final String pathWithQuery;
+  final List<(String, String)> headers;
+  final List<String> protocols;
+
+  /// What a `Tollgate-Assertion` on the upgrade signs (`GET`, empty body).
+  final String canonicalRequest;
+  final String digest;
+
+  /// [protocols] as the `Sec-WebSocket-Protocol` value, or null when there are none (no header).
+  String? get secWebSocketProtocol => protocols.isEmpty ? null : protocols.join(', ');
+}
+
+final RegExp _token = RegExp(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$");
+
+/// Refuses a provider subprotocol that is not an RFC 9110 token or that starts with `tollgate` (any case).
+void checkRealtimeProtocols(List<String> protocols) {
+  for (final protocol in protocols) {
+    if (!_token.hasMatch(protocol)) {
+      throw InvalidRequestException('Not a valid WebSocket subprotocol: "$protocol".', reason: 'bad_protocol');
+    }
+    if (protocol.toLowerCase().startsWith('tollgate')) {
+      throw InvalidRequestException('Subprotocols starting with "tollgate" are the SDK\'s: "$protocol".', reason: 'bad_protocol');
+    }
+  }
+}
+
+/// The upgrade for [endpoint] (subprotocols.json): the request-building URL with `http` → `ws`, `https` → `wss`; in
+/// [RealtimeUpgradeMode.headers] the Tollgate headers of a `GET` without a body (plus `Tollgate-User-Token` when
+/// given) and the provider's [protocols]; in [RealtimeUpgradeMode.subprotocols] no headers and the tokens as
+/// subprotocols first. Refusals are [InvalidRequestException], before anything is sent.
+RealtimeUpgradeRequest buildRealtimeUpgrade(
+  RequestBuilder builder, {
+  required String endpoint,
+  required RealtimeUpgradeMode mode,
+  required String deviceToken,
+  String? userToken,
+  required int requestTimeMs,
+  List<String> protocols = const [],
+}) {
+  checkRealtimeProtocols(protocols);
+  final built = builder.build(TollgateRequest(method: 'GET', endpoint: endpoint), deviceToken, requestTimeMs);
+  final url = 'ws${built.url.substring(4)}';
+  if (mode == RealtimeUpgradeMode.headers) {
+    return RealtimeUpgradeRequest(url, built.pathWithQuery,
+        [...built.headers, if (userToken != null) ('Tollgate-User-Token', userToken)], protocols, built.canonicalRequest, built.digest);
+  }
+  return RealtimeUpgradeRequest(url, built.pathWithQuery, const <(String, String)>[],
+      ['tollgate.v1', 'tollgate-app.${builder.appToken}', 'tollgate-device.$deviceToken', ...protocols], built.canonicalRequest, built.digest);
 }
 
 /// An open realtime session. [messages] delivers the provider's frames and ends at the close: normally, or with the

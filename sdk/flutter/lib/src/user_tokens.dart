@@ -1,6 +1,7 @@
 import 'dart:async';
 
 import 'behaviour.dart' show jwsExpiryMs;
+import 'exceptions.dart';
 
 /// Returns the signed-in user's current ID token (Firebase `getIdToken(forceRefresh)`, Supabase, Auth0, Clerk,
 /// Cognito, Sign in with Apple), or null when nobody is signed in.
@@ -10,6 +11,9 @@ typedef UserTokenProvider = Future<String?> Function(bool forceRefresh);
 /// is cached (none yet, or its `exp` less than a minute away; a token without a readable `exp` is not cached), and
 /// once more with `forceRefresh: true` after the gateway's `user_token_expired`. [setProvider] with null signs out.
 class UserTokens {
+  /// A cached token is reused while its `exp` is more than this away.
+  static const int marginMs = 60000;
+
   UserTokenProvider? _provider;
   int _generation = 0;
   String? _cached;
@@ -26,10 +30,18 @@ class UserTokens {
     _cachedExpiresAtMs = 0;
   }
 
+  /// Caches [token], one the app already holds (restored at start, say), as if the callback had just returned it;
+  /// only a token with a readable `exp` is kept.
+  void prime(String token) {
+    final expiresAt = jwsExpiryMs(token);
+    _cached = expiresAt == null ? null : token;
+    _cachedExpiresAtMs = expiresAt ?? 0;
+  }
+
   /// The token to send now ([nowMs]: the gateway's clock), or null.
   Future<String?> current(int nowMs) async {
     final cached = _cached;
-    if (cached != null && nowMs < _cachedExpiresAtMs - 60000) return cached;
+    if (cached != null && nowMs < _cachedExpiresAtMs - marginMs) return cached;
     return _ask(false);
   }
 
@@ -40,7 +52,13 @@ class UserTokens {
     final provider = _provider;
     if (provider == null) return null;
     final generation = _generation;
-    final String? token = await provider(forceRefresh);
+    final String? token;
+    try {
+      token = await provider(forceRefresh);
+    } on Object catch (error) {
+      // user-token.json: a callback that fails fails the call before anything is sent.
+      throw UnauthorizedException("The app's user token callback failed: $error", reason: 'user_token_unavailable');
+    }
     final usable = (token == null || token.isEmpty) ? null : token;
     // A sign-out during the callback wins: nothing is cached for a provider that is gone.
     if (generation == _generation) {

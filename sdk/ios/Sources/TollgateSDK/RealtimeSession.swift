@@ -15,7 +15,7 @@ extension TollgateClient {
     /// `forceRefresh` true) once when the gateway answers `user_token_expired`. nil signs out.
     ///
     /// ```swift
-    /// await Tollgate.shared.setUserTokenProvider { forceRefresh in
+    /// try await Tollgate.shared.setUserTokenProvider { forceRefresh in
     ///     try await Auth.auth().currentUser?.getIDTokenResult(forcingRefresh: forceRefresh).token
     /// }
     /// ```

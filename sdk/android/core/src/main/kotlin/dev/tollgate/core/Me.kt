@@ -1,25 +1,27 @@
 package dev.tollgate.core
 
 import kotlinx.serialization.json.Json
-import kotlinx.serialization.json.JsonElement
-import kotlinx.serialization.json.JsonNull
+import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
 import kotlinx.serialization.json.doubleOrNull
 import java.time.Instant
 
 /**
- * One limit or budget from `GET /v1/me` (protocol.md, "What the device may still spend"): e.g. `requests` per `day` for
- * the `device`, 12 of 100 `remaining`, reset at [resetsAtMs]. Numbers the gateway did not send are null.
+ * One limit or budget from `GET /v1/me` (protocol.md, "What the device may still spend"): e.g. `requests_per_day` for
+ * the `device`, 12 of 100 `remaining`, reset at [resetsAtMs]. Strings the gateway did not send are null.
  */
 public class MeLimit(
     public val name: String,
-    public val scope: String,
-    public val unit: String,
-    public val limit: Double?,
-    public val remaining: Double?,
+    /** `device`, `user`, `app`, …, or null when the gateway did not say. */
+    public val scope: String?,
+    /** `requests`, `tokens`, `seconds`, …, or null. */
+    public val unit: String?,
+    public val limit: Double,
+    public val remaining: Double,
+    /** e.g. `1m`, `1d`, or null. */
     public val window: String?,
-    /** The reset time (gateway clock, unix ms), or null when the limit does not reset. */
+    /** The reset time (gateway clock, unix ms), or null when the limit does not reset or the time is unreadable. */
     public val resetsAtMs: Long?,
 ) {
     override fun toString(): String = "MeLimit(name=$name, scope=$scope, unit=$unit, limit=$limit, remaining=$remaining, window=$window, resetsAtMs=$resetsAtMs)"
@@ -27,61 +29,59 @@ public class MeLimit(
 
 /** The answer of `GET /v1/me`: who the gateway sees ([device], [user], as it sent them) and every limit that applies. */
 public class Me(
-    public val device: JsonElement,
-    public val user: JsonElement?,
+    public val device: JsonObject,
+    public val user: JsonObject?,
     public val limits: List<MeLimit>,
 ) {
-    /** The device's id: `device` itself when a string, else its `id` or `deviceId`. */
-    public val deviceId: String? get() = idOf(device)
+    /** The gateway's id of this device (`device.id`). */
+    public val deviceId: String? get() = device.text("id")
 
-    /** The user's id (`sub` scoped by issuer, as the gateway names it), or null when no user is signed in. */
-    public val userId: String? get() = user?.let(::idOf)
+    /** The signed-in user's id (`user.id`, issuer-scoped), or null when no user is signed in. */
+    public val userId: String? get() = user?.text("id")
+
+    /** True when the gateway accepted a user token for this call (`user` is an object). */
+    public val signedIn: Boolean get() = user != null
 
     /** The limit named [name] (and [scope] when given), or null. */
     public fun limit(name: String, scope: String? = null): MeLimit? = limits.firstOrNull { it.name == name && (scope == null || it.scope == scope) }
 
     public companion object {
-        private val json = Json { ignoreUnknownKeys = true }
-
-        /** Parses the JSON body; a body that is not the documented object is a [TollgateError.NetworkError]. */
+        /**
+         * Parses a 200 answer (sdk/conformance/README.md, "me.json"): a body that is not a JSON object with a `device`
+         * object and a `limits` array is a [TollgateError.NetworkError] (`malformed_response`); a limit entry without a
+         * string `name` and numeric `limit` and `remaining` is skipped (a newer gateway's).
+         */
         public fun parse(body: String): Me {
             val root = try {
-                json.parseToJsonElement(body) as JsonObject
+                Json.parseToJsonElement(body) as? JsonObject
             } catch (error: Exception) {
-                throw TollgateError.NetworkError(error, "The gateway's /v1/me answer is not a JSON object.")
+                null
+            } ?: throw TollgateError.NetworkError(null, "The gateway's /v1/me answer is not a JSON object.", reason = "malformed_response")
+            val device = root["device"] as? JsonObject
+            val entries = root["limits"] as? JsonArray
+            if (device == null || entries == null) {
+                throw TollgateError.NetworkError(null, "The gateway's /v1/me answer has no device or limits.", reason = "malformed_response")
             }
-            val limits = (root["limits"] as? kotlinx.serialization.json.JsonArray ?: throw TollgateError.NetworkError(null, "The gateway's /v1/me answer has no \"limits\"."))
-                .mapNotNull { it as? JsonObject }
-                .map { entry ->
-                    MeLimit(
-                        name = entry.text("name") ?: "",
-                        scope = entry.text("scope") ?: "",
-                        unit = entry.text("unit") ?: "",
-                        limit = entry.number("limit"),
-                        remaining = entry.number("remaining"),
-                        window = entry.text("window"),
-                        resetsAtMs = entry["resetsAt"]?.let(::instantMs),
-                    )
-                }
-            val user = root["user"]?.takeIf { it !is JsonNull }
-            return Me(root["device"] ?: JsonNull, user, limits)
+            val limits = entries.mapNotNull { element ->
+                val entry = element as? JsonObject ?: return@mapNotNull null
+                val name = entry.text("name") ?: return@mapNotNull null
+                val limit = entry.number("limit") ?: return@mapNotNull null
+                val remaining = entry.number("remaining") ?: return@mapNotNull null
+                MeLimit(
+                    name = name,
+                    scope = entry.text("scope"),
+                    unit = entry.text("unit"),
+                    limit = limit,
+                    remaining = remaining,
+                    window = entry.text("window"),
+                    resetsAtMs = entry.text("resetsAt")?.let { runCatching { Instant.parse(it).toEpochMilli() }.getOrNull() },
+                )
+            }
+            return Me(device, root["user"] as? JsonObject, limits)
         }
 
         private fun JsonObject.text(name: String): String? = (this[name] as? JsonPrimitive)?.takeIf { it.isString }?.content
 
-        private fun JsonObject.number(name: String): Double? = (this[name] as? JsonPrimitive)?.takeIf { !it.isString }?.doubleOrNull
-
-        /** `resetsAt` as ISO 8601 or unix ms. */
-        private fun instantMs(value: JsonElement): Long? {
-            val primitive = value as? JsonPrimitive ?: return null
-            if (!primitive.isString) return primitive.doubleOrNull?.toLong()
-            return runCatching { Instant.parse(primitive.content).toEpochMilli() }.getOrNull()
-        }
-
-        private fun idOf(value: JsonElement): String? = when (value) {
-            is JsonPrimitive -> value.takeIf { it.isString }?.content
-            is JsonObject -> value.text("id") ?: value.text("deviceId") ?: value.text("userId")
-            else -> null
-        }
+        private fun JsonObject.number(name: String): Double? = (this[name] as? JsonPrimitive)?.takeIf { !it.isString }?.doubleOrNull?.takeIf { it.isFinite() }
     }
 }

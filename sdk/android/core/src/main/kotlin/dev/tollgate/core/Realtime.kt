@@ -35,46 +35,81 @@ public enum class RealtimeAction(public val wireName: String) {
 
 /**
  * A close frame of a realtime session (protocol.md, "Realtime sessions": gateway closes use 44xx/45xx with the error
- * `reason` as the close reason) and the typed error it maps to.
+ * `reason` as the close reason) and what it means for the app (sdk/conformance/README.md, "realtime-close-codes.json").
  */
 public class RealtimeClose(public val code: Int, public val reason: String) {
-    /** The gateway's error type for its own close codes, else null. */
+    /** The close reason, trimmed (may be empty). */
+    public val message: String get() = reason.trim()
+
+    /** The gateway's error type for its own close codes (4400 `invalidRequest` … 4504 `upstreamTimeout`), else null. */
     public val errorType: String? get() = GATEWAY_TYPES[code]
+
+    /**
+     * The close reason when it is snake_case (the gateway's error `reason`, e.g. `token_budget`), else null; null for a
+     * provider's own close, whose reason text is the provider's.
+     */
+    public val errorReason: String? get() = message.takeIf { kind != "providerError" && REASON.matches(it) }
+
+    /**
+     * The SDK error kind, or null for a normal end (1000): the gateway's codes by their type, any other 44xx
+     * `invalidRequest`, any other 45xx and the transport closes (1001, 1006, 1011–1014) `networkError`, every other code
+     * (the provider's own close, passed through) `providerError`.
+     */
+    public val kind: String?
+        get() = when {
+            code == NORMAL -> null
+            code == 4400 -> "invalidRequest"
+            code == 4401 -> "unauthorized"
+            code == 4403 -> "attestationFailed"
+            code == 4429 -> "rateLimited"
+            code in 4400..4499 -> "invalidRequest"
+            code in 4500..4599 -> "networkError"
+            code in NETWORK_CLOSES -> "networkError"
+            else -> "providerError"
+        }
 
     /** The app's next step. A 4403 never re-keys: `device_revoked` stops, anything else changes nothing. */
     public val action: RealtimeAction
         get() = when {
             code == 4503 -> RealtimeAction.RECONNECT
-            code == 4403 && reason == DeviceSession.REVOKED -> RealtimeAction.STOP
+            code == 4403 && errorReason == DeviceSession.REVOKED -> RealtimeAction.STOP
             else -> RealtimeAction.NONE
         }
 
     /** True for 4503: the app may reconnect at once. */
     public val mayReconnect: Boolean get() = action == RealtimeAction.RECONNECT
 
+    /** Always false: no close makes the SDK attest a new key or refresh the device token. */
+    public val newKey: Boolean get() = false
+
     /**
-     * The typed error, or null for a normal close (1000, 1001, 1005). Every 44xx is the gateway's refusal kind by its
-     * code, every 45xx a networkError; another code (the provider's own close, passed through) is a providerError with
-     * the code as status and the reason as body, so that no failure ends a session silently.
+     * The typed error the message stream ends with, or null for a normal close (1000), so that no failure ends a
+     * session silently. It carries [closeCode][TollgateError.closeCode] and [mayReconnect][TollgateError.mayReconnect];
+     * a provider's close is a [TollgateError.ProviderError] with the code as status and the reason as body.
      */
     public fun error(): TollgateError? {
-        val reasonOrNull = reason.takeIf { it.isNotEmpty() && REASON.matches(it) }
-        val message = "The realtime session was closed ($code${if (reason.isNotEmpty()) " $reason" else ""})."
-        return when (code) {
-            1000, 1001, 1005 -> null
-            4401 -> TollgateError.Unauthorized(message, errorType, null, reasonOrNull)
-            4403 -> TollgateError.AttestationFailed(reasonOrNull, message, errorType = errorType)
-            4429 -> TollgateError.RateLimited(null, message, errorType, null, reasonOrNull)
-            in 4400..4499 -> TollgateError.InvalidRequest(message, errorType ?: "invalidRequest", null, reasonOrNull)
-            in 4500..4599 -> TollgateError.NetworkError(null, message, errorType ?: "upstreamUnavailable", null, reasonOrNull)
-            else -> TollgateError.ProviderError(code, reason)
+        val text = message.ifEmpty { "The realtime session was closed with code $code." }
+        val error = when (kind ?: return null) {
+            "unauthorized" -> TollgateError.Unauthorized(text, errorType, null, errorReason)
+            "attestationFailed" -> TollgateError.AttestationFailed(errorReason, text, errorType = errorType)
+            "rateLimited" -> TollgateError.RateLimited(null, text, errorType, null, errorReason)
+            "invalidRequest" -> TollgateError.InvalidRequest(text, errorType, null, errorReason)
+            "networkError" -> TollgateError.NetworkError(null, text, errorType, null, errorReason)
+            else -> TollgateError.ProviderError(code, message)
         }
+        error.closeCode = code
+        error.mayReconnect = mayReconnect
+        return error
     }
 
     override fun toString(): String = "RealtimeClose($code, $reason)"
 
     public companion object {
-        private val REASON = Regex("^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
+        private const val NORMAL = 1000
+        private val REASON = Regex("^[a-z][a-z0-9_]*$")
+
+        /** Transport-level closes (RFC 6455 section 7.4.1 and the IANA registry): going away, no close frame, server trouble. */
+        private val NETWORK_CLOSES = setOf(1001, 1006, 1011, 1012, 1013, 1014)
         private val GATEWAY_TYPES = mapOf(
             4400 to "invalidRequest", 4401 to "unauthorized", 4403 to "attestationFailed", 4429 to "rateLimited",
             4502 to "upstreamUnavailable", 4503 to "serviceUnavailable", 4504 to "upstreamTimeout",
@@ -82,9 +117,81 @@ public class RealtimeClose(public val code: Int, public val reason: String) {
     }
 }
 
+/** How the tokens travel on a realtime upgrade (sdk/conformance/README.md, "subprotocols.json"). */
+public enum class UpgradeMode {
+    /** As headers on the upgrade request, like any proxied `GET` without a body: what this SDK does. */
+    HEADERS,
+
+    /** As subprotocols `tollgate.v1`, `tollgate-app.<app token>`, `tollgate-device.<device token>`: for clients that cannot set headers. */
+    SUBPROTOCOLS,
+}
+
+/** The upgrade request of a realtime session: `ws`/`wss` URL, the headers the SDK sets, the subprotocols, the digest. */
+public class BuiltUpgrade(
+    public val url: String,
+    public val pathWithQuery: String,
+    public val headers: List<Pair<String, String>>,
+    public val protocols: List<String>,
+    /** What a `Tollgate-Assertion` on the upgrade signs (`GET`, empty body). */
+    public val canonicalRequest: String,
+    public val digest: String,
+) {
+    /** [protocols] as the `Sec-WebSocket-Protocol` header value, or null when there are none (no header). */
+    public val secWebSocketProtocol: String? get() = protocols.takeIf { it.isNotEmpty() }?.joinToString(", ")
+}
+
+/** The rules of a realtime upgrade request, as a pure function (run by every vector of subprotocols.json). */
+public object RealtimeUpgrade {
+    private val TOKEN = Regex("^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$")
+
+    /** Refuses a provider subprotocol that is not an RFC 9110 token or that starts with `tollgate` (any case). */
+    public fun checkProtocols(protocols: List<String>) {
+        for (protocol in protocols) {
+            if (!TOKEN.matches(protocol)) throw TollgateError.InvalidRequest("Not a valid WebSocket subprotocol: \"$protocol\".", reason = "bad_protocol")
+            if (protocol.lowercase().startsWith("tollgate")) {
+                throw TollgateError.InvalidRequest("Subprotocols starting with \"tollgate\" are the SDK's: \"$protocol\".", reason = "bad_protocol")
+            }
+        }
+    }
+
+    /**
+     * The upgrade for [endpoint]: the request-building URL with `http` → `ws`, `https` → `wss`; in [UpgradeMode.HEADERS]
+     * the Tollgate headers of a `GET` without a body (plus `Tollgate-User-Token` when given) and the provider's
+     * [protocols]; in [UpgradeMode.SUBPROTOCOLS] no headers and the tokens as subprotocols first. Refusals are
+     * [TollgateError.InvalidRequest], before anything is sent.
+     */
+    public fun build(
+        builder: RequestBuilder,
+        appToken: String,
+        endpoint: String,
+        mode: UpgradeMode,
+        deviceToken: String,
+        userToken: String?,
+        requestTimeMs: Long,
+        protocols: List<String> = emptyList(),
+        headers: Map<String, String> = emptyMap(),
+    ): BuiltUpgrade {
+        checkProtocols(protocols)
+        val built = builder.build(TollgateRequest("GET", endpoint, null, emptyList(), headers), deviceToken, requestTimeMs)
+        val url = built.url.replaceFirst(Regex("^(?i)http"), "ws")
+        return when (mode) {
+            UpgradeMode.HEADERS -> BuiltUpgrade(
+                url, built.pathWithQuery,
+                built.headers + listOfNotNull(userToken?.let { "Tollgate-User-Token" to it }),
+                protocols, built.canonicalRequest, built.digest,
+            )
+            UpgradeMode.SUBPROTOCOLS -> BuiltUpgrade(
+                url, built.pathWithQuery, emptyList(),
+                listOf("tollgate.v1", "tollgate-app.$appToken", "tollgate-device.$deviceToken") + protocols,
+                built.canonicalRequest, built.digest,
+            )
+        }
+    }
+}
+
 /**
  * An open realtime session (from `realtime(endpoint)`). [messages] delivers the provider's frames in order and ends
- * when the session closes: normally for 1000/1001, else with the close's [TollgateError] (see [RealtimeClose.error];
+ * when the session closes: normally for 1000, else with the close's [TollgateError] (see [RealtimeClose.error];
  * [closed] then says what happened and whether the app may reconnect). Collect it once. Reading is back-pressured: a
  * slow collector stops the socket's reader (and so, through TCP and the gateway, the provider).
  */

@@ -86,9 +86,11 @@ public class TollgateClient(
      * the upgrade. A refused upgrade throws its typed error (as for any request: an `attestationFailed` whose reason asks
      * for a refresh is retried once, as is `user_token_expired`).
      *
-     * @param protocols the provider's own subprotocols, sent as `Sec-WebSocket-Protocol`.
+     * @param protocols the provider's own subprotocols, sent as `Sec-WebSocket-Protocol`; each must be an RFC 9110 token
+     *   not starting with `tollgate` ([RealtimeUpgrade.checkProtocols]), else [TollgateError.InvalidRequest] before anything is sent.
      */
     public suspend fun realtime(endpoint: String, protocols: List<String> = emptyList(), headers: Map<String, String> = emptyMap()): RealtimeSession {
+        RealtimeUpgrade.checkProtocols(protocols)
         val client = webSockets ?: okhttp3.OkHttpClient()
         val request = TollgateRequest("GET", endpoint, null, emptyList(), headers)
         return exchange(

@@ -32,6 +32,14 @@ public sealed class TollgateError(
     /** The kind name used by the conformance vectors (`unauthorized`, `rateLimited`, …). */
     public abstract val kind: String
 
+    /** The close code when a realtime session ended with this error ([RealtimeClose]), else null. */
+    public var closeCode: Int? = null
+        internal set
+
+    /** True when a realtime session ended with 4503 (`draining`): the app may open a new session at once. */
+    public var mayReconnect: Boolean = false
+        internal set
+
     /** 401: the app token is missing, malformed, unknown, revoked, or the app is disabled. */
     public class Unauthorized(
         message: String = "The app token was refused.",

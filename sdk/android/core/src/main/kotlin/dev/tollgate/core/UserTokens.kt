@@ -35,6 +35,18 @@ public class UserTokens(private val clock: ServerClock = ServerClock()) {
         }
     }
 
+    /**
+     * Caches [token], one the app already holds (restored at start, say), as if the callback had just returned it: it is
+     * sent while fresh, and only a token with a readable `exp` is kept.
+     */
+    public fun prime(token: String) {
+        synchronized(this) {
+            val expiresAt = TokenExpiry.jwsExpMs(token)
+            cached = token.takeIf { expiresAt != null }
+            cachedExpiresAtMs = expiresAt ?: 0
+        }
+    }
+
     /** The token to send: the cached one while fresh, else the callback's (null when no callback or it returns none). */
     public suspend fun current(): String? = obtain(forceRefresh = false)
 
@@ -72,6 +84,7 @@ public class UserTokens(private val clock: ServerClock = ServerClock()) {
     public companion object {
         /** The gateway's reason that makes the client ask the callback once more. */
         public const val EXPIRED: String = "user_token_expired"
-        private const val MARGIN_MS = 60_000L
+        /** A cached token is reused while its `exp` is more than this away (gateway clock). */
+        public const val MARGIN_MS: Long = 60_000L
     }
 }

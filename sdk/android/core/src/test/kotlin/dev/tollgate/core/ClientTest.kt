@@ -262,16 +262,19 @@ class ClientTest {
     @Test
     fun `attestation exchange gets a challenge and trades an artifact for a device token`() = runBlocking {
         route("/v1/attest/challenge") { it.reply(200, """{"challenge":"AAEC","expiresAt":"2025-11-24T16:05:00.000Z"}""") }
+        // The loopback server stamps its real Date, from which the client learns the gateway's clock: the device clock is
+        // fixed at the real time, so that the answer's expiresAt (gateway clock) and expiresIn agree.
+        val now = System.currentTimeMillis()
         route("/v1/attest/android-key-attestation") {
-            it.reply(200, """{"deviceToken":"dt","expiresAt":"2025-11-24T17:00:00.000Z","expiresIn":3600,"deviceId":"d","method":"android-key-attestation"}""")
+            it.reply(200, """{"deviceToken":"dt","expiresAt":"${java.time.Instant.ofEpochMilli(now + 3_600_000)}","expiresIn":3600,"deviceId":"d","method":"android-key-attestation"}""")
         }
-        val api = AttestationApi(baseUrl, appToken, "android/1.2.0", JavaNetHttpTransport(), clock = { 1_764_000_000_000 })
+        val api = AttestationApi(baseUrl, appToken, "android/1.2.0", JavaNetHttpTransport(), clock = { now })
         val challenge = api.challenge()
         assertEquals(listOf<Byte>(0, 1, 2), challenge.bytes().toList())
         assertEquals(1_764_000_300_000, challenge.expiresAtMs)
         val token = api.exchange("android-key-attestation", JsonObject(mapOf("challenge" to JsonPrimitive(challenge.value), "chain" to JsonArray(listOf(JsonPrimitive("MIIB"))))))
         assertEquals("dt", token.token)
-        assertEquals(1_764_003_600_000, token.expiresAtMs)
+        assertEquals(now + 3_600_000, token.expiresAtMs)
         val exchange = seen.last()
         assertEquals("""{"challenge":"AAEC","chain":["MIIB"]}""", exchange[":body"])
         assertEquals(appToken, exchange["tollgate-app-token"])

@@ -34,7 +34,11 @@ class ConformanceTest {
     fun conformance(): List<DynamicNode> {
         val files = directory.listFiles { file -> file.name.endsWith(".json") }?.sortedBy { it.name }
             ?: fail("No conformance folder at $directory")
-        assertTrue(files.map { it.name }.containsAll(listOf("request-building.json", "error-mapping.json", "stream-parsing.json", "client-behaviour.json")), "vector files missing in $directory")
+        val required = listOf(
+            "request-building.json", "error-mapping.json", "stream-parsing.json", "client-behaviour.json",
+            "realtime-close-codes.json", "subprotocols.json", "user-token.json", "me.json",
+        )
+        assertTrue(files.map { it.name }.containsAll(required), "vector files missing in $directory")
         return files.map { file ->
             val document = Json.parseToJsonElement(file.readText()).jsonObject
             assertEquals(1, document["version"]!!.jsonPrimitive.int, "${file.name}: unknown format version")
@@ -50,6 +54,13 @@ class ConformanceTest {
                         "error-mapping" -> errorMapping(vector)
                         "stream-parsing" -> streamParsing(vector)
                         "client-behaviour" -> ClientBehaviourVectors(constants ?: fail("client-behaviour.json has no constants")).run(vector)
+                        "realtime-close-codes" -> ProtocolVectors.realtimeClose(vector)
+                        "subprotocols" -> ProtocolVectors.subprotocols(vector)
+                        "user-token" -> {
+                            assertEquals(constants?.get("userTokenMarginMs")?.jsonPrimitive?.long, UserTokens.MARGIN_MS, "userTokenMarginMs")
+                            ProtocolVectors.userToken(vector)
+                        }
+                        "me" -> ProtocolVectors.me(vector)
                         else -> fail("unknown vector kind \"$kind\" in ${file.name}")
                     }
                 }

@@ -14,7 +14,8 @@ import org.junit.jupiter.api.assertThrows
  * Realtime sessions through a real gateway (protocol.md, "Realtime sessions") against a fake OpenAI Realtime socket
  * (https://platform.openai.com/docs/guides/realtime-websocket) that echoes every frame, and closes with the code and
  * reason the app's first text asks for ("close 4429 token_budget"): the gateway passes a provider's close on with its
- * code, so the client maps exactly what crossed the gateway.
+ * code, so the client maps exactly what crossed the gateway. The gateway's own closes too: 4429 `session_too_long` for
+ * an app whose sessions last at most a second, 4403 `device_revoked` when the harness revokes the device mid-session.
  */
 class RealtimeGatewayE2ETest {
     private val endpoint = "openai/v1/realtime?model=gpt-realtime"
@@ -46,6 +47,40 @@ class RealtimeGatewayE2ETest {
         val error = assertThrows<TollgateError.RateLimited> { runBlocking { withTimeout(10_000) { session.messages.toList() } } }
         assertEquals("token_budget", error.reason)
         assertEquals(4429, session.closed!!.code)
+    }
+
+    @Test
+    fun `the gateway closing a session 4429 at its longest duration is rateLimited with the reason`() = runBlocking {
+        val attestor = GatewayE2E.DevelopmentAttestor("kotlin-e2e-realtime-too-long", GatewayE2E.shortSessionApp.second)
+        val (client, device) = GatewayE2E.client("kotlin-e2e-realtime-too-long", attestor, GatewayE2E.shortSessionApp)
+        val session = client.realtime(endpoint)
+        // The gateway's sweep (once a second) closes a session older than the app's maxSessionSeconds (1).
+        val error = assertThrows<TollgateError.RateLimited> { runBlocking { withTimeout(15_000) { session.messages.toList() } } }
+        assertEquals("session_too_long", error.reason)
+        assertEquals(4429, error.closeCode)
+        assertEquals(4429, session.closed!!.code)
+        assertTrue(!error.mayReconnect)
+        assertEquals(1, attestor.exchanges)
+        assertTrue(!device.isRevoked)
+    }
+
+    @Test
+    fun `the gateway closing 4403 device_revoked stops the device without a new key`() = runBlocking {
+        val deviceId = "kotlin-e2e-realtime-revoked"
+        val attestor = GatewayE2E.DevelopmentAttestor(deviceId)
+        val (client, device) = GatewayE2E.client(deviceId, attestor)
+        val session = client.realtime(endpoint)
+        assertTrue(session.send("""{"type":"session.update"}"""))
+        withTimeout(10_000) { session.messages.take(1).toList() }
+        GatewayE2E.revoke(deviceId)
+        val error = assertThrows<TollgateError.AttestationFailed> { runBlocking { withTimeout(15_000) { session.messages.toList() } } }
+        assertEquals("device_revoked", error.reason)
+        assertEquals(4403, error.closeCode)
+        assertTrue(device.isRevoked, "the device session stopped")
+        // Nothing more is attested: the next session is refused by the SDK itself, with the same reason.
+        val again = assertThrows<TollgateError.AttestationFailed> { runBlocking { client.realtime(endpoint) } }
+        assertEquals("device_revoked", again.reason)
+        assertEquals(1, attestor.exchanges)
     }
 
     @Test

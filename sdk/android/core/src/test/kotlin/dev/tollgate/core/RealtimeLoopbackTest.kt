@@ -200,7 +200,9 @@ class RealtimeLoopbackTest {
         for ((code, kind) in expected) assertEquals(kind, RealtimeClose(code, "some_reason").error()!!.kind, "$code")
         assertEquals("some_reason", RealtimeClose(4504, "some_reason").error()!!.reason)
         assertNull(RealtimeClose(1000, "").error())
-        assertEquals("providerError", RealtimeClose(1011, "server error").error()!!.kind)
+        assertEquals("networkError", RealtimeClose(1011, "server error").error()!!.kind)
+        assertEquals("providerError", RealtimeClose(1008, "invalid_api_key").error()!!.kind)
+        assertEquals(4429, RealtimeClose(4429, "token_budget").error()!!.closeCode)
     }
 
     @Test

@@ -24,8 +24,8 @@ class MainActivity : Activity() {
         val output = TextView(this).also { setContentView(it) }
         scope.launch {
             try {
-                val requests = Tollgate.me().limit("requests")
-                if (requests?.remaining != null) output.append("${requests.remaining?.toLong()} requests left this ${requests.window}\n\n")
+                val requests = Tollgate.me().limit("device-requests-day")
+                if (requests != null) output.append("${requests.remaining.toLong()} requests left today\n\n")
                 val body = ChatRequest(ChatApi.OPENAI, model = "gpt-4o-mini").user("Count to 5.").stream().body()
                 Tollgate.stream("POST", "openai/v1/chat/completions", body).textDeltas(ChatApi.OPENAI).collect { output.append(it) }
 
