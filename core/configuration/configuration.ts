@@ -60,7 +60,7 @@ export interface Configuration {
   readonly requestLogRetentionDays: number;
   /**
    * `TOLLGATE_DEFAULT_PRICES`, default true: spend is estimated from the dated default price table
-   * (core/storage/default-prices.ts) where the operator set no price; false: from the operator's prices only.
+   * (the provider manifests' `prices`) where the operator set no price; false: from the operator's prices only.
    */
   readonly defaultPrices: boolean;
   /** `TOLLGATE_PUBLIC_URL`: the gateway's address as apps reach it (generated code embeds it). Default: the listen address. */

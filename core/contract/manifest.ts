@@ -284,6 +284,16 @@ export interface KeyCheck {
  *   capabilities: ['chat'], streaming: ['sse'],
  * };
  */
+/** A provider's published prices (see {@link ProviderManifest.prices}). */
+export interface ProviderPrices {
+  /** The provider's price page. */
+  readonly source: string;
+  /** `YYYY-MM-DD`: the day the page was read. */
+  readonly asOf: string;
+  /** [model id, USD per million input tokens, USD per million output tokens], the standard rate. */
+  readonly models: ReadonlyArray<readonly [model: string, inputUsdPerMillion: number, outputUsdPerMillion: number]>;
+}
+
 export interface ProviderManifest {
   /** Must equal {@link PLUGIN_CONTRACT_VERSION}. */
   readonly contractVersion: number;
@@ -355,6 +365,11 @@ export interface ProviderManifest {
   readonly keyCheck?: KeyCheck;
   /** Where request bodies name the model, output limit and streaming, per route (see {@link RequestBodyFields}). */
   readonly requestFields?: readonly RequestBodyFields[];
+  /**
+   * The provider's published prices of its common models, read from its price page on `asOf`: spend is estimated from
+   * them where the operator set no price of their own (core/storage/default-prices.ts). Absent: none.
+   */
+  readonly prices?: ProviderPrices;
   /** WebSocket routes the gateway relays as realtime sessions (see {@link RealtimeRoute}); absent: none. */
   readonly realtime?: readonly RealtimeRoute[];
   /** Routes that mint a provider credential for the device, closed by default (see {@link CredentialRoute}). */

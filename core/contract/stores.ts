@@ -63,7 +63,7 @@ export interface RateLimitStore {
     slot: SlotRequest,
   ): Promise<{ results: RateLimitRuleResult[]; acquired: boolean | undefined }>;
   /**
-   * Token budgets (issue 20): adds `amount` to the counter under `key` and keeps it for `ttlMs` from now; returns the new
+   * Token budgets: adds `amount` to the counter under `key` and keeps it for `ttlMs` from now; returns the new
    * total. Keys carry the day they count (core/pipeline/token-budget.ts), so a counter never needs resetting.
    */
   spend(key: string, amount: number, ttlMs: number): number | Promise<number>;

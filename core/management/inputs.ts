@@ -259,7 +259,7 @@ export class RotateTokenInput {
   @IsOptional() @IsInt() @Min(0) @Max(8760) graceHours?: number;
 }
 
-/** The body of `PUT /v1/admin/prices`: one model's price, USD per million tokens (issue 20). */
+/** The body of `PUT /v1/admin/prices`: one model's price, USD per million tokens. */
 export class SetPriceInput {
   @IsString() @Matches(SLUG, { message: 'provider must be a provider slug' }) provider!: string;
   @IsString() @Length(1, 200) @Matches(PRINTABLE, { message: 'model must not contain control characters' })
@@ -409,7 +409,7 @@ function validationError(details: Record<string, string[]>): TollgateError {
 
 /**
  * Validates `plain` against `type`, refusing unknown fields, inherited and prototype names, and anything but plain
- * JSON values, so that every bad input is a typed `validation` error, never a crash (issue 16).
+ * JSON values, so that every bad input is a typed `validation` error, never a crash.
  *
  * @throws TollgateError `TG_ERR_VALIDATION` with `details` naming each failing field.
  */

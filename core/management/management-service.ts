@@ -16,7 +16,7 @@ import type { SecretCipher } from '../storage/encryption';
 import { secretAssociatedData } from '../storage/cached-directory';
 import { databaseUnavailable, isDatabaseUnavailable } from '../storage/database-errors';
 import { IdempotencyStore, outcomeUnknown } from './idempotency';
-import { DEFAULT_PRICES, DEFAULT_PRICE_SOURCES, type DefaultPrice } from '../storage/default-prices';
+import { defaultPriceSources, defaultPrices, type DefaultPrice, type DefaultPriceSource } from '../storage/default-prices';
 import { FULL_GRANT, normalizeScopes, requireWithin, type AdminGrant, type AdminScope } from './admin-scopes';
 import {
   AppRepository,
@@ -678,18 +678,24 @@ export class ManagementService {
    * The dated default price table (core/storage/default-prices.ts): each row with the date its provider's page was read
    * and the page, and whether an operator's price overrides it. `enabled` false: spend uses the operator's prices only.
    */
-  async listDefaultPrices(): Promise<{ enabled: boolean; sources: typeof DEFAULT_PRICE_SOURCES; prices: Array<DefaultPrice & { overridden: boolean }> }> {
+  async listDefaultPrices(): Promise<{ enabled: boolean; sources: Record<string, DefaultPriceSource>; prices: Array<DefaultPrice & { overridden: boolean }> }> {
     const own = priceFinder(await new PriceRepository(this.database).list());
     return {
       enabled: this.options.defaultPrices !== false,
-      sources: DEFAULT_PRICE_SOURCES,
-      prices: DEFAULT_PRICES.map((price) => ({ ...price, overridden: own(price.provider, price.model) !== undefined })),
+      sources: defaultPriceSources(this.registry.list().map((provider) => provider.manifest)),
+      prices: this.defaultPriceTable().map((price) => ({ ...price, overridden: own(price.provider, price.model) !== undefined })),
     };
+  }
+
+  /** The providers' published prices (their manifests' `prices`), read once. */
+  private defaultPriceRows: readonly DefaultPrice[] | undefined;
+  private defaultPriceTable(): readonly DefaultPrice[] {
+    return (this.defaultPriceRows ??= defaultPrices(this.registry.list().map((provider) => provider.manifest)));
   }
 
   /** The usage repository, with the default price table unless the operator turned it off. */
   private usageRepository(): UsageRepository {
-    return new UsageRepository(this.database, this.options.defaultPrices === false ? [] : DEFAULT_PRICES);
+    return new UsageRepository(this.database, this.options.defaultPrices === false ? [] : this.defaultPriceTable());
   }
 
   /** Sets one model's price; the usage summary's spend uses it at once, for past events too. */

@@ -7,7 +7,7 @@
  * has reached the old generation, each dead table keeps the next one, and every request in it, alive through the
  * young-generation collections until a full collection: whole requests were copied and promoted, and a gateway that
  * fell into that state (after an idle minute, or from one install path and not another) spent 20-40% more CPU per
- * request (docs/benchmarks.md, seventh session). An array grows or shrinks in place and points nowhere else.
+ * request (docs/benchmarks.md). An array grows or shrinks in place and points nowhere else.
  */
 export interface InFlightMember {
   /** The member's place in its list; -1 when it is in none. */

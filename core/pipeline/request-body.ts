@@ -99,7 +99,7 @@ export function joinChunks(chunks: readonly Buffer[]): Buffer {
  * length in `outcome.bytesIn`, so that `forward` sends the same bytes), or with the error (a 413 `GatewayError` past
  * `limit` bytes, before reading when `Content-Length` says so; the request's own error when the client went away).
  * The callback form is `forward`'s, on the hot path: no promise, no `once` wrappers and no microtask hops per request
- * (docs/benchmarks.md, tenth session). The error listener stays after the end, so that a late error finds one.
+ * (docs/benchmarks.md). The error listener stays after the end, so that a late error finds one.
  */
 export function readRequestBodyThen(context: ProxyContext, limit: number, done: (error: Error | undefined, body?: Buffer) => void): void {
   if (context.requestBody) return done(undefined, context.requestBody);

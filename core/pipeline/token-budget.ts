@@ -1,5 +1,5 @@
 /**
- * Token budgets (issue 20): per device, per app and per provider, in tokens per fixed UTC day and per fixed UTC minute.
+ * Token budgets: per device, per app and per provider, in tokens per fixed UTC day and per fixed UTC minute.
  *
  * - Proxied requests are admitted by reservation (token-reservation.ts, from `limitRate`): an estimate is reserved when
  *   the request is admitted and settled to the reported usage, in the windows the request started in. Refusals are

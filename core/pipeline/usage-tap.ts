@@ -1,5 +1,5 @@
 /**
- * The usage tap: reads token usage from a provider's answer as it passes to the client (issue 20).
+ * The usage tap: reads token usage from a provider's answer as it passes to the client.
  *
  * It only observes: `forward` writes each chunk to the client first and hands the same chunk to {@link UsageTap.observe}
  * afterwards, so the tap can neither delay nor change what the client receives. Memory is bounded: a JSON body is kept
@@ -244,7 +244,7 @@ export class UsageTap {
    * every size: a 237 KB embeddings answer took 0.43 ms that way and 1.41 ms parsed whole; for the benchmark's 0.9 KB
    * chat answer, in the loaded gateway, the tap's work went from 5.0 to 4.0 µs and 2.5 KB less was allocated per
    * request: the answer's content is no longer copied into a string, nor turned into objects only the collector reads
-   * again (docs/benchmarks.md, fourteenth session).
+   * again (docs/benchmarks.md).
    */
   private readJsonBody(body: Buffer): void {
     const members = this.extractor.members;

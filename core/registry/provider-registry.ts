@@ -19,7 +19,7 @@ import { DEFAULT_CREDENTIAL_QUERY_PARAMETERS, OVERRIDE_QUERY_PARAMETERS } from '
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,39}$/;
 /**
  * A version name (protocol.md, "Addresses": `v[0-9]…`, or a name the provider declares). Declared names may also be a
- * lower-case word, for an SDK that writes its own first path segment (groq-sdk's `openai/v1/…`, @google/genai's
+ * lower-case word, for an SDK that writes its own first path segment (groq-sdk's compatibility prefix, @google/genai's
  * `upload/v1beta/files`): that segment is then a declared version mapped to the same upstream prefix.
  */
 export const VERSION_PATTERN = /^[a-z][a-z0-9.-]{0,15}$/;
@@ -122,6 +122,14 @@ export function validateManifest(manifest: ProviderManifest, origin = 'built-in'
   for (const name of [...(channels.headers ?? []), ...(channels.headerPrefixes ?? [])]) if (!/^[A-Za-z0-9-]+$/.test(name)) fail(slug, `clientCredentials header "${name}" is not a header name`);
   for (const name of [...(channels.queryParameters ?? []), ...(channels.queryParameterPrefixes ?? [])]) if (!/^[A-Za-z0-9_.-]+$/.test(name)) fail(slug, `clientCredentials query parameter "${name}" is not a parameter name`);
   if (manifest.tenant && manifest.tenant.allowedHosts.length === 0) fail(slug, 'tenant.allowedHosts must name at least one host pattern');
+  if (manifest.prices !== undefined) {
+    const prices = manifest.prices;
+    if (typeof prices.source !== 'string' || !prices.source.startsWith('https://')) fail(slug, 'prices.source must cite the price page (https://…)');
+    if (typeof prices.asOf !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(prices.asOf)) fail(slug, 'prices.asOf must be the day the page was read (YYYY-MM-DD)');
+    for (const row of prices.models ?? []) {
+      if (!Array.isArray(row) || typeof row[0] !== 'string' || !(row[1] >= 0) || !(row[2] >= 0)) fail(slug, `prices row ${JSON.stringify(row)} must be [model, input USD per million, output USD per million]`);
+    }
+  }
   for (const fields of manifest.requestFields ?? []) {
     const problem = routePatternProblem(fields?.path);
     if (problem) fail(slug, `requestFields route "${String(fields?.path)}" ${problem}`);

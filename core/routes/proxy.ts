@@ -144,7 +144,7 @@ export function createProxyHandler(dependencies: ProxyRouteDependencies): ProxyH
 
   // Finished exchanges are reported together once the current turn of the event loop has run (setImmediate): under
   // load several requests finish in each turn, and their observers (the usage event) and access lines cost less run
-  // back to back than each in its own turn between two requests' network work (docs/benchmarks.md, tenth session). The
+  // back to back than each in its own turn between two requests' network work (docs/benchmarks.md). The
   // turn ends before a client can read anything more, so a report comes as soon as it did. A report never throws
   // (observer failures go to onObserverError), so one exchange cannot keep the others of its batch unreported.
   let finished: ProxyExchange[] = [];

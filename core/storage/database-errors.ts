@@ -1,6 +1,6 @@
 /**
  * Telling "the gateway's own database cannot answer right now" apart from a fault of the gateway: the first is refused
- * with `serviceUnavailable` (503, `Retry-After`, reason `database_unavailable`), never a generic 500 (issue 17).
+ * with `serviceUnavailable` (503, `Retry-After`, reason `database_unavailable`), never a generic 500.
  */
 import { GatewayError } from '../contract';
 

@@ -35,7 +35,7 @@ export function openDatabase(configuration: Configuration, log?: DatabaseLog): K
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const pg = require('pg') as typeof import('pg');
     pg.types.setTypeParser(20, (value: string) => Number(value));
-    // Every wait is bounded (issue 17): a connection within TOLLGATE_DATABASE_ACQUIRE_TIMEOUT_MS (from the pool or a new
+    // Every wait is bounded: a connection within TOLLGATE_DATABASE_ACQUIRE_TIMEOUT_MS (from the pool or a new
     // one), a statement within TOLLGATE_DATABASE_QUERY_TIMEOUT_MS, enforced by the server (statement_timeout) and by the
     // client (query_timeout), so a frozen or unreachable server fails the request fast instead of holding it.
     const queryTimeout = configuration.databaseQueryTimeoutMs > 0 ? configuration.databaseQueryTimeoutMs : undefined;

@@ -188,7 +188,7 @@ const tokenGraceAndRequestLog: Migration = {
 };
 
 /**
- * Token usage per event (issue 20): what the provider reported, read by the usage tap; null when unknown (the provider
+ * Token usage per event: what the provider reported, read by the usage tap; null when unknown (the provider
  * has no extractor, or the answer could not be read). The model is the one the answer named, else the request's. And
  * the operator's price table, from which the usage summary estimates spend.
  */
@@ -221,7 +221,7 @@ const usageTokens: Migration = {
 };
 
 /**
- * "Last used" per provider key (issue 19): the time of the last request forwarded with the app's key for that provider,
+ * "Last used" per provider key: the time of the last request forwarded with the app's key for that provider,
  * written by the usage recorder with each batch (one UPDATE per app and provider in the batch, never on the request
  * path), so that it outlives the request log's retention. Null: not used since it was set.
  */

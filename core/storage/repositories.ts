@@ -4,7 +4,7 @@
  */
 import type { Knex } from 'knex';
 import { DEFAULT_APP_SETTINGS, type AppSettings } from '../contract';
-import { DEFAULT_PRICES, OPERATOR_PRICE, type DefaultPrice } from './default-prices';
+import { OPERATOR_PRICE, type DefaultPrice } from './default-prices';
 import { parseScopes, type AdminScope } from '../management/admin-scopes';
 
 export interface AppRow {
@@ -576,7 +576,7 @@ export class UsageRepository {
   /** `defaultPrices`: the table spend falls back on where the operator set no price (empty: operator prices only). */
   constructor(
     private readonly database: Knex,
-    private readonly defaultPrices: readonly DefaultPrice[] = DEFAULT_PRICES,
+    private readonly defaultPrices: readonly DefaultPrice[] = [],
   ) {}
 
   /** Finds the price of a provider's model: the operator's own first, else the default table's (see {@link priceBook}). */

@@ -2,11 +2,11 @@
  * Usage events, recorded off the hot path: the request handler appends to an in-memory buffer, written a batch at a time
  * `flushIntervalMs` (the gateway's: 100 ms) after the first event of the batch. Short-lived on purpose: an event held for
  * a second, as the first versions did, outlives several of V8's young-generation collections at load, is copied and
- * promoted to the old generation, and the collector's work grew by 3-4 KB per request (docs/benchmarks.md, seventh
- * session); written every 20 ms, small batches cost SQLite almost one page write per event (thirteenth session).
+ * promoted to the old generation, and the collector's work grew by 3-4 KB per request (docs/benchmarks.md); written
+ * every 20 ms, small batches cost SQLite almost one page write per event.
  * Nothing runs while no event waits: the timer is set by the first event of a batch, not kept ticking.
  *
- * Survives database outages (issue 17): a batch that cannot be written stays at the head of the buffer and is retried
+ * Survives database outages: a batch that cannot be written stays at the head of the buffer and is retried
  * with exponential back-off (from `retryBaseMs` up to `maxBackoffMs`), so no event is lost while the outage lasts
  * less than the buffer takes to fill, and none is stored twice when a failure came after the commit (the inserts skip
  * stored events). Bounded: at most `maxBuffered` events wait; only when the buffer is full is the

@@ -2,7 +2,7 @@
  * Shared building blocks for provider manifests. Most providers speak OpenAI's wire format; for them a manifest is a
  * call to {@link openAiCompatible} with the provider's own facts.
  */
-import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute, type Capability, type KeyCheck, type ProviderManifest, type RequestBodyFields, type RoutePolicy, type StreamFormat } from '../../core/contract';
+import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute, type Capability, type KeyCheck, type ProviderManifest, type ProviderPrices, type RequestBodyFields, type RoutePolicy, type StreamFormat } from '../../core/contract';
 import { OPENAI_USAGE } from './usage';
 import { OPENAI_REQUEST_FIELDS } from './request-fields';
 
@@ -83,6 +83,8 @@ export interface OpenAiCompatibleOptions {
   keyCheck?: KeyCheck;
   /** Where request bodies name the model and output limit; default: OpenAI's shapes (request-fields.ts). */
   requestFields?: readonly RequestBodyFields[];
+  /** Published prices (see `ProviderManifest.prices`). */
+  prices?: ProviderPrices;
 }
 
 /** A manifest for an OpenAI-compatible provider: Bearer auth, OpenAI SSE streaming, the OpenAI route allow-list. */
@@ -102,6 +104,7 @@ export function openAiCompatible(options: OpenAiCompatibleOptions): ProviderMani
     examples: openAiExamples(options.exampleModel ?? 'MODEL_NAME', options.capabilities ?? ['chat']),
     usage: OPENAI_USAGE,
     requestFields: options.requestFields ?? OPENAI_REQUEST_FIELDS,
+    ...(options.prices ? { prices: options.prices } : {}),
     ...(options.keyCheck ? { keyCheck: options.keyCheck } : {}),
   });
 }

@@ -4,11 +4,14 @@
  * `content_block_delta`, `ping`, `message_stop`).
  */
 import { ANTHROPIC_USAGE } from '../_shared';
+import { ANTHROPIC_PRICES } from '../_shared/prices';
 import { PLUGIN_CONTRACT_VERSION, defineProvider } from '../../core/contract';
 
 export const manifest = defineProvider({
   contractVersion: PLUGIN_CONTRACT_VERSION,
   slug: 'anthropic',
+  // Published prices, read from the provider's price page (providers/_shared/prices.ts).
+  prices: ANTHROPIC_PRICES,
   name: 'Anthropic',
   baseUrl: 'https://api.anthropic.com',
   versions: { v1: '/v1' },

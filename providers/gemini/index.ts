@@ -11,6 +11,7 @@
  * documented per-call form, `httpOptions: { baseUrl: '<gateway>/v1/proxy/gemini/v1-root' }`, kept).
  */
 import { GEMINI_LIVE_USAGE, GEMINI_USAGE } from '../_shared';
+import { GEMINI_PRICES } from '../_shared/prices';
 import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute } from '../../core/contract';
 
 /**
@@ -33,6 +34,8 @@ const ACCOUNT: AccountRoute[] = [
 export const manifest = defineProvider({
   contractVersion: PLUGIN_CONTRACT_VERSION,
   slug: 'gemini',
+  // Published prices, read from the provider's price page (providers/_shared/prices.ts).
+  prices: GEMINI_PRICES,
   name: 'Google Gemini',
   baseUrl: 'https://generativelanguage.googleapis.com',
   versions: { v1beta: '/v1beta', v1: '/v1', v1alpha: '/v1alpha', upload: '/upload', 'v1-root': '' },

@@ -12,6 +12,7 @@
  * fields (output limit, model policy) are declared for each form.
  */
 import { OPENAI_COMPATIBLE_ROUTES, openAiCompatible } from '../_shared';
+import { GROQ_PRICES } from '../_shared/prices';
 import { OPENAI_REQUEST_FIELDS } from '../_shared/request-fields';
 
 /** Each route as seen below `v1`, `openai` and `v1-root`. */
@@ -19,6 +20,8 @@ const under = (prefixes: readonly string[] | undefined) => (prefixes ?? []).flat
 
 export const manifest = openAiCompatible({
   slug: 'groq',
+  // Published prices, read from the provider's price page (providers/_shared/prices.ts).
+  prices: GROQ_PRICES,
   name: 'Groq',
   baseUrl: 'https://api.groq.com',
   versions: { v1: '/openai/v1', openai: '/openai', 'v1-root': '' },

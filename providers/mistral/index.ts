@@ -1,5 +1,6 @@
 /** Mistral AI (https://docs.mistral.ai/api/): OpenAI-compatible, Bearer, OpenAI SSE; also FIM and embeddings. */
 import { openAiCompatible, openAiRequestFields, OPENAI_COMPATIBLE_ROUTES, OPENAI_DEFAULT_OUTPUT_TOKENS } from '../_shared';
+import { MISTRAL_PRICES } from '../_shared/prices';
 import type { AccountRoute } from '../../core/contract';
 
 /**
@@ -18,6 +19,8 @@ const ACCOUNT: AccountRoute[] = [
 
 export const manifest = openAiCompatible({
   slug: 'mistral',
+  // Published prices, read from the provider's price page (providers/_shared/prices.ts).
+  prices: MISTRAL_PRICES,
   name: 'Mistral AI',
   baseUrl: 'https://api.mistral.ai',
   capabilities: ['chat', 'embeddings'],

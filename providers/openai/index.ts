@@ -4,9 +4,12 @@
  */
 import { defineProvider } from '../../core/contract';
 import { openAiCompatible, OPENAI_ACCOUNT_ROUTES, OPENAI_COMPATIBLE_ROUTES, OPENAI_REALTIME_USAGE } from '../_shared';
+import { OPENAI_PRICES } from '../_shared/prices';
 
 const base = openAiCompatible({
   slug: 'openai',
+  // Published prices, read from the provider's price page (providers/_shared/prices.ts).
+  prices: OPENAI_PRICES,
   name: 'OpenAI',
   baseUrl: 'https://api.openai.com',
   capabilities: ['chat', 'embeddings', 'image', 'tts', 'stt', 'translation'],

@@ -5,7 +5,7 @@
  * defaults are listed with each provider's price page; `TOLLGATE_DEFAULT_PRICES=false` estimates from operator prices only.
  */
 import { expect } from 'chai';
-import { DEFAULT_PRICES, DEFAULT_PRICE_SOURCES } from '../../core/storage/default-prices';
+import { DEFAULT_PRICES, DEFAULT_PRICE_SOURCES } from '../../providers/_shared/prices';
 import { FakeUpstream, type Responder } from '../support/fake-upstream';
 import { TestGateway, type Provisioned } from '../support/gateway';
 

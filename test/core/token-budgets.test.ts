@@ -12,7 +12,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { DEFAULT_APP_SETTINGS } from '../../core/contract';
 import { budgetsFor, secondsToNextUtcMinute, secondsToUtcMidnight } from '../../core/pipeline/token-budget';
-import { DEFAULT_PRICE_SOURCES } from '../../core/storage/default-prices';
+import { DEFAULT_PRICE_SOURCES } from '../../providers/_shared/prices';
 import { FakeUpstream, sseEvents, type Responder } from '../support/fake-upstream';
 import { TestGateway, type Provisioned } from '../support/gateway';
 

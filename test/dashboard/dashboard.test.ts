@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { AuditRepository, DeviceRepository } from '../../core/storage/repositories';
-import { DEFAULT_PRICES } from '../../core/storage/default-prices';
+import { DEFAULT_PRICES } from '../../providers/_shared/prices';
 import { FakeUpstream, respondJson } from '../support/fake-upstream';
 import { TestGateway } from '../support/gateway';
 

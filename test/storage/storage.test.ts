@@ -13,7 +13,7 @@ import { createGatewayCore } from '../../core/server/gateway';
 import { CachedDirectory } from '../../core/storage/cached-directory';
 import { AuditRepository, DeviceRepository, UsageRepository, bumpChangeSequence, readChangeSequence } from '../../core/storage/repositories';
 import { UsageRecorder } from '../../core/storage/usage-recorder';
-import { DEFAULT_PRICES, DEFAULT_PRICE_SOURCES } from '../../core/storage/default-prices';
+import { DEFAULT_PRICES, DEFAULT_PRICE_SOURCES } from '../../providers/_shared/prices';
 import { hashToken } from '../../core/security/tokens';
 import { requireService, startPostgres, type RunningPostgres } from '../support/services';
 
@@ -402,7 +402,7 @@ for (const engine of ENGINES) {
       const asOf = DEFAULT_PRICE_SOURCES.openai!.asOf;
       const row = DEFAULT_PRICES.find((price) => price.provider === 'openai' && price.model === 'gpt-4o-mini')!;
       expect(row).to.include({ priceAsOf: asOf, source: DEFAULT_PRICE_SOURCES.openai!.url });
-      const repository = new UsageRepository(core.database);
+      const repository = new UsageRepository(core.database, DEFAULT_PRICES);
       const byDefault = (await repository.summary(app.id, start, start + 60_000)).spend!;
       expect(byDefault.totalUsd).to.be.closeTo(3 * row.inputUsdPerMillion + row.outputUsdPerMillion, 1e-9);
       expect(byDefault.unpricedTokens).to.equal(1000);

@@ -1,5 +1,5 @@
 /**
- * App Attest policy checks the route tests could not reach (issue 16, "The suite's own holes"), on the verifier itself
+ * App Attest policy checks the route tests could not reach, on the verifier itself
  * with a test root standing in for Apple's and the gateway's real device-key store:
  * - in production, a key of Xcode's development environment is refused even when the app allows development keys
  *   (production ignores the test root, so only a direct call can reach this check);

@@ -3,7 +3,7 @@ import XCTest
 @testable import TollgateSDK
 
 /// ``TollgateDeviceSession`` against a scripted gateway (``ClientTests/ScriptedTransport``) and a scripted key
-/// attestor: what crosses the wire, which keys are generated, and the revocation rule (issue 13: never a new key after
+/// attestor: what crosses the wire, which keys are generated, and the revocation rule (a review: never a new key after
 /// `device_revoked`).
 final class SessionTests: XCTestCase {
     typealias Transport = ClientTests.ScriptedTransport
