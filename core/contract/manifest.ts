@@ -284,6 +284,21 @@ export interface KeyCheck {
  *   capabilities: ['chat'], streaming: ['sse'],
  * };
  */
+/** The platforms of the client SDKs. */
+export type SdkPlatform = 'ios' | 'android' | 'flutter' | 'react-native';
+
+/** What an SDK-hook example is written for: the provider's gateway base (`slug/version`), a model, the gateway address. */
+export interface SdkHookExampleInput {
+  readonly base: string;
+  readonly model: string;
+  readonly gatewayUrl: string;
+  /** The gateway address in parts (scheme, host, port, path prefix), for SDKs configured that way. */
+  readonly host: string;
+  readonly port: number;
+  readonly scheme: string;
+  readonly prefix: string;
+}
+
 /** A provider's published prices (see {@link ProviderManifest.prices}). */
 export interface ProviderPrices {
   /** The provider's price page. */
@@ -370,6 +385,11 @@ export interface ProviderManifest {
    * them where the operator set no price of their own (core/storage/default-prices.ts). Absent: none.
    */
   readonly prices?: ProviderPrices;
+  /**
+   * Integration code: the provider's own client library on a platform, its HTTP layer given to the Tollgate SDK's hook
+   * (core/integration/sdk-features.ts). Absent: the hook is shown on its own, with this provider's gateway address.
+   */
+  readonly sdkHookExample?: (platform: SdkPlatform, input: SdkHookExampleInput) => string;
   /** WebSocket routes the gateway relays as realtime sessions (see {@link RealtimeRoute}); absent: none. */
   readonly realtime?: readonly RealtimeRoute[];
   /** Routes that mint a provider credential for the device, closed by default (see {@link CredentialRoute}). */

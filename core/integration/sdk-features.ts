@@ -6,9 +6,10 @@
  * sdk/react-native/src; test/sdk/generated-code.test.ts holds the snippets against those sources). Endpoints come from
  * the chosen provider's manifest (its first realtime route, its first version), so no provider is named here.
  */
-import type { ProviderManifest } from '../contract';
+import type { ProviderManifest, SdkPlatform } from '../contract';
 
 export type FeatureId = 'realtime' | 'signed-in-user' | 'me' | 'provider-sdk';
+type PlatformFeatureId = Exclude<FeatureId, 'provider-sdk'>;
 
 export interface IntegrationFeature {
   readonly id: FeatureId;
@@ -18,8 +19,8 @@ export interface IntegrationFeature {
   readonly content: string;
 }
 
-type FeatureProvider = Pick<ProviderManifest, 'slug' | 'name' | 'versions' | 'examples' | 'realtime'>;
-type Platform = 'ios' | 'android' | 'flutter' | 'react-native';
+type FeatureProvider = Pick<ProviderManifest, 'slug' | 'name' | 'versions' | 'examples' | 'realtime' | 'sdkHookExample'>;
+type Platform = SdkPlatform;
 
 /** The provider's realtime endpoint (`slug/version/path`, `{name}` segments as NAME placeholders), its doc, or none. */
 function realtimeEndpoint(provider: FeatureProvider): { endpoint: string; doc: string; declared: boolean } {
@@ -46,8 +47,7 @@ const modelOf = (provider: FeatureProvider): string => {
   return typeof model === 'string' ? model : 'MODEL_FROM_PROVIDER_DOCS';
 };
 
-function swift(gatewayUrl: string, realtime: string, base: string): Record<FeatureId, string> {
-  const { host, port, scheme, prefix } = hostParts(gatewayUrl);
+function swift(realtime: string): Record<PlatformFeatureId, string> {
   return {
     realtime:
       `import Foundation\nimport TollgateSDK\n\n// handle(_:) and play(_:) are yours; firstEvent is the provider's JSON event that starts the exchange.\nfunc openRealtimeSession(firstEvent: String) async {\n    do {\n` +
@@ -62,16 +62,11 @@ function swift(gatewayUrl: string, realtime: string, base: string): Record<Featu
     me:
       `import TollgateSDK\n\n// GET /v1/me: every limit and budget of this device (and user) with what remains. Counts against nothing.\nfunc showWhatIsLeft() async {\n    do {\n        let me = try await Tollgate.shared.me()\n` +
       `        for limit in me.limits {\n            print("\\(limit.scope ?? "") \\(limit.name): \\(Int(limit.remaining)) of \\(Int(limit.limit)) left")\n        }\n    } catch {\n        print("Tollgate: \\(error)")\n    }\n}`,
-    'provider-sdk':
-      `import Foundation\nimport OpenAI          // MacPaw's OpenAI Swift package (https://github.com/MacPaw/OpenAI)\nimport TollgateSDK\n\n` +
-      `// Requests to {gateway}/v1/proxy/ go through Tollgate (tokens, refresh, resend); the SDK's placeholder key is dropped.\n` +
-      `let session = URLSession(configuration: TollgateURLProtocol.configuration(client: Tollgate.shared, gatewayURL: "${gatewayUrl}"))\n` +
-      `let openAI = OpenAI(configuration: OpenAI.Configuration(token: "unused", host: "${host}", port: ${port}, scheme: "${scheme}", basePath: "${prefix}/v1/proxy/${base}"),\n                    session: session)\n` +
-      `// A gateway refusal fails the SDK's call with the TollgateError: (error as? TollgateError)?.reason`,
+
   };
 }
 
-function kotlin(provider: FeatureProvider, realtime: string, base: string): Record<FeatureId, string> {
+function kotlin(realtime: string): Record<PlatformFeatureId, string> {
   const d = '$';
   return {
     realtime:
@@ -88,16 +83,11 @@ function kotlin(provider: FeatureProvider, realtime: string, base: string): Reco
     me:
       `import dev.tollgate.Tollgate\n\n// GET /v1/me: every limit and budget of this device (and user) with what remains. log(…) is yours.\nsuspend fun showWhatIsLeft() {\n    val me = Tollgate.me()\n` +
       `    for (limit in me.limits) log("${d}{limit.scope} ${d}{limit.name}: ${d}{limit.remaining} of ${d}{limit.limit} left")\n}`,
-    'provider-sdk':
-      `import com.openai.client.okhttp.OpenAIOkHttpClient\nimport com.openai.models.chat.completions.ChatCompletionCreateParams\nimport dev.tollgate.Tollgate\n\n` +
-      `// openai-java (com.openai:openai-java): its OkHttp client carries Tollgate's interceptor (tokens, refresh, resend);\n// the placeholder key is dropped, the gateway adds the real one.\n` +
-      `val openai = OpenAIOkHttpClient.builder()\n    .baseUrl(Tollgate.providerBaseUrl("${base}"))\n    .apiKey("unused")\n    .okHttpClient(Tollgate.okHttpClient())\n    .build()\n` +
-      `// An OkHttpClient of your own (Retrofit, Ktor): OkHttpClient.Builder().addInterceptor(Tollgate.interceptor()).build()\n\n` +
-      `fun ask(): String? {\n    val params = ChatCompletionCreateParams.builder().model("${modelOf(provider)}").addUserMessage("Hello!").build()\n    return openai.chat().completions().create(params).choices().firstOrNull()?.message()?.content()?.orElse(null)\n}`,
+
   };
 }
 
-function dart(realtime: string, base: string): Record<FeatureId, string> {
+function dart(realtime: string): Record<PlatformFeatureId, string> {
   return {
     realtime:
       `import 'package:tollgate/tollgate.dart';\n\n// handleEvent(…) and play(…) are yours; firstEvent is the provider's JSON event that starts the exchange.\nFuture<void> openRealtimeSession(String firstEvent) async {\n  final RealtimeSession session;\n  try {\n` +
@@ -112,14 +102,11 @@ function dart(realtime: string, base: string): Record<FeatureId, string> {
     me:
       `import 'package:tollgate/tollgate.dart';\n\n// GET /v1/me: every limit and budget of this device (and user) with what remains. Counts against nothing.\nFuture<void> showWhatIsLeft() async {\n  final me = await Tollgate.me();\n` +
       `  for (final limit in me.limits) {\n    print('\${limit.scope} \${limit.name}: \${limit.remaining} of \${limit.limit} left');\n  }\n}`,
-    'provider-sdk':
-      `import 'package:openai_dart/openai_dart.dart';\nimport 'package:tollgate/tollgate.dart';\n\n` +
-      `// TollgateHttpClient is an http.BaseClient: requests to {gateway}/v1/proxy/ get Tollgate's tokens, refresh and resend;\n// the placeholder key is dropped, the gateway adds the real one. Any package taking an http.Client works the same way.\n` +
-      `final openai = OpenAIClient(\n  apiKey: 'unused',\n  baseUrl: Tollgate.providerBaseUrl('${base}'),\n  client: TollgateHttpClient(Tollgate.client),\n);`,
+
   };
 }
 
-function typescript(provider: FeatureProvider, realtime: string, base: string): Record<FeatureId, string> {
+function typescript(realtime: string): Record<PlatformFeatureId, string> {
   return {
     realtime:
       `import { Tollgate, TollgateError } from '@tollgate/react-native';\n\n// handleEvent(…) and play(…) are yours; firstEvent is the provider's JSON event that starts the exchange.\n` +
@@ -134,20 +121,31 @@ function typescript(provider: FeatureProvider, realtime: string, base: string): 
     me:
       `import { Tollgate } from '@tollgate/react-native';\n\n// GET /v1/me: every limit and budget of this device (and user) with what remains. Counts against nothing.\n` +
       `export async function showWhatIsLeft(): Promise<void> {\n  const me = await Tollgate.me();\n  for (const limit of me.limits) console.log(\`\${limit.scope ?? ''} \${limit.name}: \${limit.remaining} of \${limit.limit} left\`);\n}`,
-    'provider-sdk':
-      `import OpenAI from 'openai';\nimport { Tollgate } from '@tollgate/react-native';\n\n` +
-      `// The openai package with Tollgate's fetch: calls under the provider's gateway address get Tollgate's tokens, refresh\n// and resend; the placeholder key is dropped, the gateway adds the real one.\n` +
-      `export const openai = new OpenAI({\n  apiKey: 'unused',\n  baseURL: Tollgate.providerBaseUrl('${base}'),\n  fetch: Tollgate.fetch as typeof fetch, // the SDK types its answers loosely (no DOM types in React Native's lib)\n  dangerouslyAllowBrowser: true, // React Native looks like a browser to the openai package\n});\n\n` +
-      `export async function ask(): Promise<string | null> {\n  const completion = await openai.chat.completions.create({ model: '${modelOf(provider)}', messages: [{ role: 'user', content: 'Hello!' }] });\n  return completion.choices[0]?.message.content ?? null;\n}`,
+
   };
+}
+
+/** The hook on its own, for a provider that declares no client-library example: the SDK's names only. */
+function hookAlone(platform: Platform, base: string, gatewayUrl: string): string {
+  switch (platform) {
+    case 'ios':
+      return `import Foundation\nimport TollgateSDK\n\n// Give this session to your provider SDK (it takes a URLSession), with the base URL below and any placeholder key:\n// requests to {gateway}/v1/proxy/ get Tollgate's tokens, refresh and resend; the gateway adds the real key.\nlet session = URLSession(configuration: TollgateURLProtocol.configuration(client: Tollgate.shared, gatewayURL: "${gatewayUrl}"))\nlet baseURL = "${gatewayUrl.replace(/\/+$/, '')}/v1/proxy/${base}"`;
+    case 'android':
+      return `import dev.tollgate.Tollgate\n\n// Give this OkHttpClient to your provider SDK, with the base URL below and any placeholder key: requests get\n// Tollgate's tokens, refresh and resend; the gateway adds the real key.\nval client = Tollgate.okHttpClient()\nval baseUrl = Tollgate.providerBaseUrl("${base}")`;
+    case 'flutter':
+      return `import 'package:tollgate/tollgate.dart';\n\n// Give this http.Client to your provider package, with the base URL below and any placeholder key: requests get\n// Tollgate's tokens, refresh and resend; the gateway adds the real key.\nfinal client = TollgateHttpClient(Tollgate.client);\nfinal baseUrl = Tollgate.providerBaseUrl('${base}');`;
+    case 'react-native':
+      return `import { Tollgate } from '@tollgate/react-native';\n\n// Give this fetch to your provider SDK (most JavaScript SDKs take a fetch option), with the base URL below and any\n// placeholder key: requests get Tollgate's tokens, refresh and resend; the gateway adds the real key.\nexport const providerFetch = Tollgate.fetch as typeof fetch;\nexport const baseURL = Tollgate.providerBaseUrl('${base}');`;
+  }
 }
 
 /** The four features for one platform and provider. */
 export function integrationFeatures(platform: Platform, provider: FeatureProvider, gatewayUrl: string): IntegrationFeature[] {
   const { endpoint, doc, declared } = realtimeEndpoint(provider);
   const base = `${provider.slug}/${Object.keys(provider.versions)[0] ?? 'v1'}`;
-  const code = { ios: () => swift(gatewayUrl, endpoint, base), android: () => kotlin(provider, endpoint, base), flutter: () => dart(endpoint, base), 'react-native': () => typescript(provider, endpoint, base) }[platform]();
-  const sdkHook = { ios: 'TollgateURLProtocol in the URLSession of MacPaw’s OpenAI package', android: 'Tollgate.okHttpClient() (Tollgate.interceptor()) in openai-java', flutter: 'TollgateHttpClient (an http.BaseClient) in openai_dart', 'react-native': 'Tollgate.fetch in the openai package' }[platform];
+  const code = { ios: () => swift(endpoint), android: () => kotlin(endpoint), flutter: () => dart(endpoint), 'react-native': () => typescript(endpoint) }[platform]();
+  const providerSdk = provider.sdkHookExample ? provider.sdkHookExample(platform, { base, model: modelOf(provider), gatewayUrl, ...hostParts(gatewayUrl) }) : hookAlone(platform, base, gatewayUrl);
+  const sdkHook = { ios: 'TollgateURLProtocol in the URLSession it uses', android: 'Tollgate.okHttpClient() (or Tollgate.interceptor()) as its HTTP client', flutter: 'TollgateHttpClient (an http.BaseClient) as its client', 'react-native': 'Tollgate.fetch as its fetch' }[platform];
   return [
     {
       id: 'realtime',
@@ -159,6 +157,6 @@ export function integrationFeatures(platform: Platform, provider: FeatureProvide
     },
     { id: 'signed-in-user', title: 'A signed-in user', description: 'When the app’s policy checks user tokens: the SDK sends the user’s ID token (Tollgate-User-Token) with every request and session, reuses it until a minute before it expires, and asks again once when the gateway answers user_token_expired.', content: code['signed-in-user'] },
     { id: 'me', title: 'What is left: me()', description: 'Shows the user how much remains before a limit refuses them ("12 messages left today").', content: code.me },
-    { id: 'provider-sdk', title: 'Your provider SDK, through Tollgate', description: `Keep the provider SDK you use: ${sdkHook}. Shown with the OpenAI SDK, for providers with an OpenAI-compatible API; other SDKs that take the same hook work alike, with this provider's gateway address.`, content: code['provider-sdk'] },
+    { id: 'provider-sdk', title: 'Your provider SDK, through Tollgate', description: provider.sdkHookExample ? `Keep the provider SDK you use: ${sdkHook}, with this provider's gateway address. Shown with the client library ${provider.name} declares; other SDKs that take the same hook work alike.` : `Keep the provider SDK you use: ${sdkHook}, with this provider's gateway address.`, content: providerSdk },
   ];
 }

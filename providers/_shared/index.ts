@@ -5,6 +5,7 @@
 import { PLUGIN_CONTRACT_VERSION, defineProvider, type AccountRoute, type Capability, type KeyCheck, type ProviderManifest, type ProviderPrices, type RequestBodyFields, type RoutePolicy, type StreamFormat } from '../../core/contract';
 import { OPENAI_USAGE } from './usage';
 import { OPENAI_REQUEST_FIELDS } from './request-fields';
+import { openAiSdkHookExample } from './sdk-hooks';
 
 export * from './usage';
 export * from './request-fields';
@@ -105,6 +106,8 @@ export function openAiCompatible(options: OpenAiCompatibleOptions): ProviderMani
     usage: OPENAI_USAGE,
     requestFields: options.requestFields ?? OPENAI_REQUEST_FIELDS,
     ...(options.prices ? { prices: options.prices } : {}),
+    // Every OpenAI-compatible API is reached by the OpenAI client libraries with its base URL.
+    sdkHookExample: openAiSdkHookExample,
     ...(options.keyCheck ? { keyCheck: options.keyCheck } : {}),
   });
 }

@@ -95,12 +95,15 @@ describe('model policy', function () {
   it('passes a body byte for byte when no policy applies to the provider or the route', async () => {
     const device = await gateway.provision({ openai: 'sk-policy-0123456789abcdef', anthropic: 'sk-ant-policy-0123456789abcdef' }, { modelPolicy: { anthropic: { allow: ['claude-sonnet-4-5'] } } });
     const body = '{ "model" : "gpt-4o",\n  "messages": [ ],   "max_tokens": 99999, "x": 1.50 }';
-    expect((await send(device, 'openai/v1/chat/completions', body)).status).to.equal(200);
+    const plain = await send(device, 'openai/v1/chat/completions', body);
+    expect(plain.status, plain.reason).to.equal(200);
     expect(upstream.last().body.toString('utf8')).to.equal(body);
     // A route whose body fields the manifest does not declare is not touched either.
     const policed = await gateway.provision({ openai: 'sk-policy-0123456789abcdef' }, { modelPolicy: { openai: { allow: ['gpt-4o-mini'] } } });
-    const embeddings = '{"model":"text-embedding-3-small",  "input":"hi"}';
-    expect((await send(policed, 'openai/v1/embeddings', embeddings)).status).to.equal(200);
-    expect(upstream.last().body.toString('utf8')).to.equal(embeddings);
+    const moderation = '{"model":"omni-moderation-latest",  "input":"hi"}';
+    expect((await send(policed, 'openai/v1/moderations', moderation)).status).to.equal(200);
+    expect(upstream.last().body.toString('utf8')).to.equal(moderation);
+    // Embeddings name their model where chat does (the manifest declares it): the allow-list holds there too.
+    expect((await send(policed, 'openai/v1/embeddings', '{"model":"text-embedding-3-small","input":"hi"}')).reason).to.equal('model_not_allowed');
   });
 });

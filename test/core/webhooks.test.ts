@@ -101,9 +101,10 @@ describe('webhooks', function () {
     expect((await admin('GET', `/apps/${device.appId}/webhooks`)).json).to.satisfy((list: unknown) => JSON.stringify(list).includes(created.json.id as string) && !JSON.stringify(list).includes(secret));
     expect((await admin('POST', `/apps/${device.appId}/webhooks`, { url: 'ftp://example.com', events: ['user.blocked'] })).status).to.equal(400);
 
-    // budget.threshold: 900 of 1,000 tokens crosses 80 % (https://platform.openai.com/docs/api-reference/chat/object).
+    // budget.threshold: 900 of 1,000 tokens crosses 80 % (https://platform.openai.com/docs/api-reference/chat/object). The
+    // requests name a small output limit, so that their reservations fit in the budget.
     upstream.respond(respondJson(200, chatCompletion('Hi', { prompt: 450, completion: 450 })));
-    const chat = () => fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers: { ...device.headers, 'content-type': 'application/json' }, body: '{"model":"gpt-4o-mini","messages":[]}' }).then((response) => response.text());
+    const chat = () => fetch(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, { method: 'POST', headers: { ...device.headers, 'content-type': 'application/json' }, body: '{"model":"gpt-4o-mini","messages":[],"max_tokens":10}' }).then((response) => response.text());
     await chat();
     // provider.key_rejected: the provider answers 401 to the operator's key (https://platform.openai.com/docs/guides/error-codes), twice: one event.
     upstream.respond(respondJson(401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } }));
