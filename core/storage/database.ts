@@ -52,7 +52,7 @@ export function openDatabase(configuration: Configuration, log?: DatabaseLog): K
     });
   }
   mkdirSync(configuration.dataDirectory, { recursive: true, mode: 0o700 });
-  return knexFactory({
+  return retryingBusyTransactions(knexFactory({
     client: 'better-sqlite3',
     connection: { filename: path.join(configuration.dataDirectory, SQLITE_FILE_NAME) },
     useNullAsDefault: true,
@@ -71,7 +71,38 @@ export function openDatabase(configuration: Configuration, log?: DatabaseLog): K
         done(null, connection);
       },
     },
-  });
+  }));
+}
+
+/** Attempts of a SQLite transaction refused as busy, and the first wait between them (doubled each time, jittered). */
+const BUSY_ATTEMPTS = 6;
+const BUSY_FIRST_WAIT_MS = 20;
+
+/**
+ * SQLite, several processes on one file (the server and a CLI command, `tollgate mcp`): a transaction that read before
+ * it wrote is refused `SQLITE_BUSY_SNAPSHOT` at once, without the busy timeout, when another process committed in
+ * between (https://www.sqlite.org/rescode.html#busy_snapshot). Such a transaction changed nothing (it is rolled back),
+ * so it is run again, a few times with a growing wait, before the refusal is answered `database_unavailable`.
+ */
+function retryingBusyTransactions(database: Knex): Knex {
+  // A knex instance forwards `transaction` to its context object (knex/lib/knex-builder/make-knex.js).
+  const context = (database as unknown as { context: { transaction: (handler?: unknown, config?: unknown) => unknown } }).context;
+  const transaction = context.transaction.bind(context);
+  const retrying = async (handler: unknown, config?: unknown): Promise<unknown> => {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await transaction(handler, config);
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        if (attempt >= BUSY_ATTEMPTS || typeof code !== 'string' || !code.startsWith('SQLITE_BUSY')) throw error;
+        const wait = BUSY_FIRST_WAIT_MS * 2 ** (attempt - 1);
+        await new Promise((resolve) => setTimeout(resolve, wait / 2 + Math.random() * wait));
+      }
+    }
+  };
+  // Only the callback form (every transaction of the gateway): the other forms hand the transaction to the caller.
+  context.transaction = (handler?: unknown, config?: unknown) => (typeof handler === 'function' ? retrying(handler, config) : transaction(handler, config));
+  return database;
 }
 
 /**
