@@ -113,6 +113,17 @@ export function budgetExpiresAt(budget: Budget, nowMs: number): number {
   return Math.floor(nowMs / budget.windowMs) * budget.windowMs + budget.windowMs + (budget.windowMs === DAY_MS ? KEEP_AFTER_DAY_MS : KEEP_AFTER_MINUTE_MS);
 }
 
+/** Told when a charge carried a budget past 80 % or 100 % of its limit (once per budget and window: the charge that crossed it). */
+export type ThresholdListener = (budget: Budget, percent: 80 | 100, total: number) => void;
+
+/** Tells `listener` the highest mark (100 %, else 80 %) that the charge of `charged` tokens, ending at `total`, crossed. */
+export function tellThreshold(budget: Budget, total: number, charged: number, listener: ThresholdListener): void {
+  for (const percent of [100, 80] as const) {
+    const mark = (budget.limit * percent) / 100;
+    if (total - charged < mark && total >= mark) return listener(budget, percent, total);
+  }
+}
+
 /**
  * Refuses the request when a budget is used up; resolves (or returns) when none is. Store failures are thrown as they
  * are: the caller maps them to `rate_limit_store_unavailable` (fail closed, as the request limits).
@@ -162,8 +173,7 @@ export function chargeTokenBudgets(
   store: RateLimitStore,
   context: ProxyContext,
   nowMs: number,
-  /** Told when this charge carried a budget past 80 % or 100 % of its limit (once per budget and window: the charge that crossed it). */
-  onThreshold?: (budget: Budget, percent: 80 | 100, total: number) => void,
+  onThreshold?: ThresholdListener,
 ): Promise<void> | undefined {
   const app = context.peek('app');
   const device = context.peek('device');
@@ -176,12 +186,8 @@ export function chargeTokenBudgets(
   try {
     return Promise.all(
       budgets.map(async (budget) => {
-        const total = await store.spend(budget.key, tokens, msToWindowEnd(nowMs, budget.windowMs) + (budget.windowMs === DAY_MS ? KEEP_AFTER_DAY_MS : KEEP_AFTER_MINUTE_MS));
-        if (!onThreshold) return;
-        for (const percent of [100, 80] as const) {
-          const mark = (budget.limit * percent) / 100;
-          if (total - tokens < mark && total >= mark) return onThreshold(budget, percent, total);
-        }
+        const total = await store.spend(budget.key, tokens, budgetExpiresAt(budget, nowMs) - nowMs);
+        if (onThreshold) tellThreshold(budget, total, tokens, onThreshold);
       }),
     ).then(() => undefined);
   } catch (error) {

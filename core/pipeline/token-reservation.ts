@@ -15,11 +15,11 @@
  *   after admission, the provider was unreachable or refused it) gives the reservation back.
  * - The bound that remains, and why these choices: docs/decisions/2026-11-28-token-budget-reservations.md.
  */
-import { GatewayError, type HttpMethod, type ProviderManifest, type ProxyContext, type RateLimitStore, type RequestBodyFields } from '../contract';
+import { GatewayError, type BudgetReservation, type HttpMethod, type ProviderManifest, type ProxyContext, type RateLimitStore, type RequestBodyFields } from '../contract';
 import { declaresBody, readRequestBody } from './request-body';
 import { compileRoutePattern } from './route-class';
 import { effectiveSettings } from '../users/profiles';
-import { budgetsFor, budgetExpiresAt, budgetPolicyName, secondsToNextUtcMinute, secondsToUtcMidnight, type Budget } from './token-budget';
+import { budgetsFor, budgetExpiresAt, budgetPolicyName, secondsToNextUtcMinute, secondsToUtcMidnight, tellThreshold, type Budget, type ThresholdListener } from './token-budget';
 
 /** Request-body bytes counted as one input token (English text averages about 4 characters a token). */
 export const BYTES_PER_INPUT_TOKEN = 4;
@@ -116,6 +116,25 @@ export function estimateTokens(manifest: ProviderManifest, method: string, provi
   return { inputTokens, outputTokens, body: Buffer.from(JSON.stringify(merged(document as Record<string, unknown>, request)), 'utf8'), addedStreamUsage: true };
 }
 
+/**
+ * `store.reserve`, or for a store without it (a third-party plugin) a read, then an add: not atomic, so concurrent
+ * requests may all fit.
+ */
+export function reserveIn(store: RateLimitStore, keys: readonly string[], limits: readonly number[], amount: number, ttlsMs: readonly number[]): BudgetReservation | Promise<BudgetReservation> {
+  if (store.reserve) return store.reserve(keys, limits, amount, ttlsMs);
+  return (async () => {
+    const totals = await store.spent(keys);
+    if (totals.some((total, index) => total + amount > limits[index]!)) return { admitted: false, totals };
+    return { admitted: true, totals: await Promise.all(keys.map((key, index) => store.spend(key, amount, ttlsMs[index]!))) };
+  })();
+}
+
+/** `store.settle`, or `spend` per key for a store without it. */
+export function settleIn(store: RateLimitStore, keys: readonly string[], delta: number, ttlsMs: readonly number[]): Promise<void> {
+  if (store.settle) return Promise.resolve(store.settle(keys, delta, ttlsMs));
+  return Promise.all(keys.map((key, index) => store.spend(key, delta, ttlsMs[index]!))).then(() => undefined);
+}
+
 /** A reservation held by one admitted request until it is settled. */
 export interface TokenReservation {
   readonly budgets: readonly Budget[];
@@ -159,19 +178,9 @@ export function reserveTokenBudgets(store: RateLimitStore, context: ProxyContext
       if (!admitted) throw refusal(budgets, totals, tokens, nowMs);
       reservations.set(context, { budgets, tokens, startedMs: nowMs, addedStreamUsage: estimate.addedStreamUsage, settled: false });
     };
-    if (store.reserve) {
-      const answer = store.reserve(keys, limits, tokens, ttls);
-      if (answer instanceof Promise) return answer.then((settled) => decide(settled.admitted, settled.totals));
-      return decide(answer.admitted, answer.totals);
-    }
-    // A store without `reserve` (a third-party plugin): read, then add. Not atomic: concurrent requests may all fit.
-    const fallback = async () => {
-      const totals = await store.spent(keys);
-      const admitted = totals.every((total, index) => total + tokens <= limits[index]!);
-      if (admitted) await Promise.all(keys.map((key, index) => store.spend(key, tokens, ttls[index]!)));
-      decide(admitted, totals);
-    };
-    return fallback();
+    const answer = reserveIn(store, keys, limits, tokens, ttls);
+    if (answer instanceof Promise) return answer.then((settled) => decide(settled.admitted, settled.totals));
+    return decide(answer.admitted, answer.totals);
   };
   if (!declaresBody(context.request)) return reserve(Buffer.alloc(0));
   if (context.requestBody) return reserve(context.requestBody);
@@ -232,7 +241,7 @@ export function settleTokenBudgets(
   context: ProxyContext,
   nowMs: number,
   /** Told when this request's charge carried a budget past 80 % or 100 % of its limit (the charge that crossed it). */
-  onThreshold?: (budget: Budget, percent: 80 | 100, total: number) => void,
+  onThreshold?: ThresholdListener,
 ): Promise<void> | undefined {
   const reservation = reservations.get(context);
   if (!reservation || reservation.settled) return undefined;
@@ -245,18 +254,12 @@ export function settleTokenBudgets(
   const keys = live.map((budget) => budget.key);
   const ttls = live.map((budget) => ttlOf(budget, reservation.startedMs, nowMs));
   try {
-    const settled = delta === 0 ? Promise.resolve() : store.settle ? Promise.resolve(store.settle(keys, delta, ttls)) : Promise.all(keys.map((key, index) => store.spend(key, delta, ttls[index]!))).then(() => undefined);
+    const settled = delta === 0 ? Promise.resolve() : settleIn(store, keys, delta, ttls);
     if (!onThreshold || charged <= 0) return settled;
     // Thresholds: the totals after this request's charge, against the totals without it.
     return settled.then(async () => {
       const totals = await store.spent(keys);
-      live.forEach((budget, index) => {
-        const total = totals[index] ?? 0;
-        for (const percent of [100, 80] as const) {
-          const mark = (budget.limit * percent) / 100;
-          if (total - charged < mark && total >= mark) return onThreshold(budget, percent, total);
-        }
-      });
+      live.forEach((budget, index) => tellThreshold(budget, totals[index] ?? 0, charged, onThreshold));
     });
   } catch (error) {
     return Promise.reject(error);

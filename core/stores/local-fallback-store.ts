@@ -19,6 +19,7 @@
 import type { Logger } from 'pino';
 import type { BudgetReservation, RateLimitRule, RateLimitRuleResult, RateLimitStore, SlotRequest } from '../contract';
 import { MemoryRateLimitStore } from './memory-rate-limit-store';
+import { reserveIn, settleIn } from '../pipeline/token-reservation';
 
 /** While local, how often one call tries the shared store again. */
 const RETRY_MS = 1000;
@@ -167,7 +168,7 @@ export class LocalFallbackRateLimitStore implements RateLimitStore {
   reserve(keys: readonly string[], limits: readonly number[], amount: number, ttlsMs: readonly number[]): Promise<BudgetReservation> {
     // Locally a budget is held at the node's share (1/n of each limit); the totals answered count n times, as spend's do.
     return this.either(
-      () => (this.shared.reserve ? this.shared.reserve(keys, limits, amount, ttlsMs) : this.unatomicReserve(keys, limits, amount, ttlsMs)),
+      () => reserveIn(this.shared, keys, limits, amount, ttlsMs),
       () => {
         const answer = this.local.reserve(keys, limits.map((limit) => this.scaled(limit)), amount, ttlsMs, this.clock());
         return { admitted: answer.admitted, totals: answer.totals.map((total) => total * this.nodes()) };
@@ -177,23 +178,8 @@ export class LocalFallbackRateLimitStore implements RateLimitStore {
 
   settle(keys: readonly string[], delta: number, ttlsMs: readonly number[]): Promise<void> {
     return this.either(
-      () => (this.shared.settle ? this.shared.settle(keys, delta, ttlsMs) : Promise.all(keys.map((key, index) => this.shared.spend(key, delta, ttlsMs[index]!))).then(() => undefined)),
+      () => settleIn(this.shared, keys, delta, ttlsMs),
       () => this.local.settle(keys, delta, ttlsMs, this.clock()),
-    );
-  }
-
-  /** A shared store without `reserve`: read, then add (not atomic, as the pipeline does for such a store). */
-  private async unatomicReserve(keys: readonly string[], limits: readonly number[], amount: number, ttlsMs: readonly number[]): Promise<BudgetReservation> {
-    const totals = await this.shared.spent(keys);
-    if (totals.some((total, index) => total + amount > limits[index]!)) return { admitted: false, totals };
-    return { admitted: true, totals: await Promise.all(keys.map((key, index) => this.shared.spend(key, amount, ttlsMs[index]!))) };
-  }
-
-  peek(rules: readonly RateLimitRule[], nowMs: number): Promise<RateLimitRuleResult[]> {
-    const whole = (): RateLimitRuleResult[] => rules.map((rule) => ({ rule, allowed: true, remaining: rule.limit, resetSeconds: 0, retryAfterSeconds: 0 }));
-    return this.either(
-      () => (this.shared.peek ? this.shared.peek(rules, nowMs) : whole()),
-      () => this.local.peek(this.localRules(rules), this.clock()),
     );
   }
 
