@@ -34,7 +34,7 @@ import type { Configuration } from '../configuration/configuration';
 import { isDroppedResponseHeader, scrubResponseHeaders } from './header-hygiene';
 import { rateLimitHeaderValues } from './limit-rate';
 import { ERROR_BODY_INSPECT_BYTES, StreamRedactor, credentialForms, inspectionMode, inspectsBody, isIdentity, redactErrorBody, withheldBody, type CredentialForms } from './response-scrub';
-import { declaresBody, readRequestBodyThen } from './request-body';
+import { closeIfBodyUnread, declaresBody, readRequestBodyThen } from './request-body';
 import { rewriteResponseUrls } from './response-urls';
 import { RequestPrefix, UsageTap } from './usage-tap';
 import { UsageEventFilter, usageEventFilterFor } from './usage-event-filter';
@@ -307,6 +307,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
       // The client gets fewer bytes than the provider sent.
       if (this.filter) delete headers['content-length'];
     }
+    closeIfBodyUnread(this.request, headers);
     this.response.writeHead(this.status, headers as Record<string, string | string[]>);
     if (usage && this.status >= 200 && this.status < 300) {
       this.tap = new UsageTap(this.context.provider.usage, headers, this.context.route.providerPath, this.requestTap);
@@ -360,6 +361,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
       const decided = redactErrorBody(original, inspected.headers, this.credentials);
       const body = decided.kind === 'redacted' ? decided.body : decided.kind === 'withheld' ? Buffer.alloc(0) : original;
       if (inspected.headers['content-length'] === undefined) inspected.headers['content-length'] = String(body.length);
+      closeIfBodyUnread(this.request, inspected.headers);
       this.response.writeHead(this.status, inspected.headers as Record<string, string | string[]>);
       this.context.outcome.bytesOut += body.length;
       this.response.end(body);
@@ -382,6 +384,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
   /** An inspected answer too long to decode: the status and headers pass, the body does not; upstream is aborted. */
   private withhold(headers: IncomingHttpHeaders): void {
     withheldBody(headers);
+    closeIfBodyUnread(this.request, headers);
     this.response.writeHead(this.status, headers as Record<string, string | string[]>);
     this.response.end();
     this.settle();

@@ -157,3 +157,11 @@ export function readRequestBodyThen(context: ProxyContext, limit: number, done: 
 export function readRequestBody(context: ProxyContext, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => readRequestBodyThen(context, limit, (error, body) => (error ? reject(error) : resolve(body!))));
 }
+
+/**
+ * For a proxied answer's head about to be written (forward.ts): `Connection: close` when the request body has not all
+ * arrived, so that the connection ends with the answer instead of draining the rest (routes/unread-bodies.ts).
+ */
+export function closeIfBodyUnread(request: IncomingMessage, headers: Record<string, unknown>): void {
+  if (!request.complete) headers['connection'] = 'close';
+}

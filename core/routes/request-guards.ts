@@ -69,8 +69,10 @@ export class BodyWatch {
   /** Watches `request`'s body; the entry to hand to `forget`, undefined for a request without a body. */
   watch(request: IncomingMessage, response: ServerResponse, deadlines: BodyDeadlines): WatchedBody | undefined {
     if (!declaresBody(request)) return undefined;
-    // An answer that starts before the body arrived closes the connection after it (unread-bodies.ts).
-    closeWhenBodyUnread(request, response);
+    // An answer that starts before the body arrived closes the connection after it (unread-bodies.ts). Proxy routes
+    // write their heads in forward.ts and sendGatewayError, which say so themselves: wrapping every proxied response's
+    // writeHead made V8 keep each request's objects past young-generation collections (docs/benchmarks.md).
+    if (deadlines.answer) closeWhenBodyUnread(request, response);
     const socket = request.socket as WatchedBody['socket'];
     const now = Date.now();
     const entry: WatchedBody = { request, response, socket, deadlines, started: now, lastBytes: socket.bytesRead, lastProgress: now, inFlightIndex: -1 };

@@ -9,7 +9,9 @@
  * it says `Connection: close` (RFC 9112 §9.6) and Node closes the connection once the answer is written, whatever the
  * client still sends. A body that was read in full keeps the connection reusable.
  *
- * Installed only for requests that declare a body (by the body watch), so bodiless requests pay nothing.
+ * Installed only for requests that declare a body (by the body watch), so bodiless requests pay nothing, and only on
+ * routes the gateway answers itself: a proxied answer's head is written by forward.ts (and sendGatewayError), which add
+ * the header through `closeIfBodyUnread` (pipeline/request-body.ts) instead of wrapping the response.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 

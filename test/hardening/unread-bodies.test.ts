@@ -87,6 +87,40 @@ describe('connections whose body was not read', function () {
     });
   });
 
+  describe('a proxied answer that starts before the upload arrived', () => {
+    // The provider answers 413 as soon as it has the head (OpenAI documents 413 for a request entity too large,
+    // https://platform.openai.com/docs/guides/error-codes), without reading the streamed upload.
+    let upstream: http.Server;
+    let gateway: TestGateway;
+    before(async () => {
+      upstream = http.createServer((request, response) => {
+        response.writeHead(413, { 'content-type': 'application/json', connection: 'close' });
+        response.end(JSON.stringify({ error: { message: 'Request too large', type: 'invalid_request_error' } }));
+        request.resume();
+      });
+      await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+      const port = (upstream.address() as { port: number }).port;
+      gateway = await TestGateway.start({ upstreams: { openai: `http://127.0.0.1:${port}` } });
+    });
+    after(async () => {
+      await gateway?.close();
+      upstream?.close();
+    });
+
+    it('relays the answer with Connection: close and closes the connection while the client is still sending', async () => {
+      const device = await gateway.provision({ openai: 'sk-upstream-early-answer' });
+      const host = new URL(gateway.url).host;
+      const client = await openRaw(gateway.url);
+      client.socket.write(head('POST', '/v1/proxy/openai/v1/files', { Host: host, 'Content-Type': 'application/octet-stream', 'Content-Length': 4_000_000, ...device.headers }));
+      client.socket.write(Buffer.alloc(64 * 1024, 0x61));
+      const trickle = client.trickle(50);
+      const received = await client.closed;
+      expect(firstStatus(received)).to.equal(413);
+      expect(received.split('\r\n\r\n')[0]!.toLowerCase()).to.include('connection: close');
+      expect(trickle.written()).to.be.lessThan(4_000_000);
+    });
+  });
+
   describe('300 trickling clients against a gateway with 300 file descriptors', () => {
     let cwd: string;
     let child: ChildProcess | undefined;
