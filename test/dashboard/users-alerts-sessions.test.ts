@@ -142,7 +142,7 @@ describe('dashboard: users, alerts, realtime sessions and their policy', functio
     await page.getByRole('form', { name: 'Alert thresholds' }).getByLabel('Refused share (%)').fill('130');
     await page.getByRole('form', { name: 'Alert thresholds' }).evaluate((element) => { (element as unknown as { noValidate: boolean }).noValidate = true; });
     await page.getByRole('form', { name: 'Alert thresholds' }).getByRole('button', { name: 'Save thresholds' }).click();
-    await page.getByRole('form', { name: 'Alert thresholds' }).getByText(/attestationFailureAlert/).first().waitFor();
+    await page.getByRole('form', { name: 'Alert thresholds' }).getByText(/^Refused attestations: must be \{"percent": 1-100/).waitFor();
     expect((await admin('GET', `/apps/${device.appId}`)).json.settings).to.deep.include({ attestationFailureAlert: { percent: 30, minAttempts: 20 } });
     // Emptied: cleared.
     const again = page.getByRole('form', { name: 'Alert thresholds' });
