@@ -31,6 +31,7 @@ import { USERS_USAGE, usersCommand } from './commands/users';
 import { WEBHOOKS_USAGE, webhooksCommand } from './commands/webhooks';
 import type { CommandHelpers } from './commands/types';
 import { REALTIME_OPTIONS, REALTIME_USAGE, realtimeSettings } from './commands/realtime';
+import { ALERT_OPTIONS, ALERT_USAGE, alertSettings } from './commands/alerts';
 
 class UsageError extends Error {}
 
@@ -49,6 +50,7 @@ Usage:
                         [--device-daily-tokens N] [--app-daily-tokens N] [--provider-daily-tokens SLUG=N …] [--provider-device-daily-tokens SLUG=N …]
                         [--device-minute-tokens N] [--app-minute-tokens N] [--provider-minute-tokens SLUG=N …]   (token budgets per UTC day and minute; 0 or '' clears one)
 ${REALTIME_USAGE}
+${ALERT_USAGE}
   tollgate usage --app ID [--since MINUTES] [--by device|provider|model]   (requests, errors, tokens and estimated spend; default the last 1440 minutes)
   tollgate prices list | defaults | set --provider SLUG --model MODEL --input-usd N --output-usd N | delete --provider SLUG --model MODEL
                                                                             (USD per million tokens; yours override the dated defaults)
@@ -148,6 +150,7 @@ const OPTIONS = {
   'with-history': { type: 'boolean' },
   replace: { type: 'boolean' },
   ...REALTIME_OPTIONS,
+  ...ALERT_OPTIONS,
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;
@@ -645,6 +648,7 @@ async function main(argv: string[]): Promise<void> {
             allowMonitorInProduction: options['allow-monitor-in-production'] ? true : undefined,
             assertionMode: options['assertion-mode'],
             ...(await realtimeSettings(options, async () => (await core.management.getApp(required(options, 'app'))).settings.openCredentialRoutes, (message) => new UsageError(message), (line) => process.stderr.write(`${line}\n`))),
+            ...alertSettings(options, (message) => new UsageError(message)),
           }),
         ),
       );

@@ -126,6 +126,24 @@ export interface AppSettings {
   readonly openCredentialRoutes: readonly string[] | undefined;
   /** The longest lifetime, in seconds, a minted credential may ask for where the provider takes one. Default 60. */
   readonly credentialTtlSeconds: number;
+  /**
+   * Alerts (webhook events, core/webhooks): `spend.threshold` once per UTC day when the app's estimated spend of the day
+   * (the usage view's prices) passes this many USD. Absent: none.
+   */
+  readonly dailySpendAlertUsd: number | undefined;
+  /**
+   * `attestation.failure_rate` when, over the trailing 15 minutes, at least `minAttempts` attestations were tried and
+   * `percent` % or more of them were refused. Absent: none (attempts are then not counted).
+   */
+  readonly attestationFailureAlert: AttestationFailureAlert | undefined;
+}
+
+/** See {@link AppSettings.attestationFailureAlert}. */
+export interface AttestationFailureAlert {
+  /** The share of refused attestations, 1 … 100. */
+  readonly percent: number;
+  /** Attempts over the 15 minutes below which the share is not judged, 1 … 1,000,000. */
+  readonly minAttempts: number;
 }
 
 /** See {@link AppSettings.userAuth}: explicit fields, or a preset with its parameters. */
@@ -243,6 +261,8 @@ export const DEFAULT_APP_SETTINGS: AppSettings = Object.freeze({
   appDailySessionSeconds: undefined,
   openCredentialRoutes: undefined,
   credentialTtlSeconds: 60,
+  dailySpendAlertUsd: undefined,
+  attestationFailureAlert: undefined,
 });
 
 /**

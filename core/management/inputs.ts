@@ -14,6 +14,7 @@ import {
   IsInt,
   IsNumber,
   IsOptional,
+  IsPositive,
   IsString,
   Length,
   Matches,
@@ -64,6 +65,19 @@ class ProviderTokenBudgets implements ValidatorConstraintInterface {
   }
   defaultMessage(args: ValidationArguments): string {
     return `${args.property} must map provider slugs to whole numbers of tokens per ${args.property.includes('Minute') ? 'minute' : 'day'} (1 to 10^12)`;
+  }
+}
+
+/** `attestationFailureAlert`: exactly `{ percent: 1 … 100, minAttempts: 1 … 1,000,000 }` (whole numbers). */
+@ValidatorConstraint({ name: 'attestationFailureAlert' })
+class AttestationFailureAlertConstraint implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+    const { percent, minAttempts, ...rest } = value as Record<string, unknown>;
+    return Object.keys(rest).length === 0 && Number.isInteger(percent) && (percent as number) >= 1 && (percent as number) <= 100 && Number.isInteger(minAttempts) && (minAttempts as number) >= 1 && (minAttempts as number) <= 1_000_000;
+  }
+  defaultMessage(): string {
+    return 'attestationFailureAlert must be {"percent": 1-100, "minAttempts": 1-1000000} (whole numbers), or null to clear it';
   }
 }
 
@@ -235,6 +249,21 @@ export class AppSettingsInput {
   profiles?: Record<string, Record<string, unknown>>;
   @IsOptional() @Transform(({ obj }) => (obj as Record<string, unknown>).modelPolicy) @Validate(ModelPolicyConstraint) @JSONSchema(MODEL_POLICY_SCHEMA)
   modelPolicy?: Record<string, Record<string, unknown>>;
+  // Alerts (core/webhooks): the amounts that raise spend.threshold and attestation.failure_rate.
+  @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @IsPositive() @Max(1_000_000_000)
+  @JSONSchema({ description: 'USD: spend.threshold is raised once per UTC day when the app\'s estimated spend of the day passes it; null clears' })
+  dailySpendAlertUsd?: number;
+  @IsOptional()
+  @Transform(({ obj }) => (obj as Record<string, unknown>).attestationFailureAlert)
+  @Validate(AttestationFailureAlertConstraint)
+  @JSONSchema({
+    type: 'object',
+    required: ['percent', 'minAttempts'],
+    additionalProperties: false,
+    properties: { percent: { type: 'integer', minimum: 1, maximum: 100 }, minAttempts: { type: 'integer', minimum: 1, maximum: 1_000_000 } },
+    description: 'attestation.failure_rate is raised when, over the trailing 15 minutes, at least minAttempts attestations were tried and percent % or more were refused; null clears',
+  })
+  attestationFailureAlert?: { percent: number; minAttempts: number };
 }
 
 export class CreateAppInput extends AppSettingsInput {

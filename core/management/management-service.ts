@@ -31,6 +31,7 @@ import {
   type AppRow,
   type AuditEntry,
   type DeviceRow,
+  type PriceLookup,
   type SecretRow,
   type UsageSummary,
   type RequestLogEntry,
@@ -696,6 +697,16 @@ export class ManagementService {
   /** The usage repository, with the default price table unless the operator turned it off. */
   private usageRepository(): UsageRepository {
     return new UsageRepository(this.database, this.options.defaultPrices === false ? [] : this.defaultPriceTable());
+  }
+
+  /** One app's estimated spend over [fromMs, toMs), priced as the usage summary prices it (the spend.threshold alert). */
+  async estimatedSpend(appId: string, fromMs: number, toMs: number): Promise<{ usd: number; unpricedTokens: number } | null> {
+    return this.usageRepository().spendOf(appId, fromMs, toMs);
+  }
+
+  /** The price of a provider's model as spend estimates find it (the operator's, else the default table's). */
+  async priceLookup(): Promise<PriceLookup> {
+    return this.usageRepository().prices();
   }
 
   /** Sets one model's price; the usage summary's spend uses it at once, for past events too. */

@@ -164,6 +164,13 @@ const settingsShape = {
   userDailySessionSeconds: z.number().int().min(1).optional().describe('realtime session seconds per UTC day per end user'),
   profiles: z.record(z.record(z.unknown())).optional().describe('named limit profiles, e.g. {"pro":{"userDailyQuota":1000}}: the one the user token\'s tier claim names overrides the app\'s values'),
   modelPolicy: z.record(z.record(z.unknown())).optional().describe('per provider: {"allow":[models],"aliases":{"alias":"model"},"maxOutputTokens":N}; other models are refused (model_not_allowed)'),
+  dailySpendAlertUsd: z.number().positive().max(1_000_000_000).nullable().optional().describe('USD: the spend.threshold webhook event is raised once per UTC day when the app\'s estimated spend of the day passes it; null clears'),
+  attestationFailureAlert: z
+    .object({ percent: z.number().int().min(1).max(100), minAttempts: z.number().int().min(1).max(1_000_000) })
+    .strict()
+    .nullable()
+    .optional()
+    .describe('the attestation.failure_rate webhook event: raised when, over the trailing 15 minutes, at least minAttempts attestations were tried and percent % or more were refused; null clears'),
 };
 
 /** `update_app`: every setting may also be null, which clears it (as in the management API). */

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Request, type Response, type Router } from 'express';
-import { GatewayError, attestationSecretKey, type AttestationVerifier, type ChallengeStore, type DeviceKeyStore, type GatewayDirectory, type RateLimitStore } from '../contract';
+import { GatewayError, attestationSecretKey, type AppEntry, type AttestationVerifier, type ChallengeStore, type DeviceKeyStore, type GatewayDirectory, type RateLimitStore } from '../contract';
 import type { DeviceTokenService } from '../attestation/device-tokens';
 import { checkAppToken } from '../pipeline/verify-token';
 import { storeUnavailable, writeRateLimitHeaders } from '../pipeline/limit-rate';
@@ -28,6 +28,12 @@ export interface AttestRouteDependencies {
   readonly trustProxy?: boolean;
   readonly clock: () => number;
   readonly devices: DeviceKeyStore;
+  /**
+   * Told of each attestation exchange once the app and the method are known: refused (an `attestationFailed` or
+   * `invalidRequest` answer, a revoked device) or accepted. Not for refusals that are the gateway's or a dependency's
+   * (unavailable, internal errors). The attestation.failure_rate alert counts them.
+   */
+  readonly onExchange?: (app: AppEntry, refused: boolean) => void;
   /** Answers a failed request (the gateway's handler for every route: error body, logging, refusal counts). */
   readonly onFailure: (error: unknown, request: IncomingMessage, response: ServerResponse) => void;
 }
@@ -90,36 +96,47 @@ export function createAttestRouter(dependencies: AttestRouteDependencies): Route
       if (!verifier) {
         throw new GatewayError('invalidRequest', `Unknown attestation method "${method}" (known: ${[...verifiers.keys()].join(', ')}).`, { status: 404, reason: 'unknown_method' });
       }
-      const body: unknown = await readJsonBody(request, ATTEST_MAX_BODY_BYTES);
-      if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-        throw new GatewayError('invalidRequest', 'The request body must be a JSON object.', { reason: 'body_not_object' });
+      try {
+        await exchange(app, method, verifier, request, response);
+      } catch (error) {
+        if (error instanceof GatewayError && (error.type === 'attestationFailed' || error.type === 'invalidRequest')) dependencies.onExchange?.(app, true);
+        throw error;
       }
-      const consumeChallenge = (challenge: string) => dependencies.challenges.consume(app.id, challenge, clock());
-      const device = await verifier.verify({
-        app,
-        body: body as Record<string, unknown>,
-        production: dependencies.production,
-        consumeChallenge,
-        useChallenge: async (challenge) => {
-          if (!(await consumeChallenge(challenge))) {
-            throw new GatewayError('attestationFailed', 'The challenge is unknown, expired, already used, or belongs to another app.', { reason: 'challenge_invalid' });
-          }
-        },
-        devices: dependencies.devices,
-        readAttestationSecret: async (name) => (await dependencies.directory.findSecret(app.id, attestationSecretKey(name)))?.value.reveal() ?? null,
-      });
-      const { revoked } = await dependencies.recordDevice({ appId: app.id, deviceId: device.deviceId, method, publicKey: device.publicKey ?? null });
-      if (revoked) throw new GatewayError('attestationFailed', 'This device has been revoked.', { reason: 'device_revoked' });
-      const issued = await dependencies.deviceTokens.issue({ appId: app.id, deviceId: device.deviceId, method, ttlSeconds: app.settings.deviceTokenTtlSeconds });
-      response.status(200).json({
-        deviceToken: issued.token,
-        expiresAt: new Date(issued.expiresAt).toISOString(),
-        expiresIn: app.settings.deviceTokenTtlSeconds,
-        deviceId: device.deviceId,
-        method,
-      });
     }),
   );
+
+  /** The exchange itself, once the app and the method are known. */
+  const exchange = async (app: AppEntry, method: string, verifier: AttestationVerifier, request: Request, response: Response): Promise<void> => {
+    const body: unknown = await readJsonBody(request, ATTEST_MAX_BODY_BYTES);
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      throw new GatewayError('invalidRequest', 'The request body must be a JSON object.', { reason: 'body_not_object' });
+    }
+    const consumeChallenge = (challenge: string) => dependencies.challenges.consume(app.id, challenge, clock());
+    const device = await verifier.verify({
+      app,
+      body: body as Record<string, unknown>,
+      production: dependencies.production,
+      consumeChallenge,
+      useChallenge: async (challenge) => {
+        if (!(await consumeChallenge(challenge))) {
+          throw new GatewayError('attestationFailed', 'The challenge is unknown, expired, already used, or belongs to another app.', { reason: 'challenge_invalid' });
+        }
+      },
+      devices: dependencies.devices,
+      readAttestationSecret: async (name) => (await dependencies.directory.findSecret(app.id, attestationSecretKey(name)))?.value.reveal() ?? null,
+    });
+    const { revoked } = await dependencies.recordDevice({ appId: app.id, deviceId: device.deviceId, method, publicKey: device.publicKey ?? null });
+    if (revoked) throw new GatewayError('attestationFailed', 'This device has been revoked.', { reason: 'device_revoked' });
+    dependencies.onExchange?.(app, false);
+    const issued = await dependencies.deviceTokens.issue({ appId: app.id, deviceId: device.deviceId, method, ttlSeconds: app.settings.deviceTokenTtlSeconds });
+    response.status(200).json({
+      deviceToken: issued.token,
+      expiresAt: new Date(issued.expiresAt).toISOString(),
+      expiresIn: app.settings.deviceTokenTtlSeconds,
+      deviceId: device.deviceId,
+      method,
+    });
+  };
 
   return router;
 }

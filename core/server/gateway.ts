@@ -57,6 +57,7 @@ import { EndUserService } from '../users/end-user-service';
 import { endUserRoutes } from '../admin/end-user-routes';
 import { webhookRoutes } from '../admin/webhook-routes';
 import { Webhooks } from '../webhooks/webhooks';
+import { AttestationFailureAlerts, SpendAlerts } from '../webhooks/alerts';
 import { checkCaller, describeLimits } from '../routes/me';
 import { ProviderRegistry } from '../registry/provider-registry';
 import { createAttestRouter } from '../routes/attest';
@@ -403,6 +404,17 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   const challenges = plugins.challengeStore ?? new MemoryChallengeStore();
   container.register(CHALLENGE_STORE, { useValue: challenges });
   plugins.reportDependencyState('database', true);
+  // Alerts on a quantity (core/webhooks/alerts.ts): the day's estimated spend, judged as usage batches are written; the
+  // share of refused attestations, counted in the rate-limit store by the attestation routes.
+  const spendAlerts = new SpendAlerts({
+    directory,
+    webhooks: core.webhooks,
+    spendOf: (appId, fromMs, toMs) => management.estimatedSpend(appId, fromMs, toMs),
+    prices: () => management.priceLookup(),
+    clock,
+    onError: (error, what) => logger.warn({ cause: causeOf(error) }, what),
+  });
+  const attestationAlerts = new AttestationFailureAlerts({ store: rateLimits, webhooks: core.webhooks, clock, onError: (error, what) => logger.warn({ cause: causeOf(error) }, what) });
   const usage = new UsageRecorder(database, {
     // Written 100 ms after a batch's first event. Every 20 ms, SQLite wrote its pages once per 20-30 rows, almost one
     // pwrite per request; held much longer, events outlive young-generation collections at load (docs/benchmarks.md).
@@ -416,6 +428,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       plugins.reportDependencyState('database', false, causeOf(error), 'write');
     },
     onRecovered: () => plugins.reportDependencyState('database', true, undefined, 'write'),
+    onWritten: (batch) => spendAlerts.written(batch),
     // Every loss is said when it happens, with its reason and count (the metric keeps the totals).
     onDropped: (reason, count) =>
       logger.error({ reason, lost: count, lostSinceStart: usage.droppedByReason[reason] }, reason === 'shutdown' ? 'usage events lost: still unwritten when the process stopped (the database did not accept them)' : 'usage events lost: the buffer is full (the database has not accepted writes for too long); the oldest were dropped'),
@@ -698,6 +711,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       trustProxy: configuration.trustProxy,
       clock,
       devices: deviceKeys,
+      onExchange: (app, refused) => attestationAlerts.record(app, refused),
       recordDevice: async (input) => {
         const device = await new DeviceRepository(database).recordAttestation({ ...input, now: clock() });
         return { revoked: device.revokedAt !== null };
@@ -887,6 +901,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       bodies.stop();
       clearInterval(retention);
       await usage.stop();
+      await spendAlerts.settled();
+      await attestationAlerts.settled();
       await endUsers.stop();
       (forward as ForwardStage).close?.();
       if (!plugins.rateLimitStore) await rateLimits.close?.();

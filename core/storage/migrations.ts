@@ -369,8 +369,29 @@ const adminKeyScopes: Migration = {
   },
 };
 
+/**
+ * Alerts raised once (core/webhooks/alerts.ts): one row per app, event and period (the UTC day of a `spend.threshold`),
+ * inserted with a conditional insert in the transaction that queues the event, so that one node of a fleet raises it,
+ * once, across restarts.
+ */
+const webhookAlertMarks: Migration = {
+  name: '0009-webhook-alert-marks',
+  async up(knex) {
+    await knex.schema.createTable('webhook_alert_marks', (table) => {
+      table.string('app_id', 64).notNullable();
+      table.string('event', 64).notNullable();
+      table.string('period', 32).notNullable();
+      table.bigInteger('created_at').notNullable();
+      table.primary(['app_id', 'event', 'period']);
+    });
+  },
+  async down(knex) {
+    await knex.schema.dropTableIfExists('webhook_alert_marks');
+  },
+};
+
 /** Append only; never reorder or edit a migration that has shipped. */
-export const MIGRATIONS: readonly Migration[] = [initial, auditLog, dashboardUsers, tokenGraceAndRequestLog, usageTokens, secretLastUsed, usageEventOnce, faultsIdempotencyKeys, endUsersAndWebhooks, realtimeSessions, adminKeyScopes];
+export const MIGRATIONS: readonly Migration[] = [initial, auditLog, dashboardUsers, tokenGraceAndRequestLog, usageTokens, secretLastUsed, usageEventOnce, faultsIdempotencyKeys, endUsersAndWebhooks, realtimeSessions, adminKeyScopes, webhookAlertMarks];
 
 /** A knex migration source over {@link MIGRATIONS}. */
 export class CodeMigrationSource implements Knex.MigrationSource<Migration> {

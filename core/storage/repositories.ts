@@ -595,6 +595,36 @@ export class UsageRepository {
     });
   }
 
+  /**
+   * One app's estimated spend over [fromMs, toMs) in USD: the total of the usage summary's spend (tokens per provider and
+   * model as reported, × the price {@link prices} finds), without the rest of the summary. `unpricedTokens`: tokens of
+   * models without a price (not in the total). Null when there is no price at all (as the summary's spend).
+   */
+  async spendOf(appId: string, fromMs: number, toMs: number): Promise<{ usd: number; unpricedTokens: number } | null> {
+    const operatorPrices = await new PriceRepository(this.database).list();
+    if (operatorPrices.length === 0 && this.defaultPrices.length === 0) return null;
+    const priceOf = priceBook(operatorPrices, this.defaultPrices);
+    const perModel = (await this.database('usage_events')
+      .where({ app_id: appId })
+      .andWhere('created_at', '>=', fromMs)
+      .andWhere('created_at', '<', toMs)
+      .whereNotNull('input_tokens')
+      .select('provider', 'model')
+      .sum({ input: 'input_tokens', output: 'output_tokens' })
+      .groupBy('provider', 'model')) as Row[];
+    let usd = 0;
+    let unpricedTokens = 0;
+    for (const row of perModel) {
+      const input = Number(row.input ?? 0);
+      const output = Number(row.output ?? 0);
+      const model = (row.model as string | null) ?? null;
+      const price = model === null ? undefined : priceOf(row.provider as string, model);
+      if (price === undefined) unpricedTokens += input + output;
+      else usd += costOf(price, input, output);
+    }
+    return { usd, unpricedTokens };
+  }
+
   /** The request log of one app, newest first, filtered; at most `limit` rows before the `before` cursor. */
   async requestLog(query: RequestLogQuery): Promise<RequestLogEntry[]> {
     let rows = this.database('usage_events').where({ app_id: query.appId });

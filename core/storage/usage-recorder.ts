@@ -62,6 +62,8 @@ export interface UsageRecorderOptions {
    * most while the buffer overflows). The events were counted but never logged: 72,306 went without a word.
    */
   readonly onDropped?: (reason: UsageDropReason, count: number) => void;
+  /** Told of each batch once it is written (the spend alert judges the day's spend then); must not throw. */
+  readonly onWritten?: (batch: readonly UsageEvent[]) => void;
 }
 
 /** Why events were dropped. */
@@ -201,6 +203,7 @@ export class UsageRecorder {
       this.droppedByReason.buffer_full -= batch.length - left;
       this.written += batch.length;
       lastUsedByKey(batch, this.unmarked);
+      this.options.onWritten?.(batch);
       if (this.failures > 0) this.options.onRecovered?.(this.failures);
       this.failures = 0;
       this.retryAt = 0;

@@ -96,6 +96,22 @@ export class WebhookRepository {
     return rows;
   }
 
+  /**
+   * Marks an alert raised for `period` (a conditional insert: true only for the first caller, on any node) and drops the
+   * app's older marks of the same event.
+   */
+  async mark(appId: string, event: string, period: string, now: number): Promise<boolean> {
+    const inserted = (await this.database('webhook_alert_marks').insert({ app_id: appId, event, period, created_at: now }).onConflict(['app_id', 'event', 'period']).ignore().returning('app_id')) as unknown[];
+    if (inserted.length === 0) return false;
+    await this.database('webhook_alert_marks').where({ app_id: appId, event }).andWhere('period', '<', period).delete();
+    return true;
+  }
+
+  /** Whether the alert was marked raised for `period`. */
+  async marked(appId: string, event: string, period: string): Promise<boolean> {
+    return (await this.database('webhook_alert_marks').where({ app_id: appId, event, period }).first()) !== undefined;
+  }
+
   /** Pending deliveries due at `now`, oldest first. */
   async due(now: number, limit: number): Promise<DeliveryRow[]> {
     return ((await this.database('webhook_deliveries').where('status', 'pending').where('next_attempt_at', '<=', now).orderBy('next_attempt_at').limit(limit)) as Row[]).map(toDelivery);

@@ -152,6 +152,27 @@ export class Webhooks {
     void queued.finally(() => this.queueing.delete(queued));
   }
 
+  /**
+   * Queues an event only if it was not raised for `period` yet (e.g. `spend.threshold` of one UTC day): the mark and the
+   * deliveries are written in one transaction, so that across restarts and nodes it is queued once. True: this call
+   * raised it. Unlike `emit`, awaited and throwing (the caller retries later).
+   */
+  async emitOnce(appId: string, type: (typeof WEBHOOK_EVENTS)[number], period: string, data: Record<string, unknown>): Promise<boolean> {
+    const now = this.options.clock();
+    const queued = await this.database.transaction(async (transaction) => {
+      const repository = new WebhookRepository(transaction);
+      if (!(await repository.mark(appId, type, period, now))) return null;
+      return repository.enqueue(appId, type, () => JSON.stringify({ type, timestamp: iso(now), app: appId, data }), () => `msg_${randomBytes(16).toString('hex')}`, now);
+    });
+    if (queued?.length) this.wake();
+    return queued !== null;
+  }
+
+  /** Whether {@link emitOnce} raised `type` for `period` already. */
+  async raised(appId: string, type: (typeof WEBHOOK_EVENTS)[number], period: string): Promise<boolean> {
+    return new WebhookRepository(this.database).marked(appId, type, period);
+  }
+
   /** Events being written to the queue (a CLI process waits for them before it closes the database). */
   private readonly queueing = new Set<Promise<void>>();
 

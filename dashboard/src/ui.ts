@@ -49,6 +49,7 @@ export const FIELD_LABELS: Record<string, string> = {
   userTokenMode: 'User tokens', userLimitPerMinute: 'Requests per minute per user', userDailyQuota: 'Requests per day per user',
   userDailyTokens: 'Tokens per day per user', userMinuteTokens: 'Tokens per minute per user', userDailySessionSeconds: 'Realtime seconds per day per user',
   profiles: 'Profiles by tier', modelPolicy: 'Model policy',
+  dailySpendAlertUsd: 'Daily spend alert (USD)', attestationFailureAlert: 'Refused attestations',
 };
 
 /** A validator message without its leading field name ("deviceLimitPerMinute must be …" → "must be …"). */

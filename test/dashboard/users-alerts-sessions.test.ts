@@ -125,6 +125,35 @@ describe('dashboard: users, alerts, realtime sessions and their policy', functio
     expect(deliveries).to.not.include(secret);
   });
 
+  it('Alerts: shows and saves the spend and refused-attestation thresholds under the API\'s names, and clears them', async () => {
+    await open('alerts', 'Test app · Alerts');
+    const form = page.getByRole('form', { name: 'Alert thresholds' });
+    await form.getByLabel('Daily spend alert (USD)').fill('12.5');
+    await form.getByLabel('Refused share (%)').fill('30');
+    await form.getByLabel('Fewest attempts in 15 minutes').fill('20');
+    await form.getByRole('button', { name: 'Save thresholds' }).click();
+    await page.getByText('Alert thresholds saved.').waitFor();
+    expect((await admin('GET', `/apps/${device.appId}`)).json.settings).to.deep.include({ dailySpendAlertUsd: 12.5, attestationFailureAlert: { percent: 30, minAttempts: 20 } });
+    // Drawn again: the page shows what is set.
+    await page.reload();
+    await page.getByRole('heading', { name: 'Test app · Alerts', exact: true }).waitFor();
+    expect(await page.getByRole('form', { name: 'Alert thresholds' }).getByLabel('Refused share (%)').inputValue()).to.equal('30');
+    // Out of range: the API's error is shown at the field, nothing changes.
+    await page.getByRole('form', { name: 'Alert thresholds' }).getByLabel('Refused share (%)').fill('130');
+    await page.getByRole('form', { name: 'Alert thresholds' }).evaluate((element) => { (element as unknown as { noValidate: boolean }).noValidate = true; });
+    await page.getByRole('form', { name: 'Alert thresholds' }).getByRole('button', { name: 'Save thresholds' }).click();
+    await page.getByRole('form', { name: 'Alert thresholds' }).getByText(/^Refused attestations: must be \{"percent": 1-100/).waitFor();
+    expect((await admin('GET', `/apps/${device.appId}`)).json.settings).to.deep.include({ attestationFailureAlert: { percent: 30, minAttempts: 20 } });
+    // Emptied: cleared.
+    const again = page.getByRole('form', { name: 'Alert thresholds' });
+    await again.getByLabel('Daily spend alert (USD)').fill('');
+    await again.getByLabel('Refused share (%)').fill('');
+    await again.getByLabel('Fewest attempts in 15 minutes').fill('');
+    await again.getByRole('button', { name: 'Save thresholds' }).click();
+    await page.getByText('Alert thresholds saved.').waitFor();
+    expect((await admin('GET', `/apps/${device.appId}`)).json.settings).to.not.have.any.keys('dailySpendAlertUsd', 'attestationFailureAlert');
+  });
+
   it('Policy, realtime sessions: saves every field under the API\'s names, warns before opening a credential route', async () => {
     await open('sessions', 'Test app · Policy');
     const form = page.getByRole('form', { name: 'Realtime sessions' });

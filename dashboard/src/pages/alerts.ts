@@ -1,11 +1,12 @@
 /**
- * An app's alerts: webhook endpoints (signed per the Standard Webhooks specification; the signing secret is shown
- * once), a test delivery, and the latest deliveries with their outcomes.
+ * An app's alerts: the thresholds of the spend.threshold and attestation.failure_rate events (app settings
+ * `dailySpendAlertUsd` and `attestationFailureAlert`), webhook endpoints (signed per the Standard Webhooks
+ * specification; the signing secret is shown once), a test delivery, and the latest deliveries with their outcomes.
  */
 import { api, type App, type Webhook, type WebhookDelivery as Delivery } from '../api.js';
 import { checkbox, field, h, table } from '../dom.js';
 import { refresh } from '../state.js';
-import { badge, button, emptyState, onSubmit, once, say, when } from '../ui.js';
+import { badge, button, emptyState, onSubmit, once, say, text, when } from '../ui.js';
 
 const EVENTS: ReadonlyArray<readonly [string, string]> = [
   ['budget.threshold', 'A token or session-seconds budget passed 80 % or 100 %'],
@@ -23,6 +24,42 @@ const named = (element: HTMLButtonElement, name: string): HTMLButtonElement => {
   return element;
 };
 
+/** The thresholds form: empty fields clear a setting (no such alert). */
+function thresholdsForm(app: App): HTMLFormElement {
+  const settings = app.settings;
+  const spend = settings.dailySpendAlertUsd as number | undefined;
+  const share = settings.attestationFailureAlert as { percent: number; minAttempts: number } | undefined;
+  const form = h(
+    'form',
+    { 'aria-label': 'Alert thresholds' },
+    field(
+      'Daily spend alert (USD)',
+      h('input', { name: 'dailySpendAlertUsd', type: 'number', min: 0.01, step: 0.01, max: 1_000_000_000, value: text(spend) }),
+      `spend.threshold is sent once per UTC day when the app’s estimated spend of the day (the usage view’s prices) passes this amount; empty for none. ${spend === undefined ? 'Not set.' : `Now ${spend} USD.`}`,
+    ),
+    h(
+      'fieldset',
+      {},
+      h('legend', {}, 'Refused attestations'),
+      field('Refused share (%)', h('input', { name: 'percent', type: 'number', min: 1, max: 100, step: 1, value: text(share?.percent) }), 'attestation.failure_rate is sent when at least this share of the attestations of the last 15 minutes was refused…'),
+      field('Fewest attempts in 15 minutes', h('input', { name: 'minAttempts', type: 'number', min: 1, max: 1_000_000, step: 1, value: text(share?.minAttempts) }), `…out of at least this many. Both empty for none. ${share ? `Now ${share.percent} % of at least ${share.minAttempts}.` : 'Not set.'}`),
+    ),
+    h('button', { type: 'submit', class: 'primary' }, 'Save thresholds'),
+  );
+  return onSubmit(form, async (values) => {
+    const amount = String(values.dailySpendAlertUsd ?? '').trim();
+    const percent = String(values.percent ?? '').trim();
+    const minAttempts = String(values.minAttempts ?? '').trim();
+    if ((percent === '') !== (minAttempts === '')) throw new Error('Refused attestations: give both the share and the fewest attempts, or neither.');
+    await api('PATCH', `/apps/${app.id}`, {
+      dailySpendAlertUsd: amount === '' ? null : Number(amount),
+      attestationFailureAlert: percent === '' ? null : { percent: Number(percent), minAttempts: Number(minAttempts) },
+    });
+    say('Alert thresholds saved.');
+    await refresh();
+  });
+}
+
 export async function alertsTab(app: App): Promise<(Node | null)[]> {
   const [webhooks, deliveries] = await Promise.all([api<Webhook[]>('GET', `/apps/${app.id}/webhooks`), api<Delivery[]>('GET', `/apps/${app.id}/webhook-deliveries`)]);
   const form = h(
@@ -39,6 +76,9 @@ export async function alertsTab(app: App): Promise<(Node | null)[]> {
         ? badge(`failed ${when(delivery.finishedAt)}`, 'bad')
         : badge(delivery.nextAttemptAt ? `pending, next try ${when(delivery.nextAttemptAt)}` : 'pending', 'muted');
   return [
+    h('h2', {}, 'Thresholds'),
+    thresholdsForm(app),
+    h('h2', {}, 'Webhooks'),
     webhooks.length
       ? table(
           ['Address', 'Events', 'Added', ''],
