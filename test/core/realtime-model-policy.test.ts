@@ -5,7 +5,11 @@
  *   (https://platform.openai.com/docs/guides/realtime-websocket), `session.update` with `session.model` and
  *   `session.max_output_tokens`, `response.create` with `response.max_output_tokens`, `input_audio_buffer.append`;
  * - Gemini Live (https://ai.google.dev/api/live): the first message `setup` with `model` (`models/{model}`) and
- *   `generationConfig.maxOutputTokens`.
+ *   `generationConfig.maxOutputTokens`;
+ * - the model in the URL of Deepgram (https://developers.deepgram.com/reference/speech-to-text/listen-streaming,
+ *   `model`), ElevenLabs (https://elevenlabs.io/docs/api-reference/text-to-speech/v-1-text-to-speech-voice-id-stream-input,
+ *   `model_id`) and Cartesia STT (https://docs.cartesia.ai/api-reference/stt/stt, `model`), and in Cartesia's TTS
+ *   generation requests (https://docs.cartesia.ai/api-reference/tts/websocket, `model_id`).
  * What crossed the wire is asserted: the upstream handshake's URL, the frames the fake provider read (or that it read
  * none), the close code and reason the client got, the request-log row.
  */
@@ -46,7 +50,7 @@ describe('realtime sessions under the app\'s model policy', function () {
 
   before(async () => {
     fake = await FakeRealtimeUpstream.start();
-    gateway = await TestGateway.start({ upstreams: { openai: fake.url, gemini: fake.url }, env: { TOLLGATE_REALTIME_MAX_FRAME_BYTES: String(FRAME_CAP) } });
+    gateway = await TestGateway.start({ upstreams: { openai: fake.url, gemini: fake.url, deepgram: fake.url, elevenlabs: fake.url, cartesia: fake.url }, env: { TOLLGATE_REALTIME_MAX_FRAME_BYTES: String(FRAME_CAP) } });
     socketBase = gateway.url.replace(/^http/, 'ws');
   });
 
@@ -55,7 +59,7 @@ describe('realtime sessions under the app\'s model policy', function () {
     await fake.close();
   });
 
-  const provision = (settings: Record<string, unknown> = {}): Promise<Provisioned> => gateway.provision({ openai: OPERATOR_KEY, gemini: OPERATOR_KEY }, settings);
+  const provision = (settings: Record<string, unknown> = {}): Promise<Provisioned> => gateway.provision({ openai: OPERATOR_KEY, gemini: OPERATOR_KEY, deepgram: OPERATOR_KEY, elevenlabs: OPERATOR_KEY, cartesia: OPERATOR_KEY }, settings);
   const openai = (model: string) => `${socketBase}/v1/proxy/openai/v1/realtime?model=${encodeURIComponent(model)}`;
   const gemini = () => `${socketBase}/v1/proxy/gemini/v1beta/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent`;
 
@@ -195,5 +199,37 @@ describe('realtime sessions under the app\'s model policy', function () {
       expect(await closed).to.deep.equal({ code: 4400, reason: 'model_not_allowed' });
       expect(upstream.messages).to.deep.equal([]);
     }
+  });
+
+  it('deepgram, elevenlabs and cartesia: the model in the URL is checked at the upgrade, Cartesia TTS\'s model_id in each request', async () => {
+    const device = await provision({
+      modelPolicy: {
+        deepgram: { allow: ['nova-3'] },
+        elevenlabs: { allow: ['eleven_flash_v2_5'] },
+        cartesia: { allow: ['ink-whisper', 'sonic-2'], aliases: { fast: 'sonic-2' } },
+      },
+    });
+    const before = fake.sessions.length;
+    for (const [path, status] of [
+      ['deepgram/v1/listen?model=nova-2&encoding=linear16', 400],
+      ['elevenlabs/v1/text-to-speech/voice123/stream-input?model_id=eleven_multilingual_v2', 400],
+      ['cartesia/v1/stt/websocket?model=some-other', 400],
+    ] as const) {
+      const refusal = await connect(`${socketBase}/v1/proxy/${path}`, device.headers).then(() => ({ status: 101, body: '' }), (error: { status: number; body: string }) => error);
+      expect(refusal.status, path).to.equal(status);
+      expect(JSON.parse(refusal.body).error.reason).to.equal('model_not_allowed');
+    }
+    expect(fake.sessions.length).to.equal(before);
+    const listen = await open(`${socketBase}/v1/proxy/deepgram/v1/listen?model=nova-3&encoding=linear16`, device);
+    expect(listen.upstream.handshake.url).to.equal('/v1/listen?model=nova-3&encoding=linear16');
+    listen.client.close();
+    const tts = await open(`${socketBase}/v1/proxy/cartesia/v1/tts/websocket`, device);
+    tts.client.send(JSON.stringify({ model_id: 'fast', transcript: 'Hello', voice: { mode: 'id', id: 'voice-1' }, context_id: 'c1', continue: true }));
+    await eventually(() => tts.upstream.messages.length === 1);
+    expect(JSON.parse(tts.upstream.messages[0]!.data.toString())).to.include({ model_id: 'sonic-2', transcript: 'Hello' });
+    const closed = closeOf(tts.client);
+    tts.client.send(JSON.stringify({ model_id: 'sonic-english', transcript: 'Hi', voice: { mode: 'id', id: 'voice-1' }, context_id: 'c2' }));
+    expect(await closed).to.deep.equal({ code: 4400, reason: 'model_not_allowed' });
+    expect(tts.upstream.messages.length).to.equal(1);
   });
 });
