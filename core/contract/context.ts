@@ -110,7 +110,11 @@ export class ProxyContext {
     readonly requestId: string,
     readonly request: IncomingMessage,
     readonly response: ServerResponse,
-    readonly route: ProxyRoute,
+    /**
+     * The parsed address. Replaced (never changed in place: parsed routes are shared) only where a stage rewrites what
+     * goes upstream before `injectKey` builds it: the model policy replacing a model alias in a realtime upgrade's query.
+     */
+    public route: ProxyRoute,
     readonly provider: ProviderManifest,
     readonly startedAt: number,
   ) {}

@@ -27,6 +27,56 @@ export interface RealtimeUsageReader {
 }
 
 /**
+ * One condition on a JSON client frame: its dotted member `member` is the string `equals` (OpenAI names each event in
+ * `type`: `session.update`), or, without `equals`, the frame has the member at all (Gemini Live names each message by
+ * its one top-level member: `setup`).
+ */
+export interface RealtimeFrameMatch {
+  readonly member: string;
+  readonly equals?: string;
+}
+
+/**
+ * Where one kind of JSON client frame names the model and the output-token limit, for the app's model policy. Member
+ * paths are dotted, as in {@link RequestBodyFields}. A frame that names no model passes; an output limit is lowered to
+ * the policy's cap where present, and set to it when the frame names none.
+ *
+ * @example { frame: [{ member: 'type', equals: 'session.update' }], model: 'session.model' }
+ * @example { frame: [{ member: 'setup' }], model: 'setup.model', outputLimit: ['setup.generationConfig.maxOutputTokens'] }
+ */
+export interface RealtimeFrameFields {
+  /** The frames meant: every condition holds (at least one; the first should be the rarest text, it is searched for). */
+  readonly frame: readonly RealtimeFrameMatch[];
+  /** Member naming the model. */
+  readonly model?: string;
+  /** Members that may hold the output-token limit: every one present is clamped; the first is written when none is. */
+  readonly outputLimit?: readonly string[];
+}
+
+/**
+ * Where a realtime route names the model, so that the app's `modelPolicy` holds for its sessions as for HTTP requests
+ * (protocol.md, "Realtime sessions"): the upgrade URL's query parameter, checked (and an alias replaced) before the
+ * provider's socket is opened, and JSON client frames, checked (and rewritten) one by one, a refused one closing the
+ * session with 4400 `model_not_allowed`. Only when a policy applies to the provider are frames read at all.
+ */
+export interface RealtimeModelFields {
+  /** The upgrade URL's query parameter naming the model (OpenAI `model`). */
+  readonly query?: string;
+  /** JSON client frames naming the model or the output limit. */
+  readonly frames?: readonly RealtimeFrameFields[];
+  /**
+   * A prefix the provider puts before a model's id in frames (Gemini's resource names `models/{model}`): the policy
+   * compares the id with and without it, and writes an alias's model with it.
+   */
+  readonly modelPrefix?: string;
+  /**
+   * The provider reads JSON from binary client frames too (not only from text frames): the policy then reads binary
+   * frames as it reads text ones. Absent: binary frames (audio) pass unread.
+   */
+  readonly jsonInBinaryFrames?: boolean;
+}
+
+/**
  * One realtime route of a provider: a path the client may open as a WebSocket with `GET` + `Upgrade: websocket` on the
  * proxy address, and where the gateway opens the provider's socket for it.
  *
@@ -56,6 +106,8 @@ export interface RealtimeRoute {
    * named in `announcers` together with the entry after it (Deepgram's `token`, `<key>`).
    */
   readonly credentialSubprotocols?: { readonly prefixes?: readonly string[]; readonly announcers?: readonly string[] };
+  /** Where the session names the model, for the app's model policy (see {@link RealtimeModelFields}); absent: not checked. */
+  readonly model?: RealtimeModelFields;
 }
 
 /**

@@ -5,8 +5,9 @@
  * buffer is over {@link HIGH_WATER_BYTES}, and resumed once the write that crossed it is flushed); a provider close
  * reaches the client with the provider's code; a client that closes or vanishes closes the provider's socket at once.
  */
-import type { WebSocket } from 'ws';
+import { WebSocket } from 'ws';
 import { GatewayError, type ProxyContext, type RealtimeUsage, type RealtimeUsageReader, type TokenUsage } from '../contract';
+import type { ClientFramePolicy } from './frame-policy';
 
 /** A peer whose send buffer holds more than this pauses the side that feeds it (a few seconds of 48 kHz PCM). */
 export const HIGH_WATER_BYTES = 1024 * 1024;
@@ -35,6 +36,22 @@ export function closeReason(reason: string | Buffer): string {
   // A character cut in half decodes to U+FFFD (3 bytes): drop whole characters until it fits.
   while (Buffer.byteLength(text) > 123) text = text.slice(0, -1);
   return text;
+}
+
+/** The close reason of a client message over the frame cap. */
+const FRAME_TOO_LARGE = 'frame_too_large';
+
+/**
+ * The client's side of a session (the upgrade handler's `WebSocketServer` makes its sockets of this class, an option
+ * `ws` documents for this). A message over the frame cap (`maxPayload`) is refused by `ws` as its header arrives, before
+ * it is buffered, by closing with 1009 (RFC 6455 §7.4.1); the gateway's protocol closes it with 4400 `frame_too_large`
+ * instead. `ws` closes such a socket with a code and no reason; every other close passes unchanged.
+ */
+export class ClientSocket extends WebSocket {
+  override close(code?: number, data?: string | Buffer): void {
+    if (code === 1009 && data === undefined) return super.close(CLOSE_CODES.invalidRequest!, FRAME_TOO_LARGE);
+    super.close(code, data);
+  }
 }
 
 /** What the session tells its registry. */
@@ -80,6 +97,8 @@ export class RealtimeSession {
     readonly appTokenHash: string,
     readonly startedAt: number,
     private readonly host: SessionHost,
+    /** The app's model policy over client frames; absent when none applies (frames are then not read). */
+    private readonly clientFrames?: ClientFramePolicy,
   ) {
     this.lastFrameAt = startedAt;
     this.markers = (reader?.markers ?? []).map((marker) => Buffer.from(marker));
@@ -101,6 +120,16 @@ export class RealtimeSession {
       this.bytesIn += data.length;
       this.lastFrameAt = this.host.clock();
       this.host.countFrame('in', data.length);
+      if (this.clientFrames !== undefined) {
+        try {
+          data = this.clientFrames.apply(data, isBinary);
+        } catch (error) {
+          // Refused by the policy: nothing of it goes upstream; both sockets close (the client's with 4400).
+          if (error instanceof GatewayError) this.closeWith(error);
+          else this.closeWith(new GatewayError('invalidRequest', 'The frame could not be checked against the app\'s model policy.', { reason: 'frame_not_json' }));
+          return;
+        }
+      }
       this.relay(data, isBinary, upstream, client);
     });
     upstream.on('message', (data: Buffer, isBinary: boolean) => {
@@ -143,7 +172,19 @@ export class RealtimeSession {
         else client.close(this.closeCode, this.closeReason);
       }
     });
-    client.on('error', (error) => this.host.debug('realtime client socket error', error));
+    client.on('error', (error: Error & { code?: string }) => {
+      // A message over the frame cap: `ws` has already sent the close (4400 frame_too_large, see ClientSocket).
+      if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' && this.closedBy === undefined) {
+        this.closedBy = 'gateway';
+        this.closedWith = new GatewayError('invalidRequest', 'A client message was larger than the gateway\'s frame cap.', { reason: 'frame_too_large' });
+        this.closeCode = CLOSE_CODES.invalidRequest!;
+        this.closeReason = FRAME_TOO_LARGE;
+        if (upstream.readyState === upstream.OPEN) upstream.close(1000);
+        else upstream.terminate();
+        return;
+      }
+      this.host.debug('realtime client socket error', error);
+    });
     upstream.on('error', (error) => this.host.debug('realtime provider socket error', error));
   }
 

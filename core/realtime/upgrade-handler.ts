@@ -14,14 +14,18 @@
  * - permessage-deflate is off both ways: audio does not compress, a relay would inflate and deflate every frame twice,
  *   and each deflate context costs hundreds of kilobytes per socket (5,000 sessions must fit in 500 MB);
  * - a message cap of `TOLLGATE_REALTIME_MAX_FRAME_BYTES` (default 4 MiB, `ws`'s default is 100 MiB) both ways: a
- *   larger message closes the socket with 1009 (RFC 6455 §7.4.1) before it is buffered whole.
+ *   larger message is refused as its header arrives, before it is buffered: the client's with 4400 `frame_too_large`
+ *   (protocol.md; see ClientSocket), the provider's with 1009 (RFC 6455 §7.4.1).
+ *
+ * The app's model policy holds for the session: the URL's model is checked with the pipeline's (core/pipeline/
+ * model-policy.ts), the client frames by a ClientFramePolicy (core/realtime/frame-policy.ts) when a policy applies.
  */
 import { randomUUID } from 'node:crypto';
 import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer } from 'ws';
-import { GatewayError, ProxyContext, type PipelineObserver, type PipelineStage, type RateLimitStore } from '../contract';
+import { GatewayError, ProxyContext, type PipelineObserver, type PipelineStage, type RateLimitStore, type RealtimeRoute } from '../contract';
 import type { Configuration } from '../configuration/configuration';
 import { parseProxyRoute } from '../pipeline/proxy-path';
 import { markRealtimeUpgrade } from '../pipeline/realtime-upgrades';
@@ -32,7 +36,9 @@ import { sendGatewayError, toGatewayError } from '../routes/errors';
 import { PROXY_PREFIX } from '../routes/proxy';
 import { hashToken } from '../security/tokens';
 import { checkSessionSeconds } from './budget-adapter';
-import { RealtimeSession } from './session';
+import { effectiveSettings } from '../users/profiles';
+import { ClientFramePolicy } from './frame-policy';
+import { ClientSocket, RealtimeSession } from './session';
 import type { SessionRegistry } from './session-registry';
 import { sortSubprotocols, upstreamSocketHeaders, upstreamSocketUrl } from './socket-url';
 
@@ -63,6 +69,8 @@ export class UpgradeHandler {
       noServer: true,
       perMessageDeflate: false,
       maxPayload: dependencies.configuration.realtimeMaxFrameBytes,
+      // A client message over the cap closes with 4400 frame_too_large rather than 1009 (protocol.md).
+      WebSocket: ClientSocket,
       // The subprotocol is the provider's choice (or `tollgate.v1`), decided before the client's handshake completes.
       handleProtocols: (_offered, request) => chosenProtocols.get(request) ?? false,
     });
@@ -184,6 +192,7 @@ export class UpgradeHandler {
             hashToken(String(context.request.headers['tollgate-app-token'])),
             this.dependencies.clock(),
             this.dependencies.sessions,
+            clientFramePolicy(context, route),
           );
           this.dependencies.sessions.add(session);
           session.start();
@@ -230,6 +239,17 @@ export class UpgradeHandler {
       }
     }
   }
+}
+
+/**
+ * The model policy over the session's client frames, when one applies to the provider for this app (with the user's
+ * profile) and the route declares frames that name a model; undefined otherwise, and frames are then never read.
+ */
+function clientFramePolicy(context: ProxyContext, route: RealtimeRoute): ClientFramePolicy | undefined {
+  const fields = route.model;
+  if (!fields?.frames?.length) return undefined;
+  const policy = effectiveSettings(context).modelPolicy?.[context.provider.slug];
+  return policy ? new ClientFramePolicy(policy, fields, context.provider.slug) : undefined;
 }
 
 /** The subprotocol to answer the client with, per upgrade request (set just before its handshake completes). */

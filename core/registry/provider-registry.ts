@@ -10,6 +10,7 @@ import {
   TollgateError,
   type HttpMethod,
   type ProviderManifest,
+  type RealtimeModelFields,
 } from '../contract';
 import { providerVariableStem, type Configuration } from '../configuration/configuration';
 import { compileAccountRoutes, compileCredentialRoutes, compileRealtimeRoutes, routePatternProblem, type CompiledAccountRoute, type CompiledCredentialRoute, type CompiledRealtimeRoute } from '../pipeline/route-class';
@@ -154,6 +155,7 @@ export function validateManifest(manifest: ProviderManifest, origin = 'built-in'
       if (url.protocol !== 'wss:' || url.search || url.hash || url.username || url.password || (url.pathname.endsWith('/') && url.pathname !== '/')) fail(slug, `realtime route "${route.path}" url must be wss://host[/prefix] without a query or trailing "/"`);
     }
     if (route.usage !== undefined && (!Array.isArray(route.usage.markers) || route.usage.markers.length === 0 || typeof route.usage.read !== 'function')) fail(slug, `realtime route "${route.path}" usage needs markers and read()`);
+    if (route.model !== undefined) checkRealtimeModelFields(slug, route.path, route.model);
   }
   for (const route of manifest.credentialRoutes ?? []) {
     const problem = routePatternProblem(route?.path);
@@ -168,6 +170,20 @@ export function validateManifest(manifest: ProviderManifest, origin = 'built-in'
     if (typeof check.path !== 'string' || !/^[A-Za-z0-9._~:@-]+(\/[A-Za-z0-9._~:@-]+)*$/.test(check.path) || check.path.split('/').some((segment) => segment === '.' || segment === '..')) {
       fail(slug, `keyCheck.path "${String(check.path)}" must be a relative path (segments of letters, digits and ._~:@-; no query)`);
     }
+  }
+}
+
+const MEMBER_PATH = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
+
+/** A realtime route's model declaration: dotted members, frames with at least one condition. */
+function checkRealtimeModelFields(slug: string, path: string, fields: RealtimeModelFields): void {
+  if (fields.query !== undefined && (typeof fields.query !== 'string' || fields.query.length === 0)) fail(slug, `realtime route "${path}": model.query must name a query parameter`);
+  if (fields.modelPrefix !== undefined && (typeof fields.modelPrefix !== 'string' || fields.modelPrefix.length === 0)) fail(slug, `realtime route "${path}": model.modelPrefix must be a non-empty string`);
+  for (const declared of fields.frames ?? []) {
+    if (!Array.isArray(declared?.frame) || declared.frame.length === 0) fail(slug, `realtime route "${path}": each model.frames entry needs at least one frame condition`);
+    if (declared.model === undefined && !declared.outputLimit?.length) fail(slug, `realtime route "${path}": a model.frames entry names a model or an output limit`);
+    const members = [...declared.frame.map((condition) => condition?.member), declared.model, ...(declared.outputLimit ?? [])].filter((member) => member !== undefined);
+    for (const member of members) if (typeof member !== 'string' || !MEMBER_PATH.test(member)) fail(slug, `realtime route "${path}": "${String(member)}" is not a dotted member path`);
   }
 }
 

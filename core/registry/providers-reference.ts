@@ -3,7 +3,7 @@
  * routes (with what opening each exposes). Written by `scripts/providers-reference.js` during `npm run build`; a test
  * fails when the committed file differs, so the page and the manifests cannot drift.
  */
-import type { AuthStyle, ProviderManifest } from '../contract';
+import type { AuthStyle, ProviderManifest, RealtimeModelFields } from '../contract';
 import { DEFAULT_CREDENTIAL_QUERY_PARAMETERS } from '../pipeline/header-hygiene';
 
 const code = (text: string) => `\`${text.replace(/`/g, "'")}\``;
@@ -55,8 +55,8 @@ function section(manifest: ProviderManifest): string[] {
     lines.push('**Account routes**: none.', '');
   }
   if (manifest.realtime?.length) {
-    lines.push('**Realtime routes** (WebSocket sessions: `GET` with `Upgrade: websocket` on the proxy route):', '', '| path | upstream socket | usage read from frames | documentation |', '|---|---|---|---|');
-    for (const route of manifest.realtime) lines.push(`| ${code(route.path)} | ${route.url ? code(`${route.url}/{path}`) : 'the version\'s base, `wss`'} | ${route.usage ? route.usage.markers.map(code).join(', ') : 'none (seconds only)'} | ${route.doc} |`);
+    lines.push('**Realtime routes** (WebSocket sessions: `GET` with `Upgrade: websocket` on the proxy route):', '', '| path | upstream socket | usage read from frames | model policy reads | documentation |', '|---|---|---|---|---|');
+    for (const route of manifest.realtime) lines.push(`| ${code(route.path)} | ${route.url ? code(`${route.url}/{path}`) : 'the version\'s base, `wss`'} | ${route.usage ? route.usage.markers.map(code).join(', ') : 'none (seconds only)'} | ${realtimeModelCell(route.model)} | ${route.doc} |`);
     lines.push('');
   }
   if (manifest.credentialRoutes?.length) {
@@ -69,6 +69,21 @@ function section(manifest: ProviderManifest): string[] {
   }
   if (manifest.notes) lines.push(`Notes: ${cell(manifest.notes)}`, '');
   return lines;
+}
+
+/** Where a realtime route names the model and the output limit, as the model policy reads them. */
+function realtimeModelCell(fields: RealtimeModelFields | undefined): string {
+  if (!fields) return 'nothing (not checked)';
+  const parts: string[] = [];
+  if (fields.query) parts.push(`URL ${code(`?${fields.query}=`)}`);
+  for (const declared of fields.frames ?? []) {
+    const frame = declared.frame.map((condition) => (condition.equals === undefined ? code(condition.member) : `${code(condition.member)} = ${code(condition.equals)}`)).join(' and ');
+    const members = [...(declared.model ? [`model ${code(declared.model)}`] : []), ...(declared.outputLimit?.length ? [`limit ${declared.outputLimit.map(code).join(' / ')}`] : [])];
+    parts.push(`frames with ${frame}: ${members.join(', ')}`);
+  }
+  if (fields.modelPrefix) parts.push(`model ids as ${code(`${fields.modelPrefix}{model}`)}`);
+  if (fields.jsonInBinaryFrames) parts.push('binary frames read as JSON too');
+  return parts.join('; ');
 }
 
 /** The whole page, for the manifests given (sorted by slug). */

@@ -30,9 +30,11 @@ export const manifest = defineProvider({
   // TTS over WebSocket (`wss://api.cartesia.ai/tts/websocket`, https://docs.cartesia.ai/api-reference/tts/websocket) and
   // streaming STT (`wss://api.cartesia.ai/stt/websocket`, https://docs.cartesia.ai/api-reference/stt/stt), the key and
   // `Cartesia-Version` as for HTTP. No token usage in their frames: the sessions are charged their seconds.
+  // The model: each TTS generation request (a JSON text frame) names it in `model_id`; STT in the URL's `model` query
+  // parameter (same pages). The app's model policy checks both.
   realtime: [
-    { path: 'tts/websocket', doc: 'https://docs.cartesia.ai/api-reference/tts/websocket' },
-    { path: 'stt/websocket', doc: 'https://docs.cartesia.ai/api-reference/stt/stt' },
+    { path: 'tts/websocket', doc: 'https://docs.cartesia.ai/api-reference/tts/websocket', model: { frames: [{ frame: [{ member: 'model_id' }], model: 'model_id' }] } },
+    { path: 'stt/websocket', doc: 'https://docs.cartesia.ai/api-reference/stt/stt', model: { query: 'model' } },
   ],
   // Access tokens for client apps: `expires_in` seconds, at most 3600 (https://docs.cartesia.ai/api-reference/auth/access-token).
   credentialRoutes: [{ methods: ['POST'], path: 'access-token', lifetime: { kind: 'body-seconds', member: 'expires_in' }, doc: 'https://docs.cartesia.ai/api-reference/auth/access-token' }],

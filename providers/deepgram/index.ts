@@ -19,9 +19,11 @@ export const manifest = defineProvider({
   // Live STT (`wss://api.deepgram.com/v1/listen`, https://developers.deepgram.com/reference/speech-to-text/listen-streaming)
   // and live TTS (`wss://api.deepgram.com/v1/speak`, https://developers.deepgram.com/reference/text-to-speech/speak-streaming),
   // `Authorization: Token <key>` for servers. Browsers send the subprotocols `token`, `<key>` instead.
+  // Both name their model in the URL's `model` query parameter (`?model=nova-3`, `?model=aura-2-thalia-en`, same pages):
+  // the app's model policy checks it at the upgrade.
   realtime: [
-    { path: 'listen', doc: 'https://developers.deepgram.com/reference/speech-to-text/listen-streaming', usage: DEEPGRAM_LIVE_USAGE, credentialSubprotocols: { announcers: ['token', 'bearer'] } },
-    { path: 'speak', doc: 'https://developers.deepgram.com/reference/text-to-speech/speak-streaming', credentialSubprotocols: { announcers: ['token', 'bearer'] } },
+    { path: 'listen', doc: 'https://developers.deepgram.com/reference/speech-to-text/listen-streaming', usage: DEEPGRAM_LIVE_USAGE, credentialSubprotocols: { announcers: ['token', 'bearer'] }, model: { query: 'model' } },
+    { path: 'speak', doc: 'https://developers.deepgram.com/reference/text-to-speech/speak-streaming', credentialSubprotocols: { announcers: ['token', 'bearer'] }, model: { query: 'model' } },
   ],
   // Temporary tokens: `ttl_seconds` 1-3600, default 30 (https://developers.deepgram.com/reference/token-based-auth-api/grant-token).
   credentialRoutes: [{ methods: ['POST'], path: 'auth/grant', lifetime: { kind: 'body-seconds', member: 'ttl_seconds' }, doc: 'https://developers.deepgram.com/reference/token-based-auth-api/grant-token' }],

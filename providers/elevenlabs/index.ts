@@ -46,10 +46,11 @@ export const manifest = defineProvider({
   // Input streaming text-to-speech (`wss://api.elevenlabs.io/v1/text-to-speech/{voice_id}/stream-input` and
   // `multi-stream-input`) and realtime speech-to-text (`wss://api.elevenlabs.io/v1/speech-to-text/realtime`), the key
   // in `xi-api-key` for servers. Their frames report no token usage: the sessions are charged their seconds.
+  // Each names its model in the URL's `model_id` query parameter (same pages): the app's model policy checks it at the upgrade.
   realtime: [
-    { path: 'text-to-speech/{voice_id}/stream-input', doc: 'https://elevenlabs.io/docs/api-reference/text-to-speech/v-1-text-to-speech-voice-id-stream-input' },
-    { path: 'text-to-speech/{voice_id}/multi-stream-input', doc: 'https://elevenlabs.io/docs/api-reference/text-to-speech/v-1-text-to-speech-voice-id-multi-stream-input' },
-    { path: 'speech-to-text/realtime', doc: 'https://elevenlabs.io/docs/api-reference/speech-to-text/v-1-speech-to-text-realtime' },
+    { path: 'text-to-speech/{voice_id}/stream-input', doc: 'https://elevenlabs.io/docs/api-reference/text-to-speech/v-1-text-to-speech-voice-id-stream-input', model: { query: 'model_id' } },
+    { path: 'text-to-speech/{voice_id}/multi-stream-input', doc: 'https://elevenlabs.io/docs/api-reference/text-to-speech/v-1-text-to-speech-voice-id-multi-stream-input', model: { query: 'model_id' } },
+    { path: 'speech-to-text/realtime', doc: 'https://elevenlabs.io/docs/api-reference/speech-to-text/v-1-speech-to-text-realtime', model: { query: 'model_id' } },
   ],
   // Single-use tokens for the realtime APIs; they expire after 15 minutes, fixed (https://elevenlabs.io/docs/api-reference/tokens/create).
   credentialRoutes: [{ methods: ['POST'], path: 'single-use-token/{token_type}', doc: 'https://elevenlabs.io/docs/api-reference/tokens/create' }],

@@ -74,6 +74,23 @@ export const manifest = defineProvider({
       url: 'wss://generativelanguage.googleapis.com',
       doc: 'https://ai.google.dev/api/live',
       usage: GEMINI_LIVE_USAGE,
+      // Where a session names its model (the app's model policy): the first message, `setup`
+      // (BidiGenerateContentSetup, https://ai.google.dev/api/live#bidigeneratecontentsetup), names the model as a
+      // resource name `models/{model}` in `setup.model` and may cap the output in `setup.generationConfig.maxOutputTokens`.
+      // The messages are protobuf JSON, whose parser also takes the proto field names (`generation_config`,
+      // `max_output_tokens`: https://protobuf.dev/programming-guides/json/), so both spellings are clamped. Google sends its
+      // own JSON in binary frames; its reader is not assumed to refuse JSON in the client's binary frames.
+      model: {
+        modelPrefix: 'models/',
+        jsonInBinaryFrames: true,
+        frames: [
+          {
+            frame: [{ member: 'setup' }],
+            model: 'setup.model',
+            outputLimit: ['setup.generationConfig.maxOutputTokens', 'setup.generation_config.max_output_tokens', 'setup.generationConfig.max_output_tokens', 'setup.generation_config.maxOutputTokens'],
+          },
+        ],
+      },
     },
   ],
   // Ephemeral tokens for the Live API (v1alpha): `expireTime` defaults to 30 minutes ahead

@@ -51,6 +51,21 @@ export const manifest = defineProvider({
       usage: OPENAI_REALTIME_USAGE,
       // Browsers authenticate with the subprotocol `openai-insecure-api-key.<key>` (the SDK's browser client).
       credentialSubprotocols: { prefixes: ['openai-insecure-api-key.'] },
+      // Where a session names its model (the app's model policy): the URL's `?model=`
+      // (https://platform.openai.com/docs/guides/realtime-websocket); the client events
+      // (https://platform.openai.com/docs/api-reference/realtime-client-events): `session.update` carries the session
+      // (`session.model`, `session.max_output_tokens` of a `session.type` "realtime" session, an integer up to 4096 or
+      // "inf", and the input transcription's model `session.audio.input.transcription.model`), `response.create` a
+      // response's own `response.max_output_tokens`. Audio travels base64 in JSON events; binary frames are not events.
+      model: {
+        query: 'model',
+        frames: [
+          { frame: [{ member: 'type', equals: 'session.update' }], model: 'session.model' },
+          { frame: [{ member: 'type', equals: 'session.update' }], model: 'session.audio.input.transcription.model' },
+          { frame: [{ member: 'type', equals: 'session.update' }, { member: 'session.type', equals: 'realtime' }], outputLimit: ['session.max_output_tokens'] },
+          { frame: [{ member: 'type', equals: 'response.create' }], outputLimit: ['response.max_output_tokens'] },
+        ],
+      },
     },
   ],
   credentialRoutes: [

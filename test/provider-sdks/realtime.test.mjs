@@ -8,6 +8,8 @@
  * - `@google/genai` `live.connect`: https://ai.google.dev/api/live (`setup` → `setupComplete`, `clientContent`,
  *   `serverContent`, `usageMetadata`). The SDK writes `/ws/…` after its base URL, so the base is the provider's root
  *   version (`/v1/proxy/gemini/v1-root`).
+ * Under an app's model policy, the OpenAI client's model alias reaches the provider as its model, its `response.create`
+ * carries the capped `response.max_output_tokens`, and a `session.update` naming another model closes with 4400.
  * What crossed the wire is asserted: frames byte for byte both ways, the operator's key upstream and no client key or
  * Tollgate header, the usage charged equal to the usage sent.
  */
@@ -118,6 +120,28 @@ describe('official SDKs: realtime sessions', function () {
     assert.equal(recorded.cachedTokens, 64);
     assert.equal(recorded.session.framesIn, 2);
     assert.equal(recorded.session.framesOut, 2);
+  });
+
+  it('openai OpenAIRealtimeWS under a model policy: an alias is dialled as its model, output clamped, another model closed with 4400', async function () {
+    const policed = await gateway.provision({ openai: serverKey('openai') }, { modelPolicy: { openai: { allow: ['gpt-realtime'], aliases: { voice: 'gpt-realtime' }, maxOutputTokens: 500 } } });
+    fake.onSession = () => undefined;
+    const opened = fake.nextSession();
+    const client = new OpenAI({ apiKey: CLIENT_KEY, baseURL: `https://127.0.0.1:${front.address().port}/v1/proxy/openai/v1`, defaultHeaders: policed.headers });
+    const realtime = new OpenAIRealtimeWS({ model: 'voice', options: { ca: certificate } }, client);
+    realtime.on('error', () => undefined);
+    await new Promise((resolve, reject) => {
+      realtime.socket.once('open', resolve);
+      realtime.socket.once('error', reject);
+    });
+    const upstream = await opened;
+    assert.equal(upstream.handshake.url, '/v1/realtime?model=gpt-realtime');
+    realtime.send({ type: 'response.create' });
+    await eventually(() => upstream.messages.length === 1);
+    assert.deepEqual(JSON.parse(upstream.messages[0].data.toString()), { type: 'response.create', response: { max_output_tokens: 500 } });
+    const closed = new Promise((resolve) => realtime.socket.once('close', (code, reason) => resolve([code, reason.toString()])));
+    realtime.send({ type: 'session.update', session: { type: 'realtime', model: 'gpt-4o-realtime-preview' } });
+    assert.deepEqual(await closed, [4400, 'model_not_allowed']);
+    assert.equal(upstream.messages.length, 1, 'the refused session.update never reached the provider');
   });
 
   it('@google/genai live.connect: setup, content and usageMetadata through the gateway with the operator key', async function () {
