@@ -495,6 +495,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         cachedTokens: context.outcome.usage?.cachedTokens ?? null,
         reasoningTokens: context.outcome.usage?.reasoningTokens ?? null,
         model: context.outcome.usage?.model ?? null,
+        // The signed-in user, already verified on the context: written with the row, in its batch.
+        userId: context.peek('user')?.subject ?? null,
       });
       // Token budgets: the reservation is settled to what the provider reported (token-reservation.ts); a request
       // admitted before any budget applied is charged after the fact. A failure is logged, never fails the request.
@@ -678,7 +680,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       trustProxy: configuration.trustProxy,
       onInternalError: (error) => logger.error({ err: error }, 'admin request failed'),
       onUnavailable: (error) => refused(error),
-      extraRoutes: [...endUserRoutes(endUserService), ...webhookRoutes(webhooks)],
+      extraRoutes: [...endUserRoutes(endUserService, { management, rateLimits }), ...webhookRoutes(webhooks)],
     }),
   );
   app.use('/dashboard', adminOnly, createDashboardRouter());
