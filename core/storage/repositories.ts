@@ -964,6 +964,7 @@ export class UsageRepository {
       reasoningTokens: row.reasoning_tokens == null ? null : Number(row.reasoning_tokens),
       model: (row.model as string | null) ?? null,
       session: parseSession(row.session),
+      userId: (row.user_id as string | null) ?? null,
     }));
   }
 }
