@@ -354,9 +354,10 @@ export function causeOf(error: unknown): string {
 }
 
 /** What the MCP server needs, for the HTTP route and for `tollgate mcp` over stdio. */
-export function mcpDependencies(core: GatewayCore, actor: string, gatewayUrl: string, grant?: AdminGrant): McpDependencies {
+export function mcpDependencies(core: GatewayCore, actor: string, gatewayUrl: string, grant?: AdminGrant, rateLimits?: RateLimitStore): McpDependencies {
   return {
     ...(grant ? { grant } : {}),
+    ...(rateLimits ? { rateLimits } : {}),
     management: core.management,
     registry: core.registry,
     actor,
@@ -638,7 +639,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       }
       // Parsed whatever its Content-Type: the transport checks that itself, and must never read the body on its own.
       request.body = await readJsonBody(request, MCP_MAX_BODY_BYTES, { anyType: true });
-      const mcp = createMcpServer(mcpDependencies(core, admin.name, configuration.publicUrl ?? url, admin));
+      const mcp = createMcpServer(mcpDependencies(core, admin.name, configuration.publicUrl ?? url, admin, rateLimits));
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       response.once('close', () => {
         void transport.close();
