@@ -205,7 +205,9 @@ describe('dashboard: users, alerts, realtime sessions and their policy', functio
     const results = (transcript: string) => JSON.stringify({ type: 'Results', channel_index: [0, 1], duration: 6.25, start: 0, is_final: true, channel: { alternatives: [{ transcript, confidence: 0.98, words: [] }] } });
     const metadata = JSON.stringify({ type: 'Metadata', transaction_key: 'deprecated', request_id: 'b3b7d4c2-0a1e-4c55-9d3b-8f4f2b1f6c11', sha256: 'd1f2', created: '2026-12-05T10:00:00.000Z', duration: 12.5, channels: 1 });
     await realtimeSession(gateway, voice, 'deepgram/v1/listen?model=nova-3', { ...device.headers, 'Tollgate-User-Token': await users.token('ada-lovelace') }, 2, [results('hello'), results('world'), metadata]);
-    await gateway.recordedUsage(device.appId, 0, (events) => events.some((event) => event.session));
+    const recorded = await gateway.recordedUsage(device.appId, 0, (events) => events.some((event) => event.session));
+    // The session's row names its signed-in user, as an HTTP request's does.
+    expect(recorded.find((event) => event.session)!.userId).to.equal('ada-lovelace');
     await open('requests', 'Test app · Requests');
     const session = page.locator('button[data-kind="session"]');
     await session.first().waitFor();
