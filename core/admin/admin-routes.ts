@@ -178,7 +178,8 @@ function requestLogQuery(appId: string, query: Readonly<Record<string, unknown>>
 
 /** RFC 4180 CSV; a cell that a spreadsheet would run as a formula (=, +, -, @) is prefixed with a quote (OWASP CSV injection). */
 function requestLogCsv(rows: ReadonlyArray<Record<string, unknown>>): string {
-  const columns = ['createdAt', 'requestId', 'deviceId', 'userId', 'provider', 'method', 'route', 'status', 'errorType', 'reason', 'latencyMs', 'bytesIn', 'bytesOut', 'truncated', 'inputTokens', 'outputTokens', 'model', 'estimatedUsd', 'priceAsOf'];
+  // New columns go last: a spreadsheet or script reading the columns by position keeps working.
+  const columns = ['createdAt', 'requestId', 'deviceId', 'provider', 'method', 'route', 'status', 'errorType', 'reason', 'latencyMs', 'bytesIn', 'bytesOut', 'truncated', 'inputTokens', 'outputTokens', 'model', 'estimatedUsd', 'priceAsOf', 'userId'];
   const cell = (value: unknown) => {
     let text = value === null || value === undefined ? '' : String(value);
     if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
