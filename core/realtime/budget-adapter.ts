@@ -83,12 +83,10 @@ export async function chargeSessionSeconds(store: RateLimitStore, context: Proxy
   exhausted(budgets, totals, nowMs);
 }
 
-/** The session-seconds budgets of a checked context with what is left of each today (`GET /v1/me`); charges nothing. */
-export function sessionSecondsLeft(store: RateLimitStore, context: ProxyContext, nowMs: number): Promise<Array<{ scope: SecondsBudget['scope']; limit: number; remaining: number; resetsAtMs: number }>> {
-  return sessionSecondsLeftFor(store, effectiveSettings(context), context.get('app').id, context.get('device').deviceId, context.peek('user')?.key, nowMs);
-}
-
-/** As {@link sessionSecondsLeft}, for settings, a device (none: the app's and the user's budgets only) and a user key. */
+/**
+ * The session-seconds budgets of settings (a user's profile applied) for a device (none: the app's and the user's
+ * only) and a user key, with what is left of each today (`GET /v1/me`, a user's limits); charges nothing.
+ */
 export async function sessionSecondsLeftFor(store: RateLimitStore, settings: AppSettings, appId: string, deviceId: string | undefined, userKey: string | undefined, nowMs: number): Promise<Array<{ scope: SecondsBudget['scope']; limit: number; remaining: number; resetsAtMs: number }>> {
   const budgets = secondsBudgetsFor(settings, appId, deviceId, userKey, nowMs);
   if (budgets.length === 0) return [];

@@ -6,7 +6,7 @@
  * the whole app's, per provider, and say nothing about this device).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ProxyContext, type AppIdentity, type AppSettings, type LimitOutcome, type PipelineStage, type ProviderManifest, type RateLimitRuleResult, type RateLimitStore } from '../contract';
+import { ProxyContext, type AppSettings, type LimitOutcome, type PipelineStage, type ProviderManifest, type RateLimitRuleResult, type RateLimitStore } from '../contract';
 import { limitSubject } from '../pipeline/limit-rate';
 import { budgetsFor, type Budget } from '../pipeline/token-budget';
 import { storeUnavailable } from '../pipeline/limit-rate';
@@ -81,7 +81,7 @@ export async function limitsOf(store: RateLimitStore, target: LimitsTarget, now:
   const scoped = (scope: MeLimit['scope'] | undefined) => scope !== undefined && (deviceId !== undefined || scope !== 'device');
   const limits: MeLimit[] = [];
   try {
-    const { rules } = limitSubject({ id: appId, settings } as AppIdentity, '', deviceId ?? '', settings, userKey);
+    const { rules } = limitSubject({ id: appId, settings }, '', deviceId ?? '', settings, userKey);
     const applying = rules.filter((rule) => scoped(SCOPES[rule.policy] ?? 'app'));
     const results: RateLimitRuleResult[] = store.peek
       ? await store.peek(applying, now)
