@@ -124,10 +124,14 @@ interface AdminRouteShape {
   handle(context: RouteContext): Promise<unknown>;
 }
 
+/** A signed-in user's id (the sign-in provider's `sub`) in a query: 1-255 characters, no control characters. */
+const USER_QUERY = /^[^\u0000-\u001f\u007f]{1,255}$/;
+
 const MINUTES: QueryParameter = { name: 'minutes', description: 'the window, ending now (default 60, at most 10080 = 7 days)', schema: { type: 'integer', minimum: 1, maximum: 10_080 } };
 
 const REQUEST_LOG_QUERY: readonly QueryParameter[] = [
   { name: 'device', description: 'only this device id', schema: { type: 'string', minLength: 1, maxLength: 200 } },
+  { name: 'user', description: "only this signed-in user's requests (the sign-in provider's sub)", schema: { type: 'string', minLength: 1, maxLength: 255 } },
   { name: 'provider', description: 'only this provider slug', schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,39}$' } },
   { name: 'outcome', description: 'ok (2xx/3xx) or error (refused by the gateway or a provider error)', schema: { type: 'string', enum: ['ok', 'error'] } },
   { name: 'q', description: 'a piece of the route, request id or error reason', schema: { type: 'string', minLength: 1, maxLength: 200 } },
@@ -160,6 +164,7 @@ function requestLogQuery(appId: string, query: Readonly<Record<string, unknown>>
   return {
     appId,
     deviceId: textQuery(query, 'device', /^[^\u0000-\u001f]{1,200}$/),
+    userId: textQuery(query, 'user', USER_QUERY),
     provider: textQuery(query, 'provider', /^[a-z0-9][a-z0-9-]{0,39}$/),
     outcome,
     search: textQuery(query, 'q', /^[^\u0000-\u001f]{1,200}$/),
@@ -173,7 +178,8 @@ function requestLogQuery(appId: string, query: Readonly<Record<string, unknown>>
 
 /** RFC 4180 CSV; a cell that a spreadsheet would run as a formula (=, +, -, @) is prefixed with a quote (OWASP CSV injection). */
 function requestLogCsv(rows: ReadonlyArray<Record<string, unknown>>): string {
-  const columns = ['createdAt', 'requestId', 'deviceId', 'provider', 'method', 'route', 'status', 'errorType', 'reason', 'latencyMs', 'bytesIn', 'bytesOut', 'truncated', 'inputTokens', 'outputTokens', 'model', 'estimatedUsd', 'priceAsOf'];
+  // New columns go last: a spreadsheet or script reading the columns by position keeps working.
+  const columns = ['createdAt', 'requestId', 'deviceId', 'provider', 'method', 'route', 'status', 'errorType', 'reason', 'latencyMs', 'bytesIn', 'bytesOut', 'truncated', 'inputTokens', 'outputTokens', 'model', 'estimatedUsd', 'priceAsOf', 'userId'];
   const cell = (value: unknown) => {
     let text = value === null || value === undefined ? '' : String(value);
     if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
@@ -472,12 +478,16 @@ export function adminRoutes(deps: AdminApiDependencies): AdminRoute[] {
     // Usage and integration.
     {
       method: 'get', path: '/apps/{appId}/usage', scope: 'read', operationId: 'getAppUsage', tag: 'usage',
-      query: [MINUTES, { name: 'device', description: 'only this device’s traffic (the per-device page)', schema: { type: 'string', minLength: 1, maxLength: 200 } }],
-      summary: 'Requests per minute, errors by type, latency p50/p95 per provider and top devices of one app (or of one of its devices)',
+      query: [
+        MINUTES,
+        { name: 'device', description: 'only this device’s traffic (the per-device page)', schema: { type: 'string', minLength: 1, maxLength: 200 } },
+        { name: 'user', description: 'only this signed-in user’s traffic (the per-user page; the sign-in provider’s sub)', schema: { type: 'string', minLength: 1, maxLength: 255 } },
+      ],
+      summary: 'Requests per minute, errors by type, latency p50/p95 per provider and top devices of one app (or of one of its devices or signed-in users, with the spend per minute)',
       response: { schema: 'Usage', description: 'usage over the window' },
       async handle({ params, query }) {
         const { from, to } = window(query);
-        return management.usageSummary(params.appId!, from, to, textQuery(query, 'device', /^[^\u0000-\u001f]{1,200}$/));
+        return management.usageSummary(params.appId!, from, to, { deviceId: textQuery(query, 'device', /^[^\u0000-\u001f]{1,200}$/), userId: textQuery(query, 'user', USER_QUERY) });
       },
     },
     {

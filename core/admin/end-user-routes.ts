@@ -1,13 +1,23 @@
 /**
- * Management routes of end users (`/v1/admin/apps/{appId}/users…`), mounted with the others by the admin router.
+ * Management routes of end users (`/v1/admin/apps/{appId}/users…`), mounted with the others by the admin router: the
+ * list, one user, the user's limits with what remains, the devices the user's requests came from, block and unblock.
+ * A user's usage and requests are the app's (`…/usage?user=`, `…/requests?user=`).
  */
+import type { RateLimitStore } from '../contract';
+import type { ManagementService } from '../management/management-service';
 import type { EndUserService } from '../users/end-user-service';
 import type { AdminRoute } from './admin-routes';
+
+/** What the per-user routes read besides the users: the devices (management) and the limits' counters. */
+export interface EndUserRouteDependencies {
+  readonly management: ManagementService;
+  readonly rateLimits: RateLimitStore;
+}
 
 const text = (value: unknown): string | undefined => (typeof value === 'string' && value.length > 0 ? value : undefined);
 const integer = (value: unknown): number | undefined => (typeof value === 'string' && /^\d{1,7}$/.test(value) ? Number(value) : undefined);
 
-export function endUserRoutes(users: EndUserService): AdminRoute[] {
+export function endUserRoutes(users: EndUserService, dependencies: EndUserRouteDependencies): AdminRoute[] {
   return [
     {
       method: 'get', path: '/apps/{appId}/users', scope: 'read', operationId: 'listEndUsers', tag: 'users', conflicts: true,
@@ -25,6 +35,21 @@ export function endUserRoutes(users: EndUserService): AdminRoute[] {
       summary: 'One end user (by the sign-in provider\'s sub)',
       response: { schema: 'EndUser', description: 'the user' },
       handle: ({ params }) => users.get(params.appId!, params.userId!),
+    },
+    {
+      method: 'get', path: '/apps/{appId}/users/{userId}/limits', scope: 'read', operationId: 'getEndUserLimits', tag: 'users', conflicts: true,
+      summary: "The limits and budgets that hold for a user (its profile applied), with what remains of each, read from the counters the gateway charges (as GET /v1/me); charges nothing",
+      response: { schema: 'EndUserLimits', description: "the user's and the app's limits" },
+      handle: ({ params }) => users.limits(params.appId!, params.userId!, dependencies.rateLimits),
+    },
+    {
+      method: 'get', path: '/apps/{appId}/users/{userId}/devices', scope: 'read', operationId: 'listEndUserDevices', tag: 'users', conflicts: true,
+      summary: "The devices a user's requests came from (as long as the request log keeps them), most recently used first, at most 100",
+      response: { schema: 'EndUserDevice', description: 'the devices', array: true },
+      async handle({ params }) {
+        const user = await users.get(params.appId!, params.userId!);
+        return dependencies.management.userDevices(user.appId, user.id);
+      },
     },
     {
       method: 'post', path: '/apps/{appId}/users/{userId}/block', scope: 'apps', operationId: 'blockEndUser', tag: 'users', conflicts: true,

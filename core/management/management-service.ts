@@ -33,6 +33,7 @@ import {
   type DeviceRow,
   type PriceLookup,
   type SecretRow,
+  type UsageFilter,
   type UsageSummary,
   type RequestLogEntry,
   type RequestLogQuery,
@@ -103,6 +104,20 @@ export interface DeviceView {
   readonly platform: DevicePlatform;
   readonly firstSeenAt: string;
   readonly lastAttestedAt: string;
+  readonly revokedAt: string | null;
+}
+
+/** A device a signed-in user used (see {@link ManagementService.userDevices}). */
+export interface UserDeviceView {
+  readonly deviceId: string;
+  /** Null: the device is no longer stored (deleted with its app's devices, or never attested here). */
+  readonly platform: DevicePlatform | null;
+  readonly method: string | null;
+  /** This user's requests from the device, in the request log. */
+  readonly requests: number;
+  readonly firstSeenAt: string;
+  readonly lastSeenAt: string;
+  readonly lastAttestedAt: string | null;
   readonly revokedAt: string | null;
 }
 
@@ -730,9 +745,9 @@ export class ManagementService {
   }
 
   /** Usage for the dashboard's charts; `appId` null means every app. */
-  async usageSummary(appId: string | null, fromMs: number, toMs: number, deviceId?: string): Promise<UsageSummary> {
+  async usageSummary(appId: string | null, fromMs: number, toMs: number, filter: UsageFilter = {}): Promise<UsageSummary> {
     if (appId !== null) await this.requireApp(this.database, appId);
-    return this.usageRepository().summary(appId, fromMs, toMs, undefined, appId === null ? undefined : deviceId);
+    return this.usageRepository().summary(appId, fromMs, toMs, undefined, appId === null ? {} : filter);
   }
 
   /**
@@ -782,6 +797,37 @@ export class ManagementService {
     if (!device) throw notFound(`device "${String(deviceId)}"`);
     const [last] = await new UsageRepository(this.database).requestLog({ appId, deviceId: device.deviceId, limit: 1 });
     return { ...deviceView(device), lastSeenAt: last ? iso(last.createdAt) : null };
+  }
+
+  /**
+   * The devices a signed-in user's requests came from (as long as the request log keeps them), most recently used
+   * first: each with its requests, first and last use by this user, and the device's platform and revocation (null
+   * fields for a device no longer stored).
+   */
+  async userDevices(appId: string, userId: string): Promise<UserDeviceView[]> {
+    await this.requireApp(this.database, appId);
+    const uses = await new UsageRepository(this.database).devicesOfUser(appId, userId);
+    const stored = new Map<string, DeviceRow>();
+    if (uses.length) {
+      const devices = new DeviceRepository(this.database);
+      for (const use of uses) {
+        const row = await devices.find(appId, use.deviceId);
+        if (row) stored.set(use.deviceId, row);
+      }
+    }
+    return uses.map((use) => {
+      const row = stored.get(use.deviceId);
+      return {
+        deviceId: use.deviceId,
+        platform: row ? devicePlatform(row.method) : null,
+        method: row?.method ?? null,
+        requests: use.requests,
+        firstSeenAt: iso(use.firstSeenAt),
+        lastSeenAt: iso(use.lastSeenAt),
+        lastAttestedAt: row ? iso(row.lastAttestedAt) : null,
+        revokedAt: row ? isoOrNull(row.revokedAt) : null,
+      };
+    });
   }
 
   /**

@@ -8,11 +8,12 @@
  * changes something is written to the audit log under the admin key's name.
  */
 import type { EndUserService } from '../users/end-user-service';
+import { endUserOverview } from '../users/end-user-overview';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { GatewayError, TollgateError } from '../contract';
+import { GatewayError, TollgateError, type RateLimitStore } from '../contract';
 import { toGatewayError } from '../routes/errors';
 import { DEVELOPMENT_TOKEN_PATTERN, generateIntegrationCode, INTEGRATION_CAPABILITIES, INTEGRATION_PLATFORMS } from '../integration/code-generator';
 import { DEVICE_PLATFORMS, type DevicePlatform, type ManagementService } from '../management/management-service';
@@ -30,8 +31,10 @@ export interface McpDependencies {
   /** The stored token hash of an app, to check a token passed to `generate_integration_code`. */
   readonly appTokenHash: (appId: string) => Promise<string | null>;
   readonly version: string;
-  /** End users of the apps (list, block, unblock). */
+  /** End users of the apps (list, show, block, unblock). */
   readonly endUsers?: EndUserService;
+  /** The serving gateway's rate-limit counters, for a user's limits in `show_user` (absent in `tollgate mcp`). */
+  readonly rateLimits?: RateLimitStore;
   /** The admin key's scopes and expiry; absent: everything (`tollgate mcp` on the host without a key). */
   readonly grant?: AdminGrant;
 }
@@ -359,6 +362,29 @@ export function createMcpServer(dependencies: McpDependencies): McpServer {
       { description: "The end users the gateway has seen for an app (signed in with the app's sign-in provider; id = the provider's sub), most recently seen first, with their profile and whether they are blocked.", inputSchema: { appId: z.string(), search: z.string().max(255).optional().describe('the start of the user id'), limit: z.number().int().min(1).max(1000).optional() } },
       ({ appId, search, limit }) =>
         run('read', 'list_users', async () => ({ untrusted: { note: UNTRUSTED_NOTE, users: untrustedRows(await endUsers.list(appId, { search, limit }), ['id', 'profile', 'issuer']) } })),
+    );
+    server.registerTool(
+      'show_user',
+      { description: "One end user: whether blocked, the limits that hold with what remains (on the gateway's HTTP MCP route), the devices the user's requests came from, usage over the last minutes and the latest requests.", inputSchema: { appId: z.string(), userId: z.string(), sinceMinutes: z.number().int().min(1).max(10_080).default(1440), requests: z.number().int().min(1).max(100).default(20) } },
+      ({ appId, userId, sinceMinutes, requests }) =>
+        run('read', 'show_user', async () => {
+          const overview = await endUserOverview(endUsers, management, appId, userId, { minutes: sinceMinutes, requests, store: dependencies.rateLimits });
+          // The user's id, issuer and profile, device ids and model names are the app's users' and devices' text.
+          return {
+            blocked: overview.user.blocked,
+            firstSeenAt: overview.user.firstSeenAt,
+            lastSeenAt: overview.user.lastSeenAt,
+            limits: overview.limits,
+            ...(overview.limitsNote ? { limitsNote: overview.limitsNote } : {}),
+            usage: overview.usage,
+            untrusted: {
+              note: UNTRUSTED_NOTE,
+              user: untrustedRows([overview.user], ['id', 'profile', 'issuer'])[0],
+              devices: untrustedRows(overview.devices, ['deviceId', 'method']),
+              requests: untrustedRows(overview.requests, ['deviceId', 'model', 'route', 'reason']),
+            },
+          };
+        }),
     );
     server.registerTool('block_user', { description: 'Block an end user: refused (user_blocked) on every device and every node.', inputSchema: { appId: z.string(), userId: z.string() } }, ({ appId, userId }) =>
       audited('apps', 'block_user', `${appId}/${userId}`, null, async () => userAnswer(await endUsers.setBlocked(appId, userId, true))),

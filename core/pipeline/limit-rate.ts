@@ -288,7 +288,7 @@ export interface LimitSubject {
  * Every key starts with the app's hash tag (`{app id}`), so that one store call may touch them all (Redis Cluster).
  * `settings`: the app's, or the signed-in user's (profile applied); `userKey`: the user's, for the per-user limits.
  */
-export function limitSubject(app: AppIdentity, provider: string, deviceId: string, settings: AppIdentity['settings'] = app.settings, userKey?: string): LimitSubject {
+export function limitSubject(app: Pick<AppIdentity, 'id' | 'settings'>, provider: string, deviceId: string, settings: AppIdentity['settings'] = app.settings, userKey?: string): LimitSubject {
   const tag = `{${app.id}}`;
   const rules: RateLimitRule[] = [
     { policy: 'device', key: `${tag}\u0000d\u0000${deviceId}`, limit: settings.deviceLimitPerMinute, windowSeconds: 60 },

@@ -12,7 +12,6 @@
  * - The token is never logged and never forwarded (header hygiene drops every `Tollgate-*` header). A verified token is
  *   remembered until it expires (at most {@link VERIFIED_TOKEN_MS}), so a user's next requests cost a map lookup.
  */
-import { createHash } from 'node:crypto';
 import { errors, jwtVerify, type JWTPayload } from 'jose';
 import { inject, injectable } from 'tsyringe';
 import { CONFIGURATION, GatewayError, type AppSettings, type EndUserIdentity, type PipelineStage, type ProxyContext } from '../contract';
@@ -20,7 +19,7 @@ import type { Configuration } from '../configuration/configuration';
 import { END_USER_DIRECTORY, type EndUserDirectory } from '../users/end-user-store';
 import { KeysUnavailable, keysFor } from '../users/jwks-keys';
 import { profileFromClaims, settingsWithProfile } from '../users/profiles';
-import { resolveUserAuth, type ResolvedUserAuth } from '../users/user-auth';
+import { resolveUserAuth, userCounterKey, type ResolvedUserAuth } from '../users/user-auth';
 import { enforceModelPolicy } from './model-policy';
 
 /** Clock skew allowed on `exp` and `nbf` (protocol.md). */
@@ -106,7 +105,7 @@ export class VerifyUserStage implements PipelineStage {
     }
     const subject = payload.sub!;
     if (subject.length === 0 || subject.length > 255) throw refused('user_token_invalid', 'The user token names no usable user (sub).');
-    const key = createHash('sha256').update(`${auth.issuer}\u0000${subject}`, 'utf8').digest('base64url').slice(0, 22);
+    const key = userCounterKey(auth.issuer, subject);
     const profile = profileFromClaims(settings, auth.tierClaim, payload as Record<string, unknown>);
     const verified: VerifiedToken = { issuer: auth.issuer, subject, key, profile, until: Math.min(payload.exp! * 1000, Date.now() + VERIFIED_TOKEN_MS) };
     if (state.verified.size >= VERIFIED_TOKENS_LIMIT) state.verified.clear();

@@ -40,16 +40,18 @@ interface SecondsBudget {
 }
 
 function secondsBudgets(context: ProxyContext, nowMs: number): SecondsBudget[] {
-  const settings: AppSettings = effectiveSettings(context);
-  const userKey = context.peek('user')?.key;
+  return secondsBudgetsFor(effectiveSettings(context), context.get('app').id, context.get('device').deviceId, context.peek('user')?.key, nowMs);
+}
+
+/** The session-seconds budgets of an app's settings for a device and a user (without a device: the app's and the user's). */
+function secondsBudgetsFor(settings: AppSettings, appId: string, deviceId: string | undefined, userKey: string | undefined, nowMs: number): SecondsBudget[] {
   const userDay = userKey === undefined ? undefined : settings.userDailySessionSeconds;
-  if (!settings.deviceDailySessionSeconds && !settings.appDailySessionSeconds && !userDay) return [];
-  const appId = context.get('app').id;
-  const deviceId = context.get('device').deviceId;
+  const deviceDay = deviceId === undefined ? undefined : settings.deviceDailySessionSeconds;
+  if (!deviceDay && !settings.appDailySessionSeconds && !userDay) return [];
   const day = new Date(nowMs).toISOString().slice(0, 10).replace(/-/g, '');
   const tag = `{${appId}}\u0000rts\u0000`;
   const budgets: SecondsBudget[] = [];
-  if (settings.deviceDailySessionSeconds) budgets.push({ key: `${tag}d\u0000${deviceId}\u0000${day}`, limit: settings.deviceDailySessionSeconds, name: 'device per day', scope: 'device' });
+  if (deviceDay) budgets.push({ key: `${tag}d\u0000${deviceId!}\u0000${day}`, limit: deviceDay, name: 'device per day', scope: 'device' });
   if (settings.appDailySessionSeconds) budgets.push({ key: `${tag}a\u0000${day}`, limit: settings.appDailySessionSeconds, name: 'app per day', scope: 'app' });
   if (userDay) budgets.push({ key: `${tag}u\u0000${userKey!}\u0000${day}`, limit: userDay, name: 'user per day', scope: 'user' });
   return budgets;
@@ -81,9 +83,12 @@ export async function chargeSessionSeconds(store: RateLimitStore, context: Proxy
   exhausted(budgets, totals, nowMs);
 }
 
-/** The session-seconds budgets of a checked context with what is left of each today (`GET /v1/me`); charges nothing. */
-export async function sessionSecondsLeft(store: RateLimitStore, context: ProxyContext, nowMs: number): Promise<Array<{ scope: SecondsBudget['scope']; limit: number; remaining: number; resetsAtMs: number }>> {
-  const budgets = secondsBudgets(context, nowMs);
+/**
+ * The session-seconds budgets of settings (a user's profile applied) for a device (none: the app's and the user's
+ * only) and a user key, with what is left of each today (`GET /v1/me`, a user's limits); charges nothing.
+ */
+export async function sessionSecondsLeftFor(store: RateLimitStore, settings: AppSettings, appId: string, deviceId: string | undefined, userKey: string | undefined, nowMs: number): Promise<Array<{ scope: SecondsBudget['scope']; limit: number; remaining: number; resetsAtMs: number }>> {
+  const budgets = secondsBudgetsFor(settings, appId, deviceId, userKey, nowMs);
   if (budgets.length === 0) return [];
   const spent = await store.spent(budgets.map((budget) => budget.key));
   const resetsAtMs = Math.floor(nowMs / DAY_MS) * DAY_MS + DAY_MS;

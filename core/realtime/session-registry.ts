@@ -109,6 +109,7 @@ export class SessionRegistry implements SessionHost {
       cachedTokens: usage?.cachedTokens ?? null,
       reasoningTokens: usage?.reasoningTokens ?? null,
       model: usage?.model ?? null,
+      userId: context.peek('user')?.subject ?? null,
       session: {
         framesIn: session.framesIn,
         framesOut: session.framesOut,

@@ -6,12 +6,12 @@
  * the whole app's, per provider, and say nothing about this device).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ProxyContext, type LimitOutcome, type PipelineStage, type ProviderManifest, type RateLimitRuleResult, type RateLimitStore } from '../contract';
+import { ProxyContext, type AppSettings, type LimitOutcome, type PipelineStage, type ProviderManifest, type RateLimitRuleResult, type RateLimitStore } from '../contract';
 import { limitSubject } from '../pipeline/limit-rate';
 import { budgetsFor, type Budget } from '../pipeline/token-budget';
 import { storeUnavailable } from '../pipeline/limit-rate';
 import { effectiveSettings } from '../users/profiles';
-import { sessionSecondsLeft } from '../realtime/budget-adapter';
+import { sessionSecondsLeftFor } from '../realtime/budget-adapter';
 
 /** One entry of the answer's `limits`. */
 export interface MeLimit {
@@ -53,13 +53,39 @@ export async function describeLimits(context: ProxyContext, store: RateLimitStor
   const app = context.get('app');
   const device = context.get('device');
   const user = context.peek('user') ?? null;
-  const settings = effectiveSettings(context);
+  const limits = await limitsOf(store, { appId: app.id, settings: effectiveSettings(context), deviceId: device.deviceId, userKey: user?.key }, now);
+  return {
+    device: { id: device.deviceId, method: device.method },
+    user: user ? { id: user.subject, issuer: user.issuer, profile: user.profile ?? null } : null,
+    limits,
+  };
+}
+
+/** Whose limits {@link limitsOf} reads: an app's settings (a user's profile applied), a device and a user. */
+export interface LimitsTarget {
+  readonly appId: string;
+  readonly settings: AppSettings;
+  /** Absent: the limits of no one device (a user's page lists the user's and the app's, which hold on every device). */
+  readonly deviceId?: string | undefined;
+  /** The user's counter key (`userCounterKey`); absent: no user limits. */
+  readonly userKey?: string | undefined;
+}
+
+/**
+ * Every request limit, token budget and session-seconds budget that applies to a target, with what remains, read from
+ * the counters the limits charge; charges nothing. `GET /v1/me` (a device and its user) and the management API's
+ * user page (a user, no device) both answer with it.
+ */
+export async function limitsOf(store: RateLimitStore, target: LimitsTarget, now: number): Promise<MeLimit[]> {
+  const { appId, settings, deviceId, userKey } = target;
+  const scoped = (scope: MeLimit['scope'] | undefined) => scope !== undefined && (deviceId !== undefined || scope !== 'device');
   const limits: MeLimit[] = [];
   try {
-    const { rules } = limitSubject(app, '', device.deviceId, settings, user?.key);
+    const { rules } = limitSubject({ id: appId, settings }, '', deviceId ?? '', settings, userKey);
+    const applying = rules.filter((rule) => scoped(SCOPES[rule.policy] ?? 'app'));
     const results: RateLimitRuleResult[] = store.peek
-      ? await store.peek(rules, now)
-      : rules.map((rule) => ({ rule, allowed: true, remaining: rule.limit, resetSeconds: 0, retryAfterSeconds: 0 }));
+      ? await store.peek(applying, now)
+      : applying.map((rule) => ({ rule, allowed: true, remaining: rule.limit, resetSeconds: 0, retryAfterSeconds: 0 }));
     for (const result of results) {
       const outcome: LimitOutcome = { policy: result.rule.policy, limit: result.rule.limit, windowSeconds: result.rule.windowSeconds, remaining: result.remaining, resetSeconds: result.resetSeconds };
       limits.push({
@@ -72,7 +98,7 @@ export async function describeLimits(context: ProxyContext, store: RateLimitStor
         resetsAt: new Date(now + outcome.resetSeconds * 1000).toISOString(),
       });
     }
-    const budgets = budgetsFor(settings, app.id, device.deviceId, '', now, user?.key).filter((budget) => BUDGET_SCOPES[budget.policy] !== undefined);
+    const budgets = budgetsFor(settings, appId, deviceId ?? '', '', now, userKey).filter((budget) => scoped(BUDGET_SCOPES[budget.policy]));
     if (budgets.length) {
       const spent = await store.spent(budgets.map((budget) => budget.key));
       budgets.forEach((budget, index) => {
@@ -89,15 +115,11 @@ export async function describeLimits(context: ProxyContext, store: RateLimitStor
       });
     }
     // Realtime session seconds per UTC day (deviceDailySessionSeconds, appDailySessionSeconds, userDailySessionSeconds).
-    for (const seconds of await sessionSecondsLeft(store, context, now)) {
+    for (const seconds of await sessionSecondsLeftFor(store, settings, appId, deviceId, userKey, now)) {
       limits.push({ name: `${seconds.scope}-session-seconds-day`, scope: seconds.scope, unit: 'seconds', limit: seconds.limit, remaining: seconds.remaining, window: 'day', resetsAt: new Date(seconds.resetsAtMs).toISOString() });
     }
   } catch (error) {
     throw storeUnavailable(error);
   }
-  return {
-    device: { id: device.deviceId, method: device.method },
-    user: user ? { id: user.subject, issuer: user.issuer, profile: user.profile ?? null } : null,
-    limits,
-  };
+  return limits;
 }

@@ -355,9 +355,10 @@ export function causeOf(error: unknown): string {
 }
 
 /** What the MCP server needs, for the HTTP route and for `tollgate mcp` over stdio. */
-export function mcpDependencies(core: GatewayCore, actor: string, gatewayUrl: string, grant?: AdminGrant): McpDependencies {
+export function mcpDependencies(core: GatewayCore, actor: string, gatewayUrl: string, grant?: AdminGrant, rateLimits?: RateLimitStore): McpDependencies {
   return {
     ...(grant ? { grant } : {}),
+    ...(rateLimits ? { rateLimits } : {}),
     management: core.management,
     registry: core.registry,
     actor,
@@ -508,6 +509,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         cachedTokens: context.outcome.usage?.cachedTokens ?? null,
         reasoningTokens: context.outcome.usage?.reasoningTokens ?? null,
         model: context.outcome.usage?.model ?? null,
+        // The signed-in user, already verified on the context: written with the row, in its batch.
+        userId: context.peek('user')?.subject ?? null,
       });
       // Token budgets: the reservation is settled to what the provider reported (token-reservation.ts); a request
       // admitted before any budget applied is charged after the fact. A failure is logged, never fails the request.
@@ -649,7 +652,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       }
       // Parsed whatever its Content-Type: the transport checks that itself, and must never read the body on its own.
       request.body = await readJsonBody(request, MCP_MAX_BODY_BYTES, { anyType: true });
-      const mcp = createMcpServer(mcpDependencies(core, admin.name, configuration.publicUrl ?? url, admin));
+      const mcp = createMcpServer(mcpDependencies(core, admin.name, configuration.publicUrl ?? url, admin, rateLimits));
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       response.once('close', () => {
         void transport.close();
@@ -691,7 +694,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       trustProxy: configuration.trustProxy,
       onInternalError: (error) => logger.error({ err: error }, 'admin request failed'),
       onUnavailable: (error) => refused(error),
-      extraRoutes: [...endUserRoutes(endUserService), ...webhookRoutes(webhooks)],
+      extraRoutes: [...endUserRoutes(endUserService, { management, rateLimits }), ...webhookRoutes(webhooks)],
     }),
   );
   app.use('/dashboard', adminOnly, createDashboardRouter());

@@ -390,8 +390,30 @@ const webhookAlertMarks: Migration = {
   },
 };
 
+/**
+ * The signed-in user of each request-log row: the sign-in provider's `sub` (null without a user token), written with the
+ * row in its batch (no work on the request path), so that a user's page finds the user's requests, devices and usage.
+ * A partial index (rows with a user only; SQLite and PostgreSQL both have them) keeps those reads off a scan of the
+ * app's whole log, and costs nothing on rows without a user.
+ */
+const usageEndUser: Migration = {
+  name: '0010-usage-end-user',
+  async up(knex) {
+    await knex.schema.alterTable('usage_events', (table) => {
+      table.string('user_id', 255).nullable();
+    });
+    await knex.raw('create index usage_events_user on usage_events (app_id, user_id, created_at) where user_id is not null');
+  },
+  async down(knex) {
+    await knex.raw('drop index usage_events_user');
+    await knex.schema.alterTable('usage_events', (table) => {
+      table.dropColumn('user_id');
+    });
+  },
+};
+
 /** Append only; never reorder or edit a migration that has shipped. */
-export const MIGRATIONS: readonly Migration[] = [initial, auditLog, dashboardUsers, tokenGraceAndRequestLog, usageTokens, secretLastUsed, usageEventOnce, faultsIdempotencyKeys, endUsersAndWebhooks, realtimeSessions, adminKeyScopes, webhookAlertMarks];
+export const MIGRATIONS: readonly Migration[] = [initial, auditLog, dashboardUsers, tokenGraceAndRequestLog, usageTokens, secretLastUsed, usageEventOnce, faultsIdempotencyKeys, endUsersAndWebhooks, realtimeSessions, adminKeyScopes, webhookAlertMarks, usageEndUser];
 
 /** A knex migration source over {@link MIGRATIONS}. */
 export class CodeMigrationSource implements Knex.MigrationSource<Migration> {

@@ -83,6 +83,8 @@ export interface UsageEvent {
   readonly model?: string | null;
   /** A realtime session's own figures (one row per session); null/absent for an HTTP request. */
   readonly session?: RealtimeSessionFigures | null;
+  /** The signed-in user (the sign-in provider's `sub`); null/absent without a user token. */
+  readonly userId?: string | null;
 }
 
 /** What the request log keeps of one realtime session, besides duration (`latencyMs`) and bytes each way. */
@@ -461,6 +463,8 @@ export interface RequestLogEntry {
   readonly id: number;
   readonly createdAt: number;
   readonly deviceId: string | null;
+  /** The signed-in user (`sub`), null without a user token. */
+  readonly userId: string | null;
   readonly provider: string;
   readonly method: string | null;
   readonly route: string | null;
@@ -492,10 +496,26 @@ function parseSession(value: unknown): RealtimeSessionFigures | null {
   }
 }
 
+/** One device's or one signed-in user's events of an app (see {@link UsageRepository.summary}). */
+export interface UsageFilter {
+  readonly deviceId?: string | undefined;
+  readonly userId?: string | undefined;
+}
+
+/** A device a signed-in user made requests from, as the request log kept them. */
+export interface UserDeviceUse {
+  readonly deviceId: string;
+  readonly requests: number;
+  readonly firstSeenAt: number;
+  readonly lastSeenAt: number;
+}
+
 /** Filters of the request log; `before` is the id cursor of the previous page (newest first). */
 export interface RequestLogQuery {
   readonly appId: string;
   readonly deviceId?: string | undefined;
+  /** Only this signed-in user's rows (the sign-in provider's `sub`). */
+  readonly userId?: string | undefined;
   readonly provider?: string | undefined;
   readonly outcome?: 'ok' | 'error' | undefined;
   /** A substring of the route, request id or reason. */
@@ -514,12 +534,12 @@ export interface RequestLogQuery {
 const USAGE_COLUMNS = [
   'app_id', 'device_id', 'provider', 'status', 'error_type', 'latency_ms', 'bytes_in', 'bytes_out', 'truncated', 'created_at',
   'method', 'route', 'reason', 'request_id', 'verified', 'input_tokens', 'output_tokens', 'cached_tokens', 'reasoning_tokens', 'model',
-  'session',
+  'session', 'user_id',
 ] as const;
 const USAGE_COLUMN_TYPES = [
   'varchar', 'varchar', 'varchar', 'integer', 'varchar', 'integer', 'bigint', 'bigint', 'boolean', 'bigint',
   'varchar', 'varchar', 'varchar', 'varchar', 'boolean', 'bigint', 'bigint', 'bigint', 'bigint', 'varchar',
-  'text',
+  'text', 'varchar',
 ] as const;
 
 type UsageValue = string | number | boolean | null;
@@ -548,6 +568,7 @@ function usageRow(event: UsageEvent): UsageValue[] {
     event.reasoningTokens ?? null,
     event.model === undefined || event.model === null ? null : event.model.slice(0, 200),
     event.session ? JSON.stringify(event.session) : null,
+    event.userId ?? null,
   ];
 }
 
@@ -629,6 +650,7 @@ export class UsageRepository {
   async requestLog(query: RequestLogQuery): Promise<RequestLogEntry[]> {
     let rows = this.database('usage_events').where({ app_id: query.appId });
     if (query.deviceId !== undefined) rows = rows.andWhere({ device_id: query.deviceId });
+    if (query.userId !== undefined) rows = rows.andWhere({ user_id: query.userId });
     if (query.provider !== undefined) rows = rows.andWhere({ provider: query.provider });
     if (query.outcome === 'ok') rows = rows.andWhere('status', '<', 400).whereNull('error_type');
     if (query.outcome === 'error') rows = rows.andWhere((builder) => builder.where('status', '>=', 400).orWhereNotNull('error_type'));
@@ -652,6 +674,7 @@ export class UsageRepository {
       id: Number(row.id),
       createdAt: Number(row.created_at),
       deviceId: (row.device_id as string | null) ?? null,
+      userId: (row.user_id as string | null) ?? null,
       provider: row.provider as string,
       method: (row.method as string | null) ?? null,
       route: (row.route as string | null) ?? null,
@@ -668,6 +691,24 @@ export class UsageRepository {
       model: (row.model as string | null) ?? null,
       session: parseSession(row.session),
     }));
+  }
+
+  /**
+   * The devices a signed-in user's requests came from (in the request log, as long as it keeps them), most recently used
+   * first, at most `limit`; read through the `usage_events_user` index.
+   */
+  async devicesOfUser(appId: string, userId: string, limit = 100): Promise<UserDeviceUse[]> {
+    const rows = (await this.database('usage_events')
+      .where({ app_id: appId, user_id: userId })
+      .whereNotNull('device_id')
+      .select('device_id')
+      .count({ requests: '*' })
+      .min({ first: 'created_at' })
+      .max({ last: 'created_at' })
+      .groupBy('device_id')
+      .orderBy('last', 'desc')
+      .limit(limit)) as Row[];
+    return rows.map((row) => ({ deviceId: row.device_id as string, requests: Number(row.requests), firstSeenAt: Number(row.first), lastSeenAt: Number(row.last) }));
   }
 
   /** Deletes usage events (request-log rows) created before `beforeMs`; returns how many. */
@@ -745,15 +786,20 @@ export class UsageRepository {
   /**
    * What the dashboard charts: requests and errors per minute, errors by type, latency p50/p95 per provider and the
    * busiest devices, over [fromMs, toMs), for one app or (appId null) for all. Counting is done by the database;
-   * percentiles are computed here from at most `latencySample` recent latencies per provider.
+   * percentiles are computed here from at most `latencySample` recent latencies per provider. `filter` (one app's
+   * summaries only): one device's or one signed-in user's events; such a summary also has the spend per minute.
    */
-  async summary(appId: string | null, fromMs: number, toMs: number, latencySample = 20_000, deviceId?: string): Promise<UsageSummary> {
+  async summary(appId: string | null, fromMs: number, toMs: number, latencySample = 20_000, filter: UsageFilter = {}): Promise<UsageSummary> {
     const scope = () => {
-      const query = this.database('usage_events').where('created_at', '>=', fromMs).andWhere('created_at', '<', toMs);
-      // One device's traffic (the per-device page): its app's events with its id.
-      if (appId !== null && deviceId !== undefined) return query.andWhere({ app_id: appId, device_id: deviceId });
-      return appId === null ? query : query.andWhere({ app_id: appId });
+      let query = this.database('usage_events').where('created_at', '>=', fromMs).andWhere('created_at', '<', toMs);
+      if (appId === null) return query;
+      query = query.andWhere({ app_id: appId });
+      // One device's traffic (the per-device page): its app's events with its id; one user's likewise (the user page).
+      if (filter.deviceId !== undefined) query = query.andWhere({ device_id: filter.deviceId });
+      if (filter.userId !== undefined) query = query.andWhere({ user_id: filter.userId });
+      return query;
     };
+    const narrowed = appId !== null && (filter.deviceId !== undefined || filter.userId !== undefined);
     // Integer division on both engines: the start of each event's minute.
     const minute = '(created_at / 60000) * 60000';
     const perMinute = (await scope()
@@ -860,6 +906,22 @@ export class UsageRepository {
         const estimate = cost(row.provider as string, (row.model as string | null) ?? null, Number(row.input ?? 0), Number(row.output ?? 0));
         if (estimate !== undefined) deviceSpend.set(row.device_id as string, (deviceSpend.get(row.device_id as string) ?? 0) + estimate.usd);
       }
+      // One device's or user's summary: the spend per minute too (a few rows per minute of the window at most).
+      let perMinuteSpend: Array<{ minute: number; usd: number }> | undefined;
+      if (narrowed) {
+        const minuteRows = (await scope()
+          .whereNotNull('input_tokens')
+          .whereNotNull('model')
+          .select({ minute: this.database.raw(minute) }, 'provider', 'model')
+          .sum({ input: 'input_tokens', output: 'output_tokens' })
+          .groupByRaw(`${minute}, provider, model`)) as Row[];
+        const byMinute = new Map<number, number>();
+        for (const row of minuteRows) {
+          const estimate = cost(row.provider as string, row.model as string, Number(row.input ?? 0), Number(row.output ?? 0));
+          if (estimate !== undefined) byMinute.set(Number(row.minute), (byMinute.get(Number(row.minute)) ?? 0) + estimate.usd);
+        }
+        perMinuteSpend = [...byMinute].map(([at, usd]) => ({ minute: at, usd })).sort((a, b) => a.minute - b.minute);
+      }
       spend = {
         currency: 'USD',
         totalUsd: total,
@@ -868,6 +930,7 @@ export class UsageRepository {
         byModel: byModel.sort((a, b) => b.usd - a.usd),
         byDevice: topDeviceIds.map((deviceId) => ({ deviceId, usd: deviceSpend.get(deviceId) ?? 0 })).sort((a, b) => b.usd - a.usd),
         byApp: [...appSpend].map(([id, usd]) => ({ appId: id, usd })).sort((a, b) => b.usd - a.usd).slice(0, 50),
+        ...(perMinuteSpend ? { perMinute: perMinuteSpend } : {}),
       };
     }
     const verification = (await scope().whereNotNull('verified').select('verified').count({ count: '*' }).groupBy('verified')) as Row[];
@@ -931,6 +994,7 @@ export class UsageRepository {
       reasoningTokens: row.reasoning_tokens == null ? null : Number(row.reasoning_tokens),
       model: (row.model as string | null) ?? null,
       session: parseSession(row.session),
+      userId: (row.user_id as string | null) ?? null,
     }));
   }
 }
@@ -970,6 +1034,8 @@ export interface UsageSummary {
     readonly byDevice: ReadonlyArray<{ readonly deviceId: string; readonly usd: number }>;
     /** All-apps summaries only (empty for one app's): the top 50 apps by spend. */
     readonly byApp: ReadonlyArray<{ readonly appId: string; readonly usd: number }>;
+    /** One device's or one user's summary only: the estimated spend per minute (minutes without spend left out). */
+    readonly perMinute?: ReadonlyArray<{ readonly minute: number; readonly usd: number }>;
   } | null;
   /** Realtime sessions (WebSocket) that started in the window (a row is written when one ends), and their open seconds summed. */
   readonly realtime: { readonly sessions: number; readonly seconds: number };

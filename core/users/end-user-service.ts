@@ -4,10 +4,12 @@
  * (`user_blocked`, on every device) within its change-poll interval; this process refreshes its blocked set at once.
  */
 import type { Knex } from 'knex';
-import { TollgateError } from '../contract';
+import { TollgateError, type AppSettings, type RateLimitStore } from '../contract';
+import { limitsOf, type MeLimit } from '../routes/me';
 import { AppRepository, bumpChangeSequence } from '../storage/repositories';
 import { EndUserRepository, type EndUserDirectory, type EndUserRow } from './end-user-store';
-import { resolveUserAuth } from './user-auth';
+import { settingsWithProfile } from './profiles';
+import { resolveUserAuth, userCounterKey } from './user-auth';
 
 /** A user as the management API shows it. */
 export interface EndUserView {
@@ -34,6 +36,19 @@ export function endUserView(row: EndUserRow): EndUserView {
   };
 }
 
+/** The limits and budgets that hold for a user, with what remains of each (`GET …/users/{userId}/limits`). */
+export interface EndUserLimits {
+  readonly id: string;
+  readonly issuer: string;
+  /** The profile of the user's last seen token (its tier claim), null: the app's own limits. */
+  readonly profile: string | null;
+  /** False when the stored profile names no profile of the app now (its limits are then the app's own). */
+  readonly profileApplies: boolean;
+  /** The user's own limits (across all the user's devices) and the app's, which the user shares with every other user;
+   * per-device limits are left out (each device has its own: see `GET /v1/me` from the device). */
+  readonly limits: MeLimit[];
+}
+
 /** Called after a user was blocked (webhook `user.blocked`). */
 export type UserBlockedListener = (appId: string, user: EndUserView) => void;
 
@@ -55,10 +70,14 @@ export class EndUserService {
 
   /** The issuer of the app's users (its sign-in provider); a 404 for an unknown app, a 409 without a sign-in provider. */
   private async issuerOf(appId: string): Promise<string> {
+    return (await this.appOf(appId)).issuer;
+  }
+
+  private async appOf(appId: string): Promise<{ issuer: string; settings: AppSettings }> {
     const app = typeof appId === 'string' ? await new AppRepository(this.database).findById(appId) : null;
     if (!app) throw new TollgateError('TG_ERR_NOT_FOUND', `app "${String(appId)}" not found`);
     if (!app.settings.userAuth) throw new TollgateError('TG_ERR_CONFLICT', 'this app has no sign-in provider (userAuth): it has no end users');
-    return resolveUserAuth(app.settings.userAuth).issuer;
+    return { issuer: resolveUserAuth(app.settings.userAuth).issuer, settings: app.settings };
   }
 
   private checkUserId(userId: unknown): string {
@@ -78,6 +97,19 @@ export class EndUserService {
     const row = await new EndUserRepository(this.database).find(appId, issuer, this.checkUserId(userId));
     if (!row) throw new TollgateError('TG_ERR_NOT_FOUND', `user "${userId}" not found`);
     return endUserView(row);
+  }
+
+  /**
+   * The limits and budgets that hold for a seen user (its last seen profile applied), read from the counters of `store`
+   * the way `GET /v1/me` reads them (core/routes/me.ts, `limitsOf`): the same keys, nothing charged.
+   */
+  async limits(appId: string, userId: string, store: RateLimitStore): Promise<EndUserLimits> {
+    const app = await this.appOf(appId);
+    const row = await new EndUserRepository(this.database).find(appId, app.issuer, this.checkUserId(userId));
+    if (!row) throw new TollgateError('TG_ERR_NOT_FOUND', `user "${userId}" not found`);
+    const settings = settingsWithProfile(app.settings, row.profile ?? undefined);
+    const limits = await limitsOf(store, { appId, settings, userKey: userCounterKey(app.issuer, row.subject) }, this.clock());
+    return { id: row.subject, issuer: row.issuer, profile: row.profile, profileApplies: settings !== app.settings, limits };
   }
 
   /** Blocks or unblocks a user (also one the gateway has not seen yet). */

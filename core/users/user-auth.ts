@@ -3,7 +3,17 @@
  * sign-in provider. Each preset's issuer and key-set address is the one its provider documents for verifying ID tokens
  * with a third-party JWT library (cited beside it); the audience is what that provider puts in `aud`.
  */
+import { createHash } from 'node:crypto';
 import type { UserAuthSetting } from '../contract';
+
+/**
+ * The key of a user's counters in the rate-limit store (request limits, token and session-seconds budgets): scoped by
+ * issuer, without the store keys' separators. The verifyUser stage keys a request's user by it, and the management
+ * API reads the same counters for a user's page.
+ */
+export function userCounterKey(issuer: string, subject: string): string {
+  return createHash('sha256').update(`${issuer}\u0000${subject}`, 'utf8').digest('base64url').slice(0, 22);
+}
 
 /** What the gateway checks a user token against. */
 export interface ResolvedUserAuth {

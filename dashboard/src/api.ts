@@ -64,6 +64,8 @@ export interface RequestLog {
     id: number;
     createdAt: string;
     deviceId: string | null;
+    /** The signed-in user (the sign-in provider's `sub`); null without a user token. */
+    userId?: string | null;
     provider: string;
     method: string | null;
     route: string | null;
@@ -109,6 +111,38 @@ export interface EndUser {
   lastSeenAt: string;
   blocked: boolean;
   blockedAt: string | null;
+}
+
+/** A limit or budget with what remains of it, as `GET /v1/me` and a user's page read them. */
+export interface Limit {
+  name: string;
+  scope: 'device' | 'user' | 'app';
+  unit: 'requests' | 'tokens' | 'seconds';
+  limit: number;
+  remaining: number;
+  window: 'minute' | 'day';
+  resetsAt: string;
+}
+
+/** The limits and budgets that hold for a user (`…/users/{userId}/limits`). */
+export interface EndUserLimits {
+  id: string;
+  issuer: string;
+  profile: string | null;
+  profileApplies: boolean;
+  limits: Limit[];
+}
+
+/** A device a user's requests came from (`…/users/{userId}/devices`). */
+export interface EndUserDevice {
+  deviceId: string;
+  platform: 'ios' | 'android' | 'development' | 'other' | null;
+  method: string | null;
+  requests: number;
+  firstSeenAt: string;
+  lastSeenAt: string;
+  lastAttestedAt: string | null;
+  revokedAt: string | null;
 }
 
 export interface Webhook {
@@ -175,6 +209,8 @@ export interface Usage {
     byDevice: Array<{ deviceId: string; usd: number }>;
     /** All-apps summary only. */
     byApp?: Array<{ appId: string; usd: number }>;
+    /** One device's or one user's summary only: the spend per minute (minutes without spend left out). */
+    perMinute?: Array<{ minute: number; usd: number }>;
   } | null;
   tokens?: TokenSums & {
     /** All-apps summary only. */

@@ -11,6 +11,7 @@ import { appPage } from './pages/app.js';
 import { appsPage } from './pages/apps.js';
 import { auditPage } from './pages/audit.js';
 import { devicePage } from './pages/devices.js';
+import { endUserPage } from './pages/end-user.js';
 import { pricesPage } from './pages/prices.js';
 import { setupPage, signInPage } from './pages/sign-in.js';
 import { usageContent } from './pages/usage.js';
@@ -75,6 +76,7 @@ async function route(): Promise<void> {
   main.setAttribute('aria-busy', 'true');
   try {
     if (parts[0] === 'apps' && parts[1] && parts[2] === 'devices' && parts[3]) return await devicePage(parts[1], parts.slice(3).join('/'));
+    if (parts[0] === 'apps' && parts[1] && parts[2] === 'users' && parts[3]) return await endUserPage(parts[1], parts.slice(3).join('/'));
     if (parts[0] === 'apps' && parts[1]) return await appPage(parts[1], parts[2] ?? '');
     if (parts[0] === 'usage') return show('Usage of every app', ...(await usageContent('/usage')));
     if (parts[0] === 'prices') return await pricesPage();

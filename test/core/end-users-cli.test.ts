@@ -1,7 +1,7 @@
 /**
  * The command line of end users and webhooks (bin/commands/users.ts, bin/commands/webhooks.ts), run as operators run
  * it, against a gateway's database: a user blocked by `tollgate users block` is refused by the running gateway, listed
- * by `users list`; `webhooks create` prints the signing secret once, `list` never does, `delete` removes the endpoint;
+ * by `users list`, shown with its device and requests by `users show`; `webhooks create` prints the signing secret once, `list` never does, `delete` removes the endpoint;
  * usage errors exit 2.
  */
 import { expect } from 'chai';
@@ -61,6 +61,22 @@ describe('tollgate users and tollgate webhooks', function () {
     expect(listed.status, listed.stderr).to.equal(0);
     expect((listed.json().users as Array<Record<string, unknown>>).map((user) => [user.id, user.blocked])).to.deep.equal([['zoe', true]]);
     expect((await cli('users', 'unblock', '--app', device.appId, '--user', 'zoe')).json()).to.include({ blocked: false });
+    // show: the user's devices, usage and latest requests from the database; the limits' counters are the gateway's.
+    await gateway.recordedUsage(device.appId, 0, (events) => events.some((event) => event.userId === 'zoe'));
+    const shown = await cli('users', 'show', '--app', device.appId, '--user', 'zoe', '--minutes', '60');
+    expect(shown.status, shown.stderr).to.equal(0);
+    const overview = shown.json() as { user: { id: string }; limits: null; limitsNote: string; devices: Array<{ deviceId: string }>; usage: { requests: number }; requests: Array<{ deviceId: string; status: number }> };
+    expect(overview.user.id).to.equal('zoe');
+    expect(overview.devices.map((entry) => entry.deviceId)).to.deep.equal([device.deviceId]);
+    // The requests served before the block reached this node (the refusals of a blocked user come before the user is
+    // admitted: no user on them).
+    expect(overview.usage.requests).to.be.at.least(1);
+    expect(overview.requests).to.have.length(overview.usage.requests);
+    expect(new Set(overview.requests.map((entry) => `${entry.deviceId} ${entry.status}`))).to.deep.equal(new Set([`${device.deviceId} 200`]));
+    expect(overview.limits).to.equal(null);
+    expect(overview.limitsNote).to.include('/limits');
+    expect((await cli('users', 'show', '--app', device.appId, '--user', 'zoe', '--minutes', '0')).status).to.equal(2);
+    expect((await cli('users', 'show', '--app', device.appId, '--user', 'nobody')).status).to.equal(1);
     expect((await cli('users', 'block', '--app', device.appId)).status).to.equal(2);
 
     const created = await cli('webhooks', 'create', '--app', device.appId, '--url', 'http://127.0.0.1:9/hooks', '--events', 'user.blocked,budget.threshold');

@@ -346,12 +346,13 @@ describe('dashboard in Chromium', function () {
     }
     const href = (await page.locator('a[download]').getAttribute('href')) ?? '';
     const csv = await page.evaluate(async (url) => (await fetch(url)).text(), href);
-    expect(csv.split('\r\n')[0]).to.equal('createdAt,requestId,deviceId,provider,method,route,status,errorType,reason,latencyMs,bytesIn,bytesOut,truncated,inputTokens,outputTokens,model,estimatedUsd,priceAsOf');
+    expect(csv.split('\r\n')[0]).to.equal('createdAt,requestId,deviceId,provider,method,route,status,errorType,reason,latencyMs,bytesIn,bytesOut,truncated,inputTokens,outputTokens,model,estimatedUsd,priceAsOf,userId');
     expect(csv.trim().split('\r\n')).to.have.length(4);
     // Each row's estimated spend shows with the date of the price it used (the default table's: no operator price now).
     const asOf = DEFAULT_PRICES.find((price) => price.provider === 'openai' && price.model === 'gpt-4o-mini')!.priceAsOf;
     expect(await page.getByTestId('price-as-of').allTextContents()).to.deep.equal([`prices as of ${asOf}`, `prices as of ${asOf}`, `prices as of ${asOf}`]);
-    for (const line of csv.trim().split('\r\n').slice(1)) expect(line.endsWith(`,${asOf}`), line).to.equal(true);
+    // The price date, then the signed-in user (none: this app has no sign-in provider).
+    for (const line of csv.trim().split('\r\n').slice(1)) expect(line.endsWith(`,${asOf},`), line).to.equal(true);
     await page.getByRole('button', { name: 'Details' }).first().click();
     expect(await page.getByTestId('request-detail').textContent()).to.match(new RegExp(`Estimated spend\\$[0-9.]+ \\(prices as of ${asOf}\\)`));
     await page.getByRole('button', { name: 'Details' }).first().click();

@@ -3,7 +3,7 @@
  * page reachable from the apps list is visited, and in the page itself the test measures that nothing scrolls sideways,
  * that no word of a table, heading, label or navigation is broken across lines, that the top bar takes at most a quarter
  * of a phone's screen, and that every chart's labels lie inside the chart. The app has signed-in users (one blocked),
- * a webhook with a delivery, and a realtime session in its request log, so that the Users and Alerts pages, the Policy
+ * a webhook with a delivery, and a realtime session in its request log, so that the Users, User and Alerts pages, the Policy
  * page's realtime and users sections, and the session rows are measured with data. Then: the Routes section of an app with one
  * provider key shows that provider's routes first, open, with the others collapsed; a failed save moves focus to the
  * field in error with the error on screen. Last, no source file of the dashboard is over 400 lines.
@@ -140,6 +140,7 @@ describe('dashboard layout at 390 and 1280 px', function () {
     [`#/apps/${appId}/requests`, 'Test app · Requests'],
     [`#/apps/${appId}/usage`, 'Test app · Usage'],
     [`#/apps/${appId}/users`, 'Test app · Users'],
+    [`#/apps/${appId}/users/ada-lovelace-0b6d2a`, 'Test app · User ada-lovelace-0b6d2a'],
     [`#/apps/${appId}/alerts`, 'Test app · Alerts'],
     // The Policy page opened at its realtime and signed-in users sections.
     [`#/apps/${appId}/sessions`, 'Test app · Policy'],
@@ -159,7 +160,7 @@ describe('dashboard layout at 390 and 1280 px', function () {
         await page.goto(`${gateway.url}/dashboard/${hash}`);
         await page.getByRole('heading', { name: heading, exact: true }).waitFor();
         // The pages with data show it (the measurements below are of filled tables, not of empty states).
-        const filled: Record<string, string> = { [`#/apps/${appId}/users`]: 'end-user-list', [`#/apps/${appId}/alerts`]: 'webhook-deliveries', [`#/apps/${appId}/requests`]: 'request-log' };
+        const filled: Record<string, string> = { [`#/apps/${appId}/users`]: 'end-user-list', [`#/apps/${appId}/users/ada-lovelace-0b6d2a`]: 'user-requests-list', [`#/apps/${appId}/alerts`]: 'webhook-deliveries', [`#/apps/${appId}/requests`]: 'request-log' };
         const testId = filled[hash];
         if (testId) expect(await page.getByTestId(testId).locator('tbody tr').count(), `rows on ${hash}`).to.be.greaterThan(0);
         if (hash.endsWith('/sessions') || hash.endsWith('/sign-in')) {

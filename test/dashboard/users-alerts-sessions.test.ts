@@ -94,6 +94,55 @@ describe('dashboard: users, alerts, realtime sessions and their policy', functio
     expect((await chat('grace-hopper')).status).to.equal(200);
   });
 
+  it('User page: identity, limits, usage, the user\'s devices and latest requests; blocks from the page; a user id with markup stays text', async () => {
+    await gateway.recordedUsage(device.appId, 0, (events) => events.filter((event) => event.userId === 'ada-lovelace').length >= 2);
+    // From another page: the list is drawn afresh (the search of the test before is not kept).
+    await open('', 'Test app');
+    await open('users', 'Test app · Users');
+    await page.getByRole('link', { name: 'ada-lovelace' }).click();
+    await page.getByRole('heading', { name: 'Test app · User ada-lovelace', exact: true }).waitFor();
+    expect(await page.getByTestId('user-identity').textContent()).to.include('ada-lovelace').and.include(users.provider.issuer);
+    expect(await page.getByTestId('user-state').textContent()).to.equal('active');
+    // The limits that hold (the app's per-minute limit at least), as the API reads them.
+    const limits = (await admin('GET', `/apps/${device.appId}/users/ada-lovelace/limits`)).json as { limits: Array<{ name: string; limit: number }> };
+    expect(await page.getByTestId('user-limits').locator('tbody tr').count()).to.equal(limits.limits.length);
+    expect(await page.getByTestId('user-limits').textContent()).to.include('Requests per minute').and.include('the whole app, every user');
+    // Usage: the user's requests in the window, drawn as a chart.
+    const usage = (await admin('GET', `/apps/${device.appId}/usage?minutes=1440&user=ada-lovelace`)).json as { totalRequests: number };
+    expect(usage.totalRequests).to.be.at.least(2);
+    expect(await page.getByTestId('user-requests').textContent()).to.equal(String(usage.totalRequests));
+    await page.getByTestId('chart-user-requests-plot').locator('canvas').waitFor();
+    // The device the requests came from, linked to its page, and the latest requests through the fake provider.
+    const devices = page.getByTestId('user-devices');
+    expect(await devices.locator('tbody tr').count()).to.equal(1);
+    expect(await devices.textContent()).to.include(device.deviceId).and.include('Development').and.include('active');
+    const requests = page.getByTestId('user-requests-list').locator('tbody tr');
+    expect(await requests.count()).to.equal(usage.totalRequests);
+    expect(await requests.first().textContent()).to.include('POST v1/chat/completions').and.include('gpt-4o-mini').and.include('200').and.include('3 / 2');
+    // Blocked from its own page, and unblocked again.
+    await page.getByRole('button', { name: 'Block ada-lovelace' }).click();
+    await page.getByRole('button', { name: 'Unblock ada-lovelace' }).waitFor();
+    expect(dialogs.pop()).to.match(/^Block ada-lovelace\?/);
+    expect(await page.getByTestId('user-state').textContent()).to.match(/^blocked/);
+    expect(await chat('ada-lovelace')).to.deep.equal({ status: 403, reason: 'user_blocked' });
+    await page.getByRole('button', { name: 'Unblock ada-lovelace' }).click();
+    await page.getByRole('button', { name: 'Block ada-lovelace' }).waitFor();
+    expect((await chat('ada-lovelace')).status).to.equal(200);
+    await devices.getByRole('link', { name: device.deviceId }).click();
+    await page.getByRole('heading', { name: `Test app · Device ${device.deviceId}`, exact: true }).waitFor();
+
+    // The sign-in provider's sub is the user's own text: shown as text, never run as markup.
+    const odd = '<img src=x onerror="document.body.dataset.pwned=1">';
+    expect((await chat(odd)).status).to.equal(200);
+    await gateway.recordedUsage(device.appId, 0, (events) => events.some((event) => event.userId === odd));
+    await page.goto(`${gateway.url}/dashboard/#/apps/${device.appId}/users/${encodeURIComponent(odd)}`);
+    await page.getByRole('heading', { name: `Test app · User ${odd}`, exact: true }).waitFor();
+    expect(await page.getByTestId('user-identity').textContent()).to.include(odd);
+    expect(await page.getByTestId('user-requests-list').locator('tbody tr').count()).to.equal(1);
+    expect(await page.locator('main img').count()).to.equal(0);
+    expect(await page.evaluate('document.body.dataset.pwned ?? null')).to.equal(null);
+  });
+
   it('Alerts: adds a webhook with its signing secret shown once, sends a test the receiver gets, lists the delivery', async () => {
     await open('alerts', 'Test app · Alerts');
     await page.getByLabel('Address (https URL)').fill(receiver.url);
@@ -185,7 +234,9 @@ describe('dashboard: users, alerts, realtime sessions and their policy', functio
     const results = (transcript: string) => JSON.stringify({ type: 'Results', channel_index: [0, 1], duration: 6.25, start: 0, is_final: true, channel: { alternatives: [{ transcript, confidence: 0.98, words: [] }] } });
     const metadata = JSON.stringify({ type: 'Metadata', transaction_key: 'deprecated', request_id: 'b3b7d4c2-0a1e-4c55-9d3b-8f4f2b1f6c11', sha256: 'd1f2', created: '2026-12-05T10:00:00.000Z', duration: 12.5, channels: 1 });
     await realtimeSession(gateway, voice, 'deepgram/v1/listen?model=nova-3', { ...device.headers, 'Tollgate-User-Token': await users.token('ada-lovelace') }, 2, [results('hello'), results('world'), metadata]);
-    await gateway.recordedUsage(device.appId, 0, (events) => events.some((event) => event.session));
+    const recorded = await gateway.recordedUsage(device.appId, 0, (events) => events.some((event) => event.session));
+    // The session's row names its signed-in user, as an HTTP request's does.
+    expect(recorded.find((event) => event.session)!.userId).to.equal('ada-lovelace');
     await open('requests', 'Test app · Requests');
     const session = page.locator('button[data-kind="session"]');
     await session.first().waitFor();

@@ -19,7 +19,7 @@ const SECRET = 'sk-mcp-secret-value-0123456789abcdef';
 const TOOLS = [
   'list_providers', 'list_apps', 'create_app', 'update_app', 'rotate_app_token', 'set_secret', 'delete_secret',
   'create_development_token', 'revoke_device', 'get_usage', 'generate_integration_code', 'test_secret', 'list_devices',
-  'list_users', 'block_user', 'unblock_user', 'create_admin_key',
+  'list_users', 'show_user', 'block_user', 'unblock_user', 'create_admin_key',
 ];
 const INITIALIZATION: Record<string, RegExp> = {
   ios: /try Tollgate\.configure\(appToken: "at_[^"]*"\)/,

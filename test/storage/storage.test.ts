@@ -387,6 +387,41 @@ for (const engine of ENGINES) {
       expect(all.tokens.byApp.find((row) => row.appId === app.id)).to.deep.include({ inputTokens: 1_000_000_107, requests: 3 });
     });
 
+    it('keeps the signed-in user of each event: the request log and the summary (with its spend per minute) by user, and the devices a user used', async () => {
+      const app = await core.management.createApp({ name: 'Users in the log' });
+      const recorder = new UsageRecorder(core.database);
+      const start = Math.floor(Date.now() / 60_000) * 60_000 - 120_000;
+      const base = { appId: app.id, provider: 'openai', status: 200, errorType: null, latencyMs: 5, bytesIn: 1, bytesOut: 1, truncated: false, model: 'gpt-4o-mini' };
+      // Several rows in one batch: the wide SQLite insert (16 rows a statement) and PostgreSQL's unnest both carry the user.
+      for (let index = 0; index < 17; index += 1) recorder.record({ ...base, deviceId: 'phone', userId: 'auth0|ada', createdAt: start + index, requestId: `ada-${index}`, inputTokens: 1_000_000, outputTokens: 0 });
+      recorder.record({ ...base, deviceId: 'tablet', userId: 'auth0|ada', createdAt: start + 61_000, requestId: 'ada-tablet', inputTokens: 2_000_000, outputTokens: 0 });
+      recorder.record({ ...base, deviceId: 'phone', userId: 'auth0|bob', createdAt: start + 1000, requestId: 'bob-0', inputTokens: 5, outputTokens: 5 });
+      recorder.record({ ...base, deviceId: 'phone', createdAt: start + 2000, requestId: 'nobody-0' });
+      await recorder.flush();
+      await core.management.setPrice({ provider: 'openai', model: 'gpt-4o-mini', inputUsdPerMillion: 0.5, outputUsdPerMillion: 1 });
+      const usage = new UsageRepository(core.database);
+      const ada = await usage.requestLog({ appId: app.id, userId: 'auth0|ada', limit: 100 });
+      expect(ada).to.have.length(18);
+      expect(new Set(ada.map((entry) => entry.userId))).to.deep.equal(new Set(['auth0|ada']));
+      expect((await usage.requestLog({ appId: app.id, limit: 100 })).find((entry) => entry.requestId === 'nobody-0')!.userId).to.equal(null);
+      expect(await usage.devicesOfUser(app.id, 'auth0|ada')).to.deep.equal([
+        { deviceId: 'tablet', requests: 1, firstSeenAt: start + 61_000, lastSeenAt: start + 61_000 },
+        { deviceId: 'phone', requests: 17, firstSeenAt: start, lastSeenAt: start + 16 },
+      ]);
+      const summary = await usage.summary(app.id, start, start + 180_000, undefined, { userId: 'auth0|ada' });
+      expect(summary.totalRequests).to.equal(18);
+      expect(summary.tokens.inputTokens).to.equal(19_000_000);
+      expect(summary.spend!.totalUsd).to.be.closeTo(9.5, 1e-9);
+      expect(summary.spend!.perMinute!.map((entry) => [entry.minute, +entry.usd.toFixed(6)])).to.deep.equal([
+        [start, 8.5],
+        [start + 60_000, 1],
+      ]);
+      // The whole app's summary has no spend per minute; one user's excludes the others.
+      expect((await usage.summary(app.id, start, start + 180_000)).spend!.perMinute).to.equal(undefined);
+      expect((await usage.summary(app.id, start, start + 180_000, undefined, { userId: 'auth0|bob' })).totalRequests).to.equal(1);
+      await core.management.deletePrice({ provider: 'openai', model: 'gpt-4o-mini' });
+    });
+
     it('estimates spend from the dated default table, an operator price overriding it, by exact model or the model without its dated version', async () => {
       const app = await core.management.createApp({ name: 'Spend' });
       const recorder = new UsageRecorder(core.database);

@@ -1,10 +1,12 @@
 /**
  * The signed-in users of an app (by the sign-in provider's `sub`): search by id prefix, paging, profile, first and last
- * seen, block and unblock (`/v1/admin/apps/{appId}/users…`, answered as the `EndUser` schema of the OpenAPI document).
+ * seen, block and unblock (`/v1/admin/apps/{appId}/users…`, answered as the `EndUser` schema of the OpenAPI document);
+ * each user links to the user's own page (end-user.ts).
  */
 import { api, type App, type EndUser } from '../api.js';
 import { field, formValues, h, table } from '../dom.js';
 import { badge, button, emptyState, onSubmit, say, when } from '../ui.js';
+import { endUserPath } from './end-user.js';
 
 const PAGE = 50;
 
@@ -29,7 +31,7 @@ export async function endUsersTab(app: App): Promise<(Node | null)[]> {
       users.length
         ? table(
             ['User', 'Profile', 'First seen', 'Last seen', 'State', ''],
-            users.map((user) => [h('code', { title: user.issuer }, user.id), user.profile ?? 'default', when(user.firstSeenAt), when(user.lastSeenAt), user.blocked ? badge(`blocked ${when(user.blockedAt)}`, 'bad') : badge('active', 'ok'), toggle(user)]),
+            users.map((user) => [h('a', { href: endUserPath(app.id, user.id), title: 'Limits, usage, devices and latest requests of this user' }, h('code', { title: user.issuer }, user.id)), user.profile ?? 'default', when(user.firstSeenAt), when(user.lastSeenAt), user.blocked ? badge(`blocked ${when(user.blockedAt)}`, 'bad') : badge('active', 'ok'), toggle(user)]),
             undefined,
             'end-user-list',
           )

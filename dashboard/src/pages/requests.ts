@@ -1,6 +1,6 @@
 /**
- * The request log of an app: filters (time range, status, error type, provider, device, text), paging by cursor
- * (newest first), model, tokens and estimated spend per row, a detail view per row, and CSV export of what the
+ * The request log of an app: filters (time range, status, error type, provider, device, signed-in user, text), paging
+ * by cursor (newest first), model, tokens and estimated spend per row, a detail view per row, and CSV export of what the
  * filters select. A realtime session is one row, marked as such, with its duration, close and who closed it; its
  * details add frames each way and audio seconds.
  */
@@ -16,7 +16,7 @@ type Entry = RequestLog['requests'][number];
 const RANGES: ReadonlyArray<readonly [string, string]> = [['', 'any time'], ['15', 'last 15 minutes'], ['60', 'last hour'], ['1440', 'last day'], ['10080', 'last 7 days']];
 const STATUSES: ReadonlyArray<readonly [string, string]> = [['', 'any'], ['2xx', '2xx'], ['4xx', '4xx'], ['5xx', '5xx'], ['429', '429']];
 const ERROR_TYPES = ['unauthorized', 'attestationFailed', 'rateLimited', 'secretNotFound', 'providerNotFound', 'invalidRequest', 'upstreamUnavailable', 'upstreamTimeout', 'serviceUnavailable', 'internalError', 'providerError'];
-const FILTERS = ['device', 'provider', 'minutes', 'status', 'errorType', 'q'] as const;
+const FILTERS = ['device', 'user', 'provider', 'minutes', 'status', 'errorType', 'q'] as const;
 
 /** The row's estimated spend (the gateway's, from the operator's price or the dated default table), or ''. */
 function spend(entry: Entry): string {
@@ -38,6 +38,7 @@ function detail(entry: Entry): HTMLElement {
     [isSession(entry) ? 'Session id' : 'Request id', entry.requestId ? copyBox(entry.requestId, isSession(entry) ? 'Copy session id' : 'Copy request id') : ''],
     [isSession(entry) ? 'Opened' : 'Time', when(entry.createdAt)],
     ['Device', entry.deviceId ?? 'none (refused before attestation)'],
+    ['User', entry.userId ?? 'none (no user token)'],
     ['Route', `${entry.method ?? ''} ${entry.provider}/${entry.route ?? ''}`.trim()],
   ];
   const body: Array<[string, Node | string]> = isSession(entry)
@@ -66,6 +67,7 @@ export async function requestsTab(app: App): Promise<(Node | null)[]> {
     field('Error type', h('select', { name: 'errorType' }, ...options([['', 'any'], ...ERROR_TYPES.map((type) => [type, type] as const)], 'errorType'))),
     field('Provider', h('select', { name: 'provider' }, h('option', { value: '' }, 'any'), ...catalog.map((provider) => h('option', { value: provider.slug, selected: initial.get('provider') === provider.slug }, provider.name)))),
     field('Device', h('input', { name: 'device', value: initial.get('device') ?? '', placeholder: 'device id' })),
+    field('User', h('input', { name: 'user', value: initial.get('user') ?? '', placeholder: 'signed-in user id (sub)' })),
     field('Search', h('input', { name: 'q', type: 'search', value: initial.get('q') ?? '', placeholder: 'route, request id or reason' })),
     h('button', { type: 'submit', class: 'primary' }, 'Show'),
   );
