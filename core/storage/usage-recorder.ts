@@ -212,8 +212,8 @@ export class UsageRecorder {
   }
 
   /**
-   * "Last used" of each provider key used since the last time: one UPDATE per app and provider, after the events are
-   * written, at most every `markIntervalMs`. Best effort: a failure loses only this refinement (the next batch moves
+   * "Last used" of each provider key used since the last time: one UPDATE per app and provider, in one transaction,
+   * after the events are written, at most every `markIntervalMs`. Best effort: a failure loses only this refinement (the next batch moves
    * it forward), never an event.
    */
   private async markKeysUsed(): Promise<void> {
@@ -221,8 +221,11 @@ export class UsageRecorder {
     this.unmarked.clear();
     this.markedAt = Date.now();
     try {
-      const secrets = new SecretRepository(this.database);
-      for (const { appId, provider, usedAt } of marks) await secrets.markUsed(appId, provider, usedAt);
+      // One transaction for all of them: on SQLite each commit at synchronous=FULL is an fsync on the event loop.
+      await this.database.transaction(async (transaction) => {
+        const secrets = new SecretRepository(transaction);
+        for (const { appId, provider, usedAt } of marks) await secrets.markUsed(appId, provider, usedAt);
+      });
     } catch {
       // The events are written; "last used" catches up with the next batch.
     }
