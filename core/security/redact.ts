@@ -17,11 +17,16 @@ export const REDACTED = '[redacted]';
  */
 const SENSITIVE_QUERY_SUFFIX = /(?:^|[-_.])(?:api[-_]?key|key|token|secret|password|signature)$/i;
 
+/** A query parameter name with nothing a server would decode, strip or trim. */
+const PLAIN_QUERY_NAME = /^[A-Za-z0-9_.~-]*$/;
+
 /**
  * A query parameter name as a server may read it: percent-decoded until it no longer changes, without control
  * characters (`key%00`), without a PHP/Rails-style `[]` or `[index]` suffix (`key[]`), trimmed.
  */
 function normalizedQueryName(name: string): string {
+  // The common case: nothing to decode, strip or trim (no '%', '+', control character, space or bracket).
+  if (PLAIN_QUERY_NAME.test(name)) return name;
   let decoded = name;
   for (let round = 0; round < 3; round += 1) {
     let next: string;
