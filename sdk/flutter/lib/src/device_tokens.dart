@@ -1,5 +1,3 @@
-import 'dart:async';
-
 import 'behaviour.dart';
 import 'exceptions.dart';
 

@@ -273,33 +273,39 @@ final Random _random = Random.secure();
 /// carry the tokens elsewhere).
 Future<RealtimeUpgrade> upgradeWebSocket(String url, List<(String, String)> headers, List<String> protocols, {HttpClient? client}) async {
   final httpClient = client ?? HttpClient();
-  final key = base64.encode(List<int>.generate(16, (_) => _random.nextInt(256)));
-  final HttpClientRequest request = await httpClient.openUrl('GET', Uri.parse(url));
-  request.followRedirects = false;
-  for (final (name, value) in headers) {
-    request.headers.add(name, value, preserveHeaderCase: true);
-  }
-  request.headers.set(HttpHeaders.connectionHeader, 'Upgrade');
-  request.headers.set(HttpHeaders.upgradeHeader, 'websocket');
-  request.headers.set('Sec-WebSocket-Key', key);
-  request.headers.set('Sec-WebSocket-Version', '13');
-  if (protocols.isNotEmpty) request.headers.set('Sec-WebSocket-Protocol', protocols.join(', '));
-  final HttpClientResponse response = await request.close();
-  final responseHeaders = <(String, String)>[];
-  response.headers.forEach((String name, List<String> values) {
-    for (final value in values) {
-      responseHeaders.add((name, value));
+  try {
+    final key = base64.encode(List<int>.generate(16, (_) => _random.nextInt(256)));
+    final HttpClientRequest request = await httpClient.openUrl('GET', Uri.parse(url));
+    request.followRedirects = false;
+    for (final (name, value) in headers) {
+      request.headers.add(name, value, preserveHeaderCase: true);
     }
-  });
-  if (response.statusCode != HttpStatus.switchingProtocols) {
-    final body = await response.fold<List<int>>(<int>[], (List<int> all, List<int> chunk) => all..addAll(chunk));
-    return RealtimeRefused(response.statusCode, responseHeaders, body);
+    request.headers.set(HttpHeaders.connectionHeader, 'Upgrade');
+    request.headers.set(HttpHeaders.upgradeHeader, 'websocket');
+    request.headers.set('Sec-WebSocket-Key', key);
+    request.headers.set('Sec-WebSocket-Version', '13');
+    if (protocols.isNotEmpty) request.headers.set('Sec-WebSocket-Protocol', protocols.join(', '));
+    final HttpClientResponse response = await request.close();
+    final responseHeaders = <(String, String)>[];
+    response.headers.forEach((String name, List<String> values) {
+      for (final value in values) {
+        responseHeaders.add((name, value));
+      }
+    });
+    if (response.statusCode != HttpStatus.switchingProtocols) {
+      final body = await response.fold<List<int>>(<int>[], (List<int> all, List<int> chunk) => all..addAll(chunk));
+      return RealtimeRefused(response.statusCode, responseHeaders, body);
+    }
+    final expected = base64.encode(sha1.convert(utf8.encode('${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11')).bytes);
+    if (response.headers.value('sec-websocket-accept') != expected) {
+      throw const NetworkException('The gateway answered the upgrade without a valid Sec-WebSocket-Accept.', reason: 'websocket_handshake');
+    }
+    final protocol = response.headers.value('sec-websocket-protocol');
+    final Socket socket = await response.detachSocket();
+    return RealtimeOpened(WebSocket.fromUpgradedSocket(socket, protocol: protocol, serverSide: false));
+  } finally {
+    // A client of our own is closed: an upgraded socket is detached from it already, and a refused upgrade's
+    // connection is not left idle in its pool.
+    if (client == null) httpClient.close();
   }
-  final expected = base64.encode(sha1.convert(utf8.encode('${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11')).bytes);
-  if (response.headers.value('sec-websocket-accept') != expected) {
-    throw const NetworkException('The gateway answered the upgrade without a valid Sec-WebSocket-Accept.', reason: 'websocket_handshake');
-  }
-  final protocol = response.headers.value('sec-websocket-protocol');
-  final Socket socket = await response.detachSocket();
-  return RealtimeOpened(WebSocket.fromUpgradedSocket(socket, protocol: protocol, serverSide: false));
 }

@@ -196,8 +196,9 @@ class RequestBuilder {
     return '$base/v1/attest/$method';
   }
 
-  /// Headers of the attestation routes, which take the app token only.
-  List<(String, String)> get attestHeaders => [('Tollgate-App-Token', appToken), ('Tollgate-SDK', sdk)];
+  /// Headers of the attestation routes, which take the app token only (client-behaviour.json, `attestation-request`:
+  /// exactly `Tollgate-App-Token`, plus `Content-Type: application/json` with a body).
+  List<(String, String)> get attestHeaders => [('Tollgate-App-Token', appToken)];
 
   /// Checks an endpoint and returns its path (`slug/version[/provider_path]`, one leading `/` removed) and raw query,
   /// in the order of the conformance README (request-building rule 3).

@@ -178,7 +178,9 @@ public enum ErrorMapper {
 
     static func describe(_ error: Error) -> String {
         if let error = error as? URLError { return error.localizedDescription + " (URLError \(error.code.rawValue))" }
-        return (error as NSError).localizedDescription
+        // `Error.localizedDescription` (Foundation, on every platform) rather than `as NSError`: the coercion is an
+        // Objective-C bridge, which swift-corelibs-foundation on Linux does not promise for every error type.
+        return error.localizedDescription
     }
 }
 

@@ -14,6 +14,17 @@ public struct MeLimit: Sendable, Equatable {
     public let window: String?
     /// When `remaining` goes back to `limit`, unix ms; nil when unknown.
     public let resetsAtMs: Int64?
+
+    /// Public so that an app can build one (a fake `me()` in its own tests); the SDK reads them with ``Me/parse(_:)``.
+    public init(name: String, scope: String?, unit: String?, limit: Double, remaining: Double, window: String?, resetsAtMs: Int64?) {
+        self.name = name
+        self.scope = scope
+        self.unit = unit
+        self.limit = limit
+        self.remaining = remaining
+        self.window = window
+        self.resetsAtMs = resetsAtMs
+    }
 }
 
 /// What the calling device (and signed-in user) may still spend: `GET /v1/me` (sdk/conformance/README.md, "me.json").
@@ -23,6 +34,14 @@ public struct Me: Sendable, Equatable {
     public let userId: String?
     public let signedIn: Bool
     public let limits: [MeLimit]
+
+    /// Public so that an app can build one (a fake `me()` in its own tests).
+    public init(deviceId: String?, userId: String?, signedIn: Bool, limits: [MeLimit]) {
+        self.deviceId = deviceId
+        self.userId = userId
+        self.signedIn = signedIn
+        self.limits = limits
+    }
 
     /// Reads a 200 answer; a body that is not such a document is ``TollgateError/networkError(_:)``
     /// (`malformed_response`). Entries this version cannot read are skipped, for newer gateways.

@@ -133,7 +133,7 @@ public struct RealtimeUpgrade: Sendable {
         }
         let built = try builder.build(TollgateRequest(method: "GET", endpoint: endpoint), deviceToken: deviceToken, requestTimeMs: requestTimeMs)
         // http → ws, https → wss (the scheme is checked by RequestBuilder: http or https, any case).
-        let url = "ws" + built.url.dropFirst(4)
+        let url = "ws" + String(built.url.dropFirst(4))
         var headers: [(name: String, value: String)] = []
         var protocols: [String]
         switch mode {

@@ -86,7 +86,10 @@ public final class RealtimeSession: @unchecked Sendable {
         self.task = task
         self.session = session
         self.negotiatedProtocol = negotiatedProtocol
+        // `AsyncThrowingStream(unfolding:)` takes a `@Sendable` closure: it captures the task through a Sendable box.
+        let socket = WebSocketTaskBox(task)
         messages = AsyncThrowingStream(unfolding: {
+            let task = socket.task
             do {
                 switch try await task.receive() {
                 case .string(let text): return .text(text)
@@ -149,6 +152,16 @@ public final class RealtimeSession: @unchecked Sendable {
             session.invalidateAndCancel()
             throw error
         }
+    }
+}
+
+/// Hands a `URLSessionWebSocketTask` to a `@Sendable` closure whatever the SDK's Sendable annotation of the task class
+/// (the task itself is thread-safe: URLSession serializes its calls).
+private final class WebSocketTaskBox: @unchecked Sendable {
+    let task: URLSessionWebSocketTask
+
+    init(_ task: URLSessionWebSocketTask) {
+        self.task = task
     }
 }
 
