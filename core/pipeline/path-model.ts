@@ -210,9 +210,10 @@ export function applyPolicyToPath(
           if (rewritten.get(named) === model) continue;
           throw notAllowed(named, manifest.slug);
         }
-        // The replacement must split into the captured segments: the same count, under the same prefix.
+        // The replacement must split into the captured segments: the same count, under the same prefix. A single
+        // capture takes the whole model, a `/` in it percent-encoded (an ARN).
         if (!model.startsWith(prefix)) throw notAllowed(named, manifest.slug);
-        const parts = model.slice(prefix.length).split('/');
+        const parts = captures.length === 1 ? [model.slice(prefix.length)] : model.slice(prefix.length).split('/');
         if (parts.length !== captures.length || parts.some((part) => part === '')) throw notAllowed(named, manifest.slug);
         captures.forEach((capture, index) => {
           const at = capture.index + shift;
