@@ -173,6 +173,23 @@ function encodeSegmentText(text: string): string {
 }
 
 /**
+ * The model the request path names, as declared (no policy involved): for the usage rows of providers whose answers do
+ * not name it. The path decoded segment by segment, below its own version; undefined when no declaration matches.
+ */
+export function pathModelOf(manifest: ProviderManifest, method: string, version: string, providerPath: string): string | undefined {
+  const { routes } = compiledFor(manifest);
+  const forms = pathForms(providerPath);
+  if (forms === undefined) return undefined;
+  const upper = method.toUpperCase();
+  for (const route of routes) {
+    if (!route.methods.has(upper) || (route.versions && !route.versions.has(version))) continue;
+    const captures = match(route, forms[0]!);
+    if (captures) return `${route.route.modelPrefix ?? ''}${captures.map((capture) => capture.model).join('/')}`;
+  }
+  return undefined;
+}
+
+/**
  * Applies a model policy's allow-list and aliases to the models the request path names. `check` is the body-model check
  * of model-policy.ts (`policyModel`: throws `model_not_allowed`, returns the model to send), passed in to keep one
  * definition of the rule. Returns the provider path to send:

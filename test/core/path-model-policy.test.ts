@@ -47,7 +47,7 @@ describe('model policy on models named in the path', function () {
     previousTokenUrl = process.env.TOLLGATE_PROVIDER_VERTEX_AI_TOKEN_URL;
     process.env.TOLLGATE_PROVIDER_VERTEX_AI_TOKEN_URL = `${upstream.url}/oauth2/token`;
     gateway = await TestGateway.start({
-      upstreams: { gemini: upstream.url, bedrock: upstream.url, 'vertex-ai': upstream.url, 'azure-openai': upstream.url, 'engines-test': upstream.url },
+      upstreams: { gemini: upstream.url, bedrock: upstream.url, 'vertex-ai': upstream.url, 'azure-openai': upstream.url, 'workers-ai': upstream.url, 'engines-test': upstream.url },
       extraProviders: [ENGINES],
     });
   });
@@ -163,6 +163,27 @@ describe('model policy on models named in the path', function () {
       expect((await send(device, path, '{"messages":[]}')).status, path).to.equal(200);
       expect(upstream.last().url).to.equal(sent);
     }
+  });
+
+  it("usage rows record the model the path named as sent: an alias's model, a declared path model the answer does not name", async () => {
+    const gemini = await gateway.provision({ gemini: GEMINI_KEY }, { modelPolicy: { gemini: { aliases: { fast: 'gemini-2.0-flash' } } } });
+    // A generateContent answer without `modelVersion` (https://ai.google.dev/api/generate-content#v1beta.GenerateContentResponse).
+    upstream.respond(respondJson(200, { candidates: [{ content: { role: 'model', parts: [{ text: 'Hi' }] }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 1, totalTokenCount: 4 } }));
+    let startedAt = Date.now();
+    expect((await send(gemini, 'gemini/v1beta/models/fast:generateContent')).status).to.equal(200);
+    const geminiEvent = await gateway.recordedEvent(gemini.appId, startedAt - 1000, (event) => event.provider === 'gemini');
+    expect(geminiEvent.model).to.equal('gemini-2.0-flash');
+
+    // Workers AI `run` of an image model answers `{result: {image}, success}` with no model
+    // (https://developers.cloudflare.com/workers-ai/models/flux-1-schnell/): the row names the model the path called.
+    const workers = await gateway.provision({}, {});
+    await gateway.setSecret(workers.appId, 'workers-ai', 'cf-path-model-0123456789abcdef', 'https://api.cloudflare.com/client/v4/accounts/0123456789abcdef0123456789abcdef/ai');
+    upstream.respond(respondJson(200, { result: { image: 'aGVsbG8=' }, success: true, errors: [], messages: [] }));
+    startedAt = Date.now();
+    expect((await send(workers, 'workers-ai/v1-cf/black-forest-labs/flux-1-schnell', '{"prompt":"a cat"}')).status).to.equal(200);
+    expect(upstream.last().url).to.equal('/run/@cf/black-forest-labs/flux-1-schnell');
+    const workersEvent = await gateway.recordedEvent(workers.appId, startedAt - 1000, (event) => event.provider === 'workers-ai');
+    expect(workersEvent.model).to.equal('@cf/black-forest-labs/flux-1-schnell');
   });
 
   it('manifests declaring path models are validated at registration', () => {
