@@ -32,6 +32,7 @@ const ENGINES: ProviderManifest = defineProvider({
   auth: { kind: 'header', header: 'Authorization', scheme: 'Bearer' },
   capabilities: ['chat'],
   streaming: [],
+  routes: { methods: ['POST'], account: [{ methods: ['POST'], path: 'engines/tuned-private/completions', why: "runs the account's private tuned engine" }] },
   requestFields: [{ methods: ['POST'], path: 'engines/{engine}/completions', model: 'model', outputLimit: ['max_tokens'] }],
   pathModels: [{ methods: ['POST'], path: 'engines/{model}/completions', doc: 'https://engines.example.com/docs' }],
 });
@@ -151,6 +152,15 @@ describe('model policy on models named in the path', function () {
     expect((await send(device, 'engines-test/v1/engines/s/completions', '{"model":"s","prompt":"x"}')).status).to.equal(200);
     expect(upstream.last().url).to.equal('/v1/engines/small/completions');
     expect(JSON.parse(upstream.last().body.toString('utf8'))).to.deep.equal({ model: 'small', prompt: 'x' });
+  });
+
+  it('the rewritten path is judged by the route classes and the path safety rules, not the one the client sent', async () => {
+    const device = await gateway.provision({ 'engines-test': 'sk-engines-0123456789abcdef' }, { modelPolicy: { 'engines-test': { aliases: { tuned: 'tuned-private', up: '..' } } } });
+    const closed = await send(device, 'engines-test/v1/engines/tuned/completions', '{"prompt":"x"}');
+    expect(closed).to.deep.include({ status: 400, reason: 'route_not_allowed' });
+    const dots = await send(device, 'engines-test/v1/engines/up/completions', '{"prompt":"x"}');
+    expect(dots).to.deep.include({ status: 400, reason: 'unsafe_path_dot_segment' });
+    expect(upstream.requests).to.have.length(0);
   });
 
   it('without a policy for the provider (or with only an output cap) the path arrives byte for byte', async () => {
