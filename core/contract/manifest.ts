@@ -255,6 +255,30 @@ export interface RequestBodyFields {
 }
 
 /**
+ * Where a route's PATH names the model (Gemini's `models/{model}:generateContent`, Bedrock's `model/{modelId}/converse`,
+ * an Azure deployment): model policy (allow-lists, aliases) acts on it as on a body's model. `path` is a route pattern
+ * (same syntax as {@link AccountRoute.path}, plus `**` as the last segment) with one or more `{model}` placeholders; each
+ * stands for one path segment or part of one (`{model}:*`), and their captures, percent-decoded once and joined with
+ * `/`, are the model name (`models/{model}/{model}/predictions` names `owner/name`). Matched on the provider path below
+ * the version and as seen from every other declared version root on the same host, case-insensitively; a segment
+ * holding `%2F` is one segment (a Bedrock ARN). Declare the widest pattern that names a model (`models/{model}:*` rather
+ * than each method): a path that matches no declaration escapes the policy.
+ *
+ * @example { methods: ['POST'], path: 'models/{model}:*', doc: 'https://ai.google.dev/api/generate-content' }
+ */
+export interface PathModelRoute {
+  readonly methods: readonly HttpMethod[];
+  /** Route pattern with at least one `{model}` placeholder. */
+  readonly path: string;
+  /** Only below these versions (absent: every version). */
+  readonly versions?: readonly string[];
+  /** Text the model name starts with that the path leaves to the version (`@cf/` for a version mapped to `/run/@cf`). */
+  readonly modelPrefix?: string;
+  /** The provider's documentation of the route. */
+  readonly doc: string;
+}
+
+/**
  * A cheap, harmless request that proves a stored key works ("test this key": the dashboard, `POST
  * /v1/admin/apps/{appId}/secrets/{provider}/test`, `tollgate secrets test`). A `GET` the provider documents as needing
  * the key and changing nothing, typically listing models; cite the documentation page beside it. The gateway sends it
@@ -380,6 +404,8 @@ export interface ProviderManifest {
   readonly keyCheck?: KeyCheck;
   /** Where request bodies name the model, output limit and streaming, per route (see {@link RequestBodyFields}). */
   readonly requestFields?: readonly RequestBodyFields[];
+  /** Routes whose path names the model, for model policy (see {@link PathModelRoute}); absent: none. */
+  readonly pathModels?: readonly PathModelRoute[];
   /**
    * The provider's published prices of its common models, read from its price page on `asOf`: spend is estimated from
    * them where the operator set no price of their own (core/storage/default-prices.ts). Absent: none.

@@ -39,6 +39,7 @@ import { rewriteResponseUrls } from './response-urls';
 import { RequestPrefix, UsageTap } from './usage-tap';
 import { UsageEventFilter, usageEventFilterFor } from './usage-event-filter';
 import { reservationOf } from './token-reservation';
+import { pathModelOf } from './path-model';
 
 /**
  * undici's Agent class, loaded without undici's entry point: that entry point installs an undici Agent as the process's
@@ -310,7 +311,9 @@ class Forwarding implements Dispatcher.DispatchHandler {
     closeIfBodyUnread(this.request, headers);
     this.response.writeHead(this.status, headers as Record<string, string | string[]>);
     if (usage && this.status >= 200 && this.status < 300) {
-      this.tap = new UsageTap(this.context.provider.usage, headers, this.context.route.providerPath, this.requestTap);
+      const { provider, route } = this.context;
+      const pathModel = provider.pathModels ? () => pathModelOf(provider, this.context.request.method ?? 'POST', route.version, route.providerPath) : undefined;
+      this.tap = new UsageTap(usage, headers, route.providerPath, this.requestTap, pathModel);
     }
     // What the tap needed from the request was read: a long stream does not hold it.
     this.requestTap = undefined;

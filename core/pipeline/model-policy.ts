@@ -8,10 +8,15 @@
  * and the route declares its fields; everything else goes through byte for byte, streamed. A rewritten body is
  * serialized again (`JSON.stringify`): member order is kept, insignificant whitespace is not.
  *
+ * A model the request PATH names (the manifest's `pathModels`: Gemini, Vertex AI, Bedrock, Azure deployments) is checked
+ * the same way, an alias replaced in the path (path-model.ts); a request whose path and body both name a model must
+ * satisfy the policy with both.
+ *
  * A realtime upgrade has no body: the model its URL names (the route's declared query parameter) is checked here, an
  * alias replaced in the query sent upstream; its frames are checked as the session runs (core/realtime/frame-policy.ts).
  */
 import { GatewayError, type AppSettings, type ModelPolicy, type ProviderManifest, type ProxyContext, type RequestBodyFields } from '../contract';
+import { applyPolicyToPath } from './path-model';
 import { isRealtimeUpgrade } from './realtime-upgrades';
 import { readRequestBody } from './request-body';
 import { compileRealtimeRoutes, compileRoutePattern, findRealtimeRoute, normalizeForMatching, type CompiledRealtimeRoute } from './route-class';
@@ -186,6 +191,14 @@ function enforceUpgradeModel(context: ProxyContext, policy: ModelPolicy): void {
   if (query !== context.route.query) context.route = { ...context.route, query };
 }
 
+/** The models the request path names, where the manifest declares them (`pathModels`). */
+function enforcePathModel(context: ProxyContext, policy: ModelPolicy): void {
+  const slug = context.provider.slug;
+  const route = context.route;
+  const providerPath = applyPolicyToPath(context.provider, context.request.method ?? 'GET', route.version, route.providerPath, (named) => policyModel(named, policy, slug) as string);
+  if (providerPath !== route.providerPath) context.route = { ...route, providerPath };
+}
+
 /**
  * The policy for this request's provider under `settings`: reads the body (only then), checks and rewrites it; the
  * rewritten bytes become the request body `injectKey` and `forward` send (with their own `Content-Length`).
@@ -194,6 +207,8 @@ export function enforceModelPolicy(context: ProxyContext, settings: AppSettings,
   const policy = settings.modelPolicy?.[context.provider.slug];
   if (!policy) return;
   if (isRealtimeUpgrade(context.request)) return enforceUpgradeModel(context, policy);
+  // A model named in the path (path-model.ts): checked, an alias replaced in the path everything after this reads.
+  if (context.provider.pathModels !== undefined && (policy.allow || policy.aliases)) enforcePathModel(context, policy);
   const fields = requestFieldsFor(context.provider, context.request.method ?? 'GET', context.route.providerPath);
   if (!fields) return;
   return readRequestBody(context, maxBodyBytes).then((raw) => {

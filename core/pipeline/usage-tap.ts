@@ -126,6 +126,8 @@ export class UsageTap {
     headers: IncomingHttpHeaders,
     private readonly providerPath: string,
     request: RequestPrefix = new RequestPrefix(),
+    /** The model the path names by the manifest's `pathModels`, for a provider whose reader has no `modelFromPath`. */
+    private readonly pathModel?: () => string | undefined,
   ) {
     this.request = request;
     this.framing = framingOf(headers);
@@ -168,7 +170,7 @@ export class UsageTap {
     }
     const usage: TokenUsage = { ...this.accumulator.found };
     if (usage.model === undefined) {
-      const fromPath = safely(() => this.extractor.modelFromPath?.(this.providerPath));
+      const fromPath = safely(() => this.extractor.modelFromPath?.(this.providerPath)) ?? safely(() => this.pathModel?.());
       const fromBody = this.request?.model();
       const model = modelName(fromPath) ?? modelName(fromBody);
       if (model) usage.model = model;

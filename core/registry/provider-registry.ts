@@ -14,6 +14,7 @@ import {
 } from '../contract';
 import { providerVariableStem, type Configuration } from '../configuration/configuration';
 import { compileAccountRoutes, compileCredentialRoutes, compileRealtimeRoutes, routePatternProblem, type CompiledAccountRoute, type CompiledCredentialRoute, type CompiledRealtimeRoute } from '../pipeline/route-class';
+import { pathModelPatternProblem } from '../pipeline/path-model';
 
 import { DEFAULT_CREDENTIAL_QUERY_PARAMETERS, OVERRIDE_QUERY_PARAMETERS } from '../pipeline/header-hygiene';
 
@@ -140,6 +141,16 @@ export function validateManifest(manifest: ProviderManifest, origin = 'built-in'
     if (fields.defaultOutputTokens !== undefined && !(Number.isInteger(fields.defaultOutputTokens) && fields.defaultOutputTokens >= 0)) fail(slug, `requestFields route "${fields.path}": defaultOutputTokens must be a whole number`);
     const usage = fields.streamUsageRequest;
     if (usage !== undefined && (usage === null || typeof usage !== 'object' || Array.isArray(usage))) fail(slug, `requestFields route "${fields.path}": streamUsageRequest must be an object of members`);
+  }
+  for (const route of manifest.pathModels ?? []) {
+    const problem = pathModelPatternProblem(route?.path);
+    if (problem) fail(slug, `pathModels route "${String(route?.path)}" ${problem}`);
+    if (!Array.isArray(route.methods) || route.methods.length === 0 || route.methods.some((method) => !METHODS.includes(method))) fail(slug, `pathModels route "${route.path}" needs methods among ${METHODS.join(', ')}`);
+    if (typeof route.doc !== 'string' || !route.doc.startsWith('https://')) fail(slug, `pathModels route "${route.path}" must cite its documentation (doc: https://…)`);
+    if (route.versions !== undefined && (!Array.isArray(route.versions) || route.versions.length === 0 || route.versions.some((version) => !Object.prototype.hasOwnProperty.call(manifest.versions, version)))) {
+      fail(slug, `pathModels route "${route.path}": versions must name declared versions`);
+    }
+    if (route.modelPrefix !== undefined && (typeof route.modelPrefix !== 'string' || route.modelPrefix.length === 0 || route.modelPrefix.length > 100)) fail(slug, `pathModels route "${route.path}": modelPrefix must be 1 to 100 characters`);
   }
   for (const route of manifest.realtime ?? []) {
     const problem = routePatternProblem(route?.path);

@@ -54,6 +54,14 @@ function section(manifest: ProviderManifest): string[] {
   } else {
     lines.push('**Account routes**: none.', '');
   }
+  if (manifest.pathModels?.length) {
+    lines.push('**Models named in the path** (the app\'s `modelPolicy` checks them; an alias is replaced in the path):', '', '| methods | path | versions | model named as | documentation |', '|---|---|---|---|---|');
+    for (const route of manifest.pathModels) {
+      const named = `${route.modelPrefix ?? ''}${route.path.split('/').filter((segment) => segment.includes('{model}')).map(() => '{model}').join('/')}`;
+      lines.push(`| ${route.methods.join(', ')} | ${code(route.path)} | ${route.versions ? route.versions.map(code).join(', ') : 'all'} | ${code(named)} | ${route.doc} |`);
+    }
+    lines.push('');
+  }
   if (manifest.realtime?.length) {
     lines.push('**Realtime routes** (WebSocket sessions: `GET` with `Upgrade: websocket` on the proxy route):', '', '| path | upstream socket | usage read from frames | model policy reads | documentation |', '|---|---|---|---|---|');
     for (const route of manifest.realtime) lines.push(`| ${code(route.path)} | ${route.url ? code(`${route.url}/{path}`) : 'the version\'s base, `wss`'} | ${route.usage ? route.usage.markers.map(code).join(', ') : 'none (seconds only)'} | ${realtimeModelCell(route.model)} | ${route.doc} |`);

@@ -25,14 +25,16 @@ export const OPENAI_STREAM_USAGE_REQUEST = Object.freeze({ stream_options: Objec
  *   `response.completed` event always carries the usage, so nothing is merged).
  * - Embeddings (https://platform.openai.com/docs/api-reference/embeddings/create): `model`; no output.
  */
-export function openAiRequestFields(options: { streamUsageRequest?: boolean; prefix?: string } = {}): RequestBodyFields[] {
+export function openAiRequestFields(options: { streamUsageRequest?: boolean; prefix?: string; bodyModel?: boolean } = {}): RequestBodyFields[] {
   const prefix = options.prefix ?? '';
+  // Where the path names the model (an Azure deployment), the body's `model` is not the one used.
+  const model = options.bodyModel === false ? {} : { model: 'model' };
   const usage = options.streamUsageRequest === false ? {} : { streamUsageRequest: OPENAI_STREAM_USAGE_REQUEST };
   return [
-    { methods: ['POST'], path: `${prefix}chat/completions`, model: 'model', outputLimit: ['max_completion_tokens', 'max_tokens'], defaultOutputTokens: OPENAI_DEFAULT_OUTPUT_TOKENS, stream: 'stream', ...usage },
-    { methods: ['POST'], path: `${prefix}completions`, model: 'model', outputLimit: ['max_tokens'], defaultOutputTokens: 16, stream: 'stream', ...usage },
-    { methods: ['POST'], path: `${prefix}responses`, model: 'model', outputLimit: ['max_output_tokens'], defaultOutputTokens: OPENAI_DEFAULT_OUTPUT_TOKENS, stream: 'stream' },
-    { methods: ['POST'], path: `${prefix}embeddings`, model: 'model' },
+    { methods: ['POST'], path: `${prefix}chat/completions`, ...model, outputLimit: ['max_completion_tokens', 'max_tokens'], defaultOutputTokens: OPENAI_DEFAULT_OUTPUT_TOKENS, stream: 'stream', ...usage },
+    { methods: ['POST'], path: `${prefix}completions`, ...model, outputLimit: ['max_tokens'], defaultOutputTokens: 16, stream: 'stream', ...usage },
+    { methods: ['POST'], path: `${prefix}responses`, ...model, outputLimit: ['max_output_tokens'], defaultOutputTokens: OPENAI_DEFAULT_OUTPUT_TOKENS, stream: 'stream' },
+    { methods: ['POST'], path: `${prefix}embeddings`, ...model },
   ];
 }
 

@@ -28,5 +28,9 @@ export const manifest = defineProvider({
   usage: OPENAI_USAGE,
   // Azure serves OpenAI's request shapes, under `v1` and under `deployments/{deployment}/` (the model is the deployment):
   // https://learn.microsoft.com/azure/ai-foundry/openai/reference (`max_completion_tokens`, `stream_options`).
-  requestFields: [...openAiRequestFields(), ...openAiRequestFields({ prefix: 'deployments/{deployment}/' })],
+  // Below `deployments/{deployment}/` the deployment names the model and the body's `model` is not read
+  // (https://learn.microsoft.com/en-us/azure/ai-foundry/openai/reference): the model policy's allow-list and aliases name
+  // deployments there, found in the path; the output limit is still the body's.
+  requestFields: [...openAiRequestFields(), ...openAiRequestFields({ prefix: 'deployments/{deployment}/', bodyModel: false })],
+  pathModels: [{ methods: ['POST'], path: 'deployments/{model}/**', versions: ['v1-deployments'], doc: 'https://learn.microsoft.com/en-us/azure/ai-foundry/openai/reference' }],
 });

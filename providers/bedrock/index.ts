@@ -79,4 +79,11 @@ export const manifest = defineProvider({
     { methods: ['POST'], path: 'model/{model}/invoke', outputLimit: ['max_tokens', 'max_gen_len', 'textGenerationConfig.maxTokenCount'], defaultOutputTokens: 4096 },
     { methods: ['POST'], path: 'model/{model}/invoke-with-response-stream', outputLimit: ['max_tokens', 'max_gen_len', 'textGenerationConfig.maxTokenCount'], defaultOutputTokens: 4096 },
   ],
+  // Every runtime operation on a model names it in the path, `model/{modelId}/{operation}` (InvokeModel,
+  // InvokeModelWithResponseStream, Converse, ConverseStream, CountTokens:
+  // https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_InvokeModel.html). The id may be an ARN (an
+  // inference profile, a provisioned model), sent percent-encoded in one segment (`arn%3Aaws%3A…%2F…`): the allow-list
+  // names it decoded (a pattern of exactly one operation segment, so that the ARN's own `/` does not read as the end of
+  // the id). Signing happens after the policy, over the path as rewritten.
+  pathModels: [{ methods: ['POST'], path: 'model/{model}/*', doc: 'https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_InvokeModel.html' }],
 });

@@ -64,6 +64,12 @@ export const manifest = defineProvider({
     { methods: ['POST'], path: 'models/{model}:generateContent', outputLimit: ['generationConfig.maxOutputTokens'], defaultOutputTokens: 8192 },
     { methods: ['POST'], path: 'models/{model}:streamGenerateContent', outputLimit: ['generationConfig.maxOutputTokens'], defaultOutputTokens: 8192 },
   ],
+  // Every model method names the model in the path, `models/{model}:{method}` (generateContent, streamGenerateContent,
+  // countTokens, embedContent, batchEmbedContents, predict, predictLongRunning…: https://ai.google.dev/api/generate-content,
+  // https://ai.google.dev/api/embeddings, https://ai.google.dev/api/models): the app's model policy holds for it. One
+  // pattern for every method, so that a method added later cannot step around an allow-list. Reading a model's own
+  // description (`GET models/{model}`) uses none.
+  pathModels: [{ methods: ['POST'], path: 'models/{model}:*', doc: 'https://ai.google.dev/api/generate-content' }],
   // Live API: `wss://generativelanguage.googleapis.com/ws/google.ai.generativelanguage.{version}.GenerativeService.BidiGenerateContent`,
   // the API key in `x-goog-api-key` for servers (https://ai.google.dev/api/live). The SDK builds the socket URL as its
   // base URL + `/ws/…`, so with the base `<gateway>/v1/proxy/gemini/v1beta` the path arrives below a version; upstream

@@ -35,5 +35,13 @@ export const manifest = defineProvider({
       { methods: ['GET', 'POST'], path: 'trainings/**', why: "lists, reads or cancels the account's trainings" },
     ],
   },
+  // Running an official model or a deployment names it in the path as `{owner}/{name}`
+  // (https://replicate.com/docs/reference/http#models.predictions.create,
+  // https://replicate.com/docs/reference/http#deployments.predictions.create): the model policy names `owner/name` (a
+  // deployment by its own owner and name). `POST predictions` names a version id in its body instead.
+  pathModels: [
+    { methods: ['POST'], path: 'models/{model}/{model}/predictions', doc: 'https://replicate.com/docs/reference/http#models.predictions.create' },
+    { methods: ['POST'], path: 'deployments/{model}/{model}/predictions', doc: 'https://replicate.com/docs/reference/http#deployments.predictions.create' },
+  ],
   notes: 'Streams live on a second host: version v1-stream, path predictions/{id}.',
 });

@@ -175,5 +175,17 @@ export const manifest = defineProvider({
   requestFields: [
     { methods: ['POST'], path: 'projects/{project}/locations/{location}/publishers/{publisher}/models/{model}:generateContent', outputLimit: ['generationConfig.maxOutputTokens'], defaultOutputTokens: 8192 },
     { methods: ['POST'], path: 'projects/{project}/locations/{location}/publishers/{publisher}/models/{model}:streamGenerateContent', outputLimit: ['generationConfig.maxOutputTokens'], defaultOutputTokens: 8192 },
+    // The OpenAI-compatible chat completions name the model in the body (`google/gemini-2.0-flash`,
+    // https://cloud.google.com/vertex-ai/generative-ai/docs/migrate/openai/overview).
+    { methods: ['POST'], path: 'projects/{project}/locations/{location}/endpoints/openapi/chat/completions', model: 'model', outputLimit: ['max_completion_tokens', 'max_tokens'], defaultOutputTokens: 4096, stream: 'stream' },
+  ],
+  // A publisher model is named in the path, `…/publishers/{publisher}/models/{model}:{method}`, for every method (Google's
+  // generateContent, Anthropic's rawPredict and streamRawPredict…:
+  // https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.publishers.models). A deployed endpoint
+  // (`…/endpoints/{endpoint}:{method}`) is the model the operator deployed there: the allow-list names its endpoint id,
+  // as an Azure deployment is named by its deployment name.
+  pathModels: [
+    { methods: ['POST'], path: 'projects/{project}/locations/{location}/publishers/{publisher}/models/{model}:*', doc: 'https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.publishers.models' },
+    { methods: ['POST'], path: 'projects/{project}/locations/{location}/endpoints/{model}:*', doc: 'https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.endpoints' },
   ],
 });

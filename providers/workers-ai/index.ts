@@ -29,4 +29,11 @@ export const manifest = defineProvider({
   usage: OPENAI_USAGE,
   // The OpenAI-compatible endpoints under v1 (https://developers.cloudflare.com/workers-ai/configuration/open-ai-compatibility/).
   requestFields: OPENAI_REQUEST_FIELDS,
+  // `run/{model}` names the model in the path (https://developers.cloudflare.com/api/resources/ai/methods/run/): below
+  // `v1-cf` and `v1-hf` the client's path is the model's author and name, the `@cf/`/`@hf/` part is the version's. The
+  // model policy names these models as the catalog and the v1 bodies do, `@cf/black-forest-labs/flux-1-schnell`.
+  pathModels: [
+    { methods: ['POST'], path: '{model}/{model}', versions: ['v1-cf'], modelPrefix: '@cf/', doc: 'https://developers.cloudflare.com/api/resources/ai/methods/run/' },
+    { methods: ['POST'], path: '{model}/{model}', versions: ['v1-hf'], modelPrefix: '@hf/', doc: 'https://developers.cloudflare.com/api/resources/ai/methods/run/' },
+  ],
 });

@@ -156,6 +156,22 @@ describe('official SDK: @google/genai', function () {
     for (const request of suite.upstream.requests) assertUpstream(request, { method: 'POST', path: '/upload/v1beta/files', header: credential });
   });
 
+  it("an app's model policy holds for the model the SDK puts in the path: an alias replaced, another model refused", async function () {
+    suite.upstream.on(/:generateContent/, respondJson(200, answer('Hello from the fake')));
+    const { appId, appToken } = await suite.gateway.createApp({ modelPolicy: { gemini: { allow: ['gemini-2.5-flash'], aliases: { fast: 'gemini-2.5-flash' } } } });
+    await suite.gateway.setSecret(appId, 'gemini', serverKey('gemini'));
+    const headers = { 'Tollgate-App-Token': appToken, 'Tollgate-Device-Token': await suite.gateway.deviceToken(appId, appToken) };
+    const policed = new GoogleGenAI({ apiKey: CLIENT_KEY, httpOptions: { baseUrl: suite.base('gemini'), apiVersion: 'v1beta', headers } });
+    const result = await policed.models.generateContent({ model: 'fast', contents: 'Hi' });
+    assert.equal(result.text, 'Hello from the fake');
+    assertUpstream(only(suite.upstream), { method: 'POST', path: '/v1beta/models/gemini-2.5-flash:generateContent', header: credential });
+    suite.upstream.reset();
+    const refused = await policed.models.generateContent({ model: 'gemini-2.5-pro', contents: 'Hi' }).then(() => undefined, (error) => error);
+    assert.equal(refused?.status, 400);
+    assert.match(String(refused?.message), /model_not_allowed/);
+    assert.equal(suite.upstream.requests.length, 0);
+  });
+
   it('Vertex AI mode: models.generateContent and generateContentStream with the gateway-minted token', async function () {
     suite.upstream.on(/\/oauth2\/token/, respondJson(200, { access_token: MINTED, expires_in: 3599, token_type: 'Bearer' }));
     suite.upstream.on(/:generateContent/, respondJson(200, answer('Hello from Vertex')));
