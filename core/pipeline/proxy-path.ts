@@ -25,7 +25,11 @@ function unsafe(code: string, what: string): GatewayError {
 function checkDecoded(path: string): void {
   if (CONTROL.test(path)) throw unsafe('control_character', 'control character');
   if (path.includes('\\')) throw unsafe('backslash', 'backslash');
-  if (path.includes('@')) throw unsafe('at_sign', '"@"');
+  // "@" in the first segment could read as userinfo to a join that forgot the slash; below it, it is part of a path
+  // (RFC 3986 §3.3 allows it in a segment), and providers name versions with it (Anthropic models on Vertex AI,
+  // `claude-sonnet-4@20250514`). The joined URL's origin is asserted either way (joinUpstreamUrl).
+  const at = path.indexOf('@');
+  if (at >= 0 && (at < path.indexOf('/') || !path.includes('/'))) throw unsafe('at_sign', '"@" in the first segment');
   if (path.includes('//')) throw unsafe('empty_segment', 'empty segment ("//")');
   if (path.startsWith('/')) throw unsafe('absolute_path', 'absolute path');
   if (SCHEME.test(path) || path.includes('://')) throw unsafe('url_scheme', 'URL scheme');

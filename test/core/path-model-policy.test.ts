@@ -133,6 +133,21 @@ describe('model policy on models named in the path', function () {
     expect(modelCalls().at(-1)!.url).to.equal('/v1/projects/demo-project/locations/us-central1/publishers/google/models/gemini-2.0-flash:generateContent');
   });
 
+  it('Vertex AI: an Anthropic model named with its "@" version passes the path rules and the allow-list', async () => {
+    // Claude on Vertex AI: `publishers/anthropic/models/claude-sonnet-4@20250514:rawPredict`
+    // (https://cloud.google.com/vertex-ai/generative-ai/docs/partner-models/claude).
+    upstream.on((request) => request.url === '/oauth2/token', respondJson(200, { access_token: 'ya29.path-model', expires_in: 3599, token_type: 'Bearer' }));
+    const device = await gateway.provision({}, { modelPolicy: { 'vertex-ai': { allow: ['claude-sonnet-4@20250514'] } } });
+    await gateway.setSecret(device.appId, 'vertex-ai', serviceAccountKey());
+    const models = 'vertex-ai/v1/projects/demo-project/locations/us-east5/publishers/anthropic/models';
+    const body = '{"anthropic_version":"vertex-2023-10-16","messages":[{"role":"user","content":"Hi"}],"max_tokens":5}';
+    expect(await send(device, `${models}/claude-opus-4@20250514:rawPredict`, body)).to.deep.equal(refused);
+    const before = modelCalls().length;
+    expect((await send(device, `${models}/claude-sonnet-4@20250514:rawPredict`, body)).status).to.equal(200);
+    expect(modelCalls()).to.have.length(before + 1);
+    expect(modelCalls().at(-1)!.url).to.equal('/v1/projects/demo-project/locations/us-east5/publishers/anthropic/models/claude-sonnet-4@20250514:rawPredict');
+  });
+
   it('Azure OpenAI: the deployment is the model the allow-list names; the body needs no model there', async () => {
     const device = await gateway.provision({}, { modelPolicy: { 'azure-openai': { allow: ['gpt-4o-mini-prod'], aliases: { chat: 'gpt-4o-mini-prod' } } } });
     await gateway.setSecret(device.appId, 'azure-openai', 'azure-path-model-0123456789abcdef', 'https://path-model.openai.azure.com/openai');

@@ -21,6 +21,8 @@ const UNSAFE: ReadonlyArray<[string, string]> = [
   ['encoded //host', '%2F%2Fevil.example/x'],
   ['userinfo @', '@evil.example/x'],
   ['encoded @', 'x%40evil.example'],
+  ['@ in the first segment after a name', 'chat@evil.example/x'],
+  ['double-encoded @ in the first segment', 'x%2540evil.example/y'],
   ['backslash', '%5Cevil.example/x'],
   ['encoded backslash pair', '%5C%5Cevil.example'],
   ['absolute URL', 'http://evil.example/x'],
