@@ -4,7 +4,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -22,6 +22,9 @@ export function gatewayNodeFlags(): string[] {
   if (!match) throw new Error(`package.json's start script is not "node [flags] dist/bin/tollgate.js serve": ${start}`);
   return match[1]!.split(' ').filter((flag) => flag !== '');
 }
+
+/** Gateways started by this process (names their stdout files when BENCH_GATEWAY_STDOUT is set). */
+let gatewaysStarted = 0;
 
 /** The benchmark's two workloads: a JSON chat completion, and the same call streamed as SSE. */
 export type Workload = 'json' | 'sse';
@@ -93,7 +96,11 @@ export async function startBenchTargets(options: { extraEnv?: Record<string, str
     const app = cli(env, ['apps', 'create', '--name', 'bench', '--allow-development-attestation', '--device-limit', '1000000', '--app-limit', '100000000', '--max-streams', '10000']);
     cli(env, ['secrets', 'set', '--app', app.id!, '--provider', 'openai'], 'sk-bench-0123456789abcdef');
     const { developmentToken } = cli(env, ['dev-tokens', 'create', '--app', app.id!]);
-    const tollgate = spawn(process.execPath, [...gatewayNodeFlags(), ...(options.nodeArguments ?? []), CLI, 'serve'], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    // BENCH_NODE_ARGS: extra node flags for the gateway (e.g. `--trace-gc --trace-gc-nvp`, whose lines V8 writes to
+    // stdout); BENCH_GATEWAY_STDOUT: a file for the gateway's stdout (its log, and such traces), else discarded.
+    const extraFlags = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((flag) => flag !== '');
+    const stdout = process.env.BENCH_GATEWAY_STDOUT ? openSync(`${process.env.BENCH_GATEWAY_STDOUT}.${(gatewaysStarted += 1)}`, 'w') : 'ignore';
+    const tollgate = spawn(process.execPath, [...gatewayNodeFlags(), ...(options.nodeArguments ?? []), ...extraFlags, CLI, 'serve'], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', stdout, 'pipe'] });
     children.push(tollgate);
     const tollgateUrl = await new Promise<string>((resolve, reject) => {
       let stderr = '';
