@@ -76,8 +76,9 @@ describe('default prices', function () {
     expect(row.estimatedUsd).to.be.closeTo(defaultUsd, 1e-12);
     const csv = await admin<null>('GET', `/apps/${device.appId}/requests.csv`);
     const [header, first] = csv.text.trim().split('\r\n');
-    expect(header!.split(',').slice(-2)).to.deep.equal(['estimatedUsd', 'priceAsOf']);
-    expect(first!.split(',').at(-1)).to.equal(asOf);
+    // userId (the signed-in user, none here) comes last, after the estimate and its price date.
+    expect(header!.split(',').slice(-3)).to.deep.equal(['estimatedUsd', 'priceAsOf', 'userId']);
+    expect(first!.split(',').at(-2)).to.equal(asOf);
 
     // The usage summary (the charts' data): the total and the model's row carry the date.
     const usage = await admin<{ spend: Spend }>('GET', `/apps/${device.appId}/usage?minutes=60`);
