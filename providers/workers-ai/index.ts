@@ -4,7 +4,7 @@
  * `v1` is the OpenAI-compatible surface (`/ai/v1/chat/completions`, model in the body, e.g. `@cf/meta/llama-3.1-8b-instruct`).
  * Every other model, image generation included, is called at `/ai/run/{model}` with the model name in the path, e.g.
  * `/ai/run/@cf/black-forest-labs/flux-1-schnell` (https://developers.cloudflare.com/workers-ai/models/flux-1-schnell/,
- * https://developers.cloudflare.com/api/resources/ai/methods/run/). A client path may never hold `@` (path safety), so
+ * https://developers.cloudflare.com/api/resources/ai/methods/run/). A client path may not start with `@` (path safety), so
  * the `@` lives in declared versions: `v1-cf` maps to `/run/@cf` and `v1-hf` to `/run/@hf`, and the client sends
  * `…/v1/proxy/workers-ai/v1-cf/black-forest-labs/flux-1-schnell`. Only the image model families below are allowed there.
  */
