@@ -1,0 +1,280 @@
+/**
+ * The in-process limit stores on their own: the GCRA answers (remaining, reset, retry-after), the token counters with
+ * their expiry, all-or-nothing reservations, and TOLLGATE_SHARED_STORE_FAILURE=local's store (the node's 1/n share,
+ * one trial of the shared store per second, the way back, its metrics). The same stores behind a running gateway:
+ * limits.test.ts, token-budget-reservations.test.ts and, with Redis, test/faults/shared-store-local.test.ts.
+ */
+import { expect } from 'chai';
+import type { Logger } from 'pino';
+import type { RateLimitRule } from '../../core/contract';
+import { MemoryRateLimitStore } from '../../core/stores/memory-rate-limit-store';
+import { LocalFallbackRateLimitStore } from '../../core/stores/local-fallback-store';
+
+const rule = (limit: number, key = 'k', windowSeconds = 60): RateLimitRule => ({ policy: 'device', key, limit, windowSeconds });
+
+describe('in-process rate-limit store: what each answer says', () => {
+  let store: MemoryRateLimitStore;
+  beforeEach(() => {
+    store = new MemoryRateLimitStore();
+  });
+  afterEach(() => store.close());
+
+  it('counts down remaining and reports when the quota is whole again, then how long to wait', () => {
+    const t = 1_000_000;
+    // 4 per 60 s: one unit every 15 s.
+    const answers = Array.from({ length: 4 }, () => store.consume([rule(4)], t)[0]!);
+    expect(answers.map((answer) => answer.remaining)).to.deep.equal([3, 2, 1, 0]);
+    expect(answers.map((answer) => answer.resetSeconds)).to.deep.equal([15, 30, 45, 60]);
+    expect(answers.every((answer) => answer.allowed && answer.retryAfterSeconds === 0)).to.equal(true);
+    const refused = store.consume([rule(4)], t + 1_000)[0]!;
+    expect(refused).to.include({ allowed: false, remaining: 0, retryAfterSeconds: 14, resetSeconds: 59 });
+    // A refusal charges nothing: 14 s later one unit fits again.
+    expect(store.consume([rule(4)], t + 15_000)[0]!).to.include({ allowed: true, remaining: 0, retryAfterSeconds: 0 });
+    // A wait under a second is still answered as one second.
+    expect(store.consume([rule(4)], t + 29_999)[0]!).to.include({ allowed: false, retryAfterSeconds: 1 });
+  });
+
+  it('peek reports the burst left without charging it, at most the limit, and refuses at zero', () => {
+    const t = 2_000_000;
+    expect(store.peek([rule(3)], t)[0]!).to.include({ allowed: true, remaining: 3, resetSeconds: 0, retryAfterSeconds: 0 });
+    store.consume([rule(3)], t);
+    store.consume([rule(3)], t);
+    expect(store.peek([rule(3)], t)[0]!).to.include({ allowed: true, remaining: 1, resetSeconds: 40 });
+    expect(store.peek([rule(3)], t)[0]!.remaining).to.equal(1);
+    store.consume([rule(3)], t);
+    expect(store.peek([rule(3)], t)[0]!).to.include({ allowed: false, remaining: 0, resetSeconds: 60 });
+    // One emission interval later one unit is back; a long idle time gives back the limit, never more.
+    expect(store.peek([rule(3)], t + 20_000)[0]!.remaining).to.equal(1);
+    expect(store.peek([rule(3)], t + 3_600_000)[0]!).to.include({ remaining: 3, resetSeconds: 0 });
+    // Another key is untouched.
+    expect(store.peek([rule(3, 'other')], t)[0]!.remaining).to.equal(3);
+  });
+
+  it('refuses a slot when the limit is below one, and forgets a key whose holders all left', () => {
+    expect(store.acquireSlot('s', 0, 1000, 'a', 1)).to.equal(false);
+    expect(store.acquireSlot('s', 1, 1000, 'a', 1)).to.equal(true);
+    expect(store.acquireSlot('s', 1, 1000, 'b', 2)).to.equal(false);
+    // A renewal of an unknown holder takes nothing.
+    store.renewSlot('s', 'b', 1000, 3);
+    expect(store.acquireSlot('s', 1, 1000, 'b', 4)).to.equal(false);
+    store.releaseSlot('s', 'a');
+    store.releaseSlot('missing', 'a');
+    expect(store.acquireSlot('s', 1, 1000, 'b', 5)).to.equal(true);
+    // An expired lease makes room exactly at its expiry.
+    expect(store.acquireSlot('s', 1, 1000, 'c', 1004)).to.equal(false);
+    expect(store.acquireSlot('s', 1, 1000, 'c', 1005)).to.equal(true);
+    // When every lease has expired and the limit shrank to zero, the key is refused and dropped.
+    expect(store.acquireSlot('s', 0, 1000, 'd', 5000)).to.equal(false);
+    expect(store.acquireSlot('s', 1, 1000, 'd', 5000)).to.equal(true);
+  });
+
+  it('adds spends until the counter expires, and reports zero after', () => {
+    expect(store.spend('c', 10, 1000, 100)).to.equal(10);
+    expect(store.spend('c', 5, 1000, 500)).to.equal(15);
+    // Each spend moves the expiry: 500 + 1000.
+    expect(store.spent(['c', 'other'], 1499)).to.deep.equal([15, 0]);
+    expect(store.spent(['c'], 1500)).to.deep.equal([0]);
+    expect(store.spend('c', 3, 1000, 1500)).to.equal(3);
+  });
+
+  it('reserves on every key or none, admitting exactly up to the limit', () => {
+    store.spend('a', 90, 60_000, 0);
+    expect(store.reserve(['a', 'b'], [100, 100], 10, [60_000, 60_000], 1)).to.deep.equal({ admitted: true, totals: [100, 10] });
+    expect(store.reserve(['a', 'b'], [100, 100], 1, [60_000, 60_000], 2)).to.deep.equal({ admitted: false, totals: [100, 10] });
+    // The refused reservation charged neither key.
+    expect(store.spent(['a', 'b'], 3)).to.deep.equal([100, 10]);
+    // Each key gets its own time to live.
+    store.reserve(['x', 'y'], [10, 10], 1, [100, 1000], 0);
+    expect(store.spent(['x', 'y'], 100)).to.deep.equal([0, 1]);
+  });
+
+  it('settles a delta on every key, never below zero', () => {
+    store.spend('a', 50, 60_000, 0);
+    store.spend('b', 5, 60_000, 0);
+    store.settle(['a', 'b'], -20, [60_000, 1000], 10);
+    expect(store.spent(['a', 'b'], 11)).to.deep.equal([30, 0]);
+    // The clamped counter still expires with its own time to live.
+    store.settle(['b'], 4, [1000], 20);
+    expect(store.spent(['b'], 1019)).to.deep.equal([4]);
+    expect(store.spent(['b'], 1020)).to.deep.equal([0]);
+  });
+});
+
+/** A shared store that can be switched off: every call then throws, as a Redis client does when Redis is gone. */
+class SwitchableStore extends MemoryRateLimitStore {
+  down = false;
+  calls = 0;
+  constructor(private readonly nodeCount: number) {
+    super();
+  }
+  private check(): void {
+    this.calls += 1;
+    if (this.down) throw new Error('connect ECONNREFUSED');
+  }
+  fleetSize(): number {
+    return this.nodeCount;
+  }
+  override consume(rules: readonly RateLimitRule[], nowMs: number) {
+    this.check();
+    return super.consume(rules, nowMs);
+  }
+  override acquireSlot(key: string, limit: number, leaseMs: number, holder: string) {
+    this.check();
+    return super.acquireSlot(key, limit, leaseMs, holder);
+  }
+  override releaseSlot(key: string, holder: string): void {
+    this.check();
+    super.releaseSlot(key, holder);
+  }
+  override spend(key: string, amount: number, ttlMs: number) {
+    this.check();
+    return super.spend(key, amount, ttlMs);
+  }
+  override spent(keys: readonly string[]) {
+    this.check();
+    return super.spent(keys);
+  }
+}
+
+function recordingLogger(): { logger: Logger; lines: Array<{ level: string; message: string; fields?: unknown }> } {
+  const lines: Array<{ level: string; message: string; fields?: unknown }> = [];
+  const log = (level: string) => (first: unknown, second?: string) =>
+    typeof first === 'string' ? lines.push({ level, message: first }) : lines.push({ level, message: second ?? '', fields: first });
+  return { logger: { warn: log('warn'), info: log('info'), error: log('error'), debug: log('debug') } as unknown as Logger, lines };
+}
+
+const metric = (store: LocalFallbackRateLimitStore, name: string): string =>
+  store.metricLines().find((line) => line.startsWith(`${name} `))!.split(' ')[1]!;
+
+describe('TOLLGATE_SHARED_STORE_FAILURE=local store (in process, shared store switched off by the test)', () => {
+  let now: number;
+  let shared: SwitchableStore;
+  let store: LocalFallbackRateLimitStore;
+  let lines: ReturnType<typeof recordingLogger>['lines'];
+
+  function make(nodes: number): void {
+    void store?.close();
+    now = 10_000_000;
+    shared = new SwitchableStore(nodes);
+    const recorded = recordingLogger();
+    lines = recorded.lines;
+    store = new LocalFallbackRateLimitStore(shared, recorded.logger, () => now);
+  }
+  afterEach(() => store.close());
+
+  it('uses the shared store while it answers, and reports that in its metrics', async () => {
+    make(4);
+    const [result] = await store.consume([rule(8)], now);
+    expect(result).to.include({ allowed: true, remaining: 7 });
+    expect(store.isLocal).to.equal(false);
+    expect(store.fleetSize()).to.equal(4);
+    expect(metric(store, 'tollgate_shared_store_local')).to.equal('0');
+    expect(metric(store, 'tollgate_shared_store_fallbacks_total')).to.equal('0');
+    expect(metric(store, 'tollgate_shared_store_local_decisions_total')).to.equal('0');
+    expect(metric(store, 'tollgate_shared_store_nodes')).to.equal('4');
+    expect(lines).to.deep.equal([]);
+  });
+
+  it('switches to local limits at 1/n of each limit, trying the shared store once per second, and back', async () => {
+    make(4);
+    shared.down = true;
+    // 8 per minute on 4 nodes: this node alone admits 2.
+    const first = await Promise.all([0, 1, 2].map(async () => (await store.consume([rule(8)], now))[0]!.allowed));
+    expect(first).to.deep.equal([true, true, false]);
+    expect(store.isLocal).to.equal(true);
+    // Only the first call tried the shared store; the others were decided locally without waiting for it.
+    expect(shared.calls).to.equal(1);
+    expect(lines.filter((line) => line.level === 'warn')).to.have.length(1);
+    expect(lines[0]!.fields).to.deep.include({ cause: 'connect ECONNREFUSED', nodes: 4, share: '1/4' });
+    expect(metric(store, 'tollgate_shared_store_local')).to.equal('1');
+    expect(metric(store, 'tollgate_shared_store_fallbacks_total')).to.equal('1');
+    expect(metric(store, 'tollgate_shared_store_local_decisions_total')).to.equal('3');
+
+    // 999 ms later still no trial; at 1000 ms one trial, which fails and leaves it local (no second warning).
+    now += 999;
+    await store.consume([rule(8, 'other')], now);
+    expect(shared.calls).to.equal(1);
+    now += 1;
+    await store.consume([rule(8, 'other')], now);
+    expect(shared.calls).to.equal(2);
+    expect(lines.filter((line) => line.level === 'warn')).to.have.length(1);
+    expect(metric(store, 'tollgate_shared_store_fallbacks_total')).to.equal('1');
+
+    // The shared store is back: the next trial (a second after the last) switches back, once.
+    shared.down = false;
+    now += 500;
+    await store.consume([rule(8, 'third')], now);
+    expect(shared.calls).to.equal(2);
+    now += 500;
+    const [back] = await store.consume([rule(8)], now);
+    expect(back!.remaining).to.equal(7);
+    expect(store.isLocal).to.equal(false);
+    expect(lines.filter((line) => line.level === 'info')).to.have.length(1);
+    expect(metric(store, 'tollgate_shared_store_local')).to.equal('0');
+    // Healthy again: every call goes to the shared store.
+    await store.consume([rule(8)], now);
+    await store.consume([rule(8)], now);
+    expect(shared.calls).to.equal(5);
+  });
+
+  it('holds token budgets locally at the node\'s share and answers totals counted n times', async () => {
+    make(2);
+    shared.down = true;
+    // A budget of 100 on 2 nodes: 50 locally, reported as 2 × the local total.
+    expect(await store.reserve(['b'], [100], 30, [60_000])).to.deep.equal({ admitted: true, totals: [60] });
+    expect(await store.reserve(['b'], [100], 30, [60_000])).to.deep.equal({ admitted: false, totals: [60] });
+    expect(await store.spent(['b'])).to.deep.equal([60]);
+    expect(await store.spend('b', 5, 60_000)).to.equal(70);
+    await store.settle(['b'], -15, [60_000]);
+    expect(await store.spent(['b'])).to.deep.equal([40]);
+    // Nothing reached the shared store but the first, failed, call.
+    shared.down = false;
+    expect(shared.spent(['b'])).to.deep.equal([0]);
+  });
+
+  it('gives slots taken locally back locally, and shared slots to the shared store', async () => {
+    make(2);
+    // A shared slot, taken while healthy.
+    expect(await store.acquireSlot('s', 4, 60_000, 'shared-holder')).to.equal(true);
+    shared.down = true;
+    // 4 slots on 2 nodes: 2 locally.
+    expect(await store.acquireSlot('s', 4, 60_000, 'a')).to.equal(true);
+    expect(await store.acquireSlot('s', 4, 60_000, 'b')).to.equal(true);
+    expect(await store.acquireSlot('s', 4, 60_000, 'c')).to.equal(false);
+    store.renewSlot('s', 'a', 60_000);
+    await store.releaseSlot('s', 'a');
+    expect(await store.acquireSlot('s', 4, 60_000, 'c')).to.equal(true);
+    // The shared holder is released in the shared store (which is down: the call reaches it and fails there).
+    expect(() => store.releaseSlot('s', 'shared-holder')).to.throw('ECONNREFUSED');
+  });
+
+  it('consumes and takes a slot together, locally when the shared store is down', async () => {
+    make(1);
+    const slot = { key: 'open', limit: 1, leaseMs: 60_000, holder: 'h1' };
+    const healthy = await store.consumeAndAcquire([rule(2)], now, slot);
+    expect(healthy).to.deep.include({ acquired: true });
+    expect(healthy.results[0]!.remaining).to.equal(1);
+    shared.down = true;
+    const local = await store.consumeAndAcquire([rule(2, 'k2')], now, { ...slot, key: 'open2' });
+    expect(local.acquired).to.equal(true);
+    // The second takes the rate limit but finds the slot taken; the third is refused by the limit and takes no slot.
+    expect((await store.consumeAndAcquire([rule(2, 'k2')], now, { ...slot, key: 'open2', holder: 'h2' })).acquired).to.equal(false);
+    const refused = await store.consumeAndAcquire([rule(2, 'k2')], now, { ...slot, key: 'open2', holder: 'h3' });
+    expect(refused.acquired).to.equal(undefined);
+    expect(refused.results[0]!.allowed).to.equal(false);
+  });
+
+  it('takes one node when the shared store reports no usable fleet size', async () => {
+    make(Number.NaN);
+    expect(store.fleetSize()).to.equal(1);
+    make(0);
+    expect(store.fleetSize()).to.equal(1);
+    make(2.7);
+    expect(store.fleetSize()).to.equal(2);
+    // The share never drops below one unit.
+    make(8);
+    shared.down = true;
+    expect((await store.consume([rule(3)], now))[0]!.allowed).to.equal(true);
+    expect((await store.consume([rule(3)], now))[0]!.allowed).to.equal(false);
+  });
+});
