@@ -28,7 +28,7 @@ const parts = {
       'core/stores/*.ts', 'core/pipeline/token-budget.ts', 'core/pipeline/token-reservation.ts', 'core/pipeline/limit-rate.ts',
     ],
     spec: [
-      'core/limit-stores', 'core/units', 'core/token-budget-reservations', 'core/token-budgets', 'core/limits', 'core/usage-tokens', 'core/request-fields',
+      'core/limit-stores', 'core/token-budget-units', 'core/units', 'core/token-budget-reservations', 'core/token-budgets', 'core/limits', 'core/usage-tokens', 'core/request-fields',
       'hardening/limit-faults', 'hardening/policies',
     ],
   },
