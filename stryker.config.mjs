@@ -19,7 +19,7 @@ const parts = {
   security: {
     mutate: ['core/security/**/*.ts'],
     spec: [
-      'core/units', 'core/request-fields', 'core/secret-leaks', 'core/header-hygiene', 'core/limits',
+      'core/redaction', 'core/units', 'core/request-fields', 'core/secret-leaks', 'core/header-hygiene', 'core/limits',
       'hardening/access-log-query-keys', 'hardening/echo-paths', 'hardening/server-surface', 'hardening/admin-key-scopes',
     ],
   },
