@@ -18,6 +18,9 @@
 const parts = {
   security: {
     mutate: ['core/security/**/*.ts'],
+    // The credential lists are module-level regular expressions (static mutants): run them too. Each needs a fresh
+    // process and every spec, but the unit specs come first and stop the run at their first failure.
+    ignoreStatic: false,
     spec: [
       'core/redaction', 'core/units', 'core/request-fields', 'core/secret-leaks', 'core/header-hygiene', 'core/limits',
       'hardening/access-log-query-keys', 'hardening/echo-paths', 'hardening/server-surface', 'hardening/admin-key-scopes',
@@ -74,13 +77,14 @@ export default {
     // coverage of whichever test ran before it (test/mutation/hooks.ts).
     require: ['reflect-metadata', './dist/test/mutation/hooks.js'],
   },
-  // Each mutant runs only the tests that reached it. Mutants reached only while a suite starts its gateway are
-  // "static"; they would need every spec rerun in a fresh process each, so they are reported Ignored.
+  // Each mutant runs only the tests that reached it. Mutants reached only while modules load or a suite starts its
+  // gateway are "static": each needs every spec rerun in a fresh process, so they are reported Ignored, except in the
+  // parts that ask for them (security).
   coverageAnalysis: 'perTest',
-  ignoreStatic: true,
+  ignoreStatic: !selected.every((part) => part.ignoreStatic === false),
   // The machine is shared: one worker, and a generous timeout so that a slow moment is not scored as a kill.
   concurrency: 1,
-  timeoutMS: 15000,
+  timeoutMS: 8000,
   // Stryker adds `// @ts-nocheck` to the mutated files so that tsc emits them with every mutant compiled in.
   disableTypeChecks: '{core,plugins}/**/*.ts',
   ignorePatterns: ['dist', 'sdk', 'docs', 'deploy', 'reports', 'test-artifacts', 'data', '.ci', '.build', '.swiftpm'],

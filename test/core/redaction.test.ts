@@ -101,16 +101,20 @@ describe('issued tokens and their hashes', () => {
     expect(TOKEN_PREFIXES).to.deep.equal({ app: 'at_', development: 'dt_', admin: 'ak_' });
   });
 
-  it('draws every base62 character, uniformly enough, and exactly as many as asked', () => {
+  it('draws every base62 character, uniformly, and exactly as many as asked', () => {
     expect(randomBase62(0)).to.equal('');
     expect(randomBase62(1)).to.have.length(1);
-    const sample = randomBase62(62 * 400);
-    expect(sample).to.have.length(62 * 400).and.match(/^[0-9A-Za-z]+$/);
+    const sample = randomBase62(62 * 1000);
+    expect(sample).to.have.length(62 * 1000).and.match(/^[0-9A-Za-z]+$/);
     const counts = new Map<string, number>();
     for (const character of sample) counts.set(character, (counts.get(character) ?? 0) + 1);
     expect(counts.size).to.equal(62);
-    // 400 expected each; a biased draw (bytes 248..255 kept, or a wrong modulus) skews the low characters by about a quarter.
-    for (const [character, count] of counts) expect(count, character).to.be.within(280, 520);
+    // 1000 expected each (standard deviation about 31). Keeping the bytes 248..255 that rejection drops would give
+    // '0'..'7' 5/4 of the others (1250 each); keeping 248 alone would give '0' 1250.
+    const low = [...'01234567'].reduce((sum, character) => sum + counts.get(character)!, 0);
+    expect(low).to.be.within(8000 - 500, 8000 + 500);
+    expect(counts.get('0')).to.be.below(1150);
+    for (const [character, count] of counts) expect(count, character).to.be.within(800, 1200);
     const generated = new Set(Array.from({ length: 50 }, () => generateToken('app')));
     expect(generated.size).to.equal(50);
   });
