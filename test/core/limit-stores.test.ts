@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { RateLimitRule } from '../../core/contract';
 import { MemoryRateLimitStore } from '../../core/stores/memory-rate-limit-store';
 import { LocalFallbackRateLimitStore } from '../../core/stores/local-fallback-store';
+import { MemoryChallengeStore } from '../../core/stores/memory-challenge-store';
 
 const rule = (limit: number, key = 'k', windowSeconds = 60): RateLimitRule => ({ policy: 'device', key, limit, windowSeconds });
 
@@ -68,6 +69,22 @@ describe('in-process rate-limit store: what each answer says', () => {
     expect(store.acquireSlot('s', 1, 1000, 'd', 5000)).to.equal(true);
   });
 
+  it('renews only a live lease of a known holder, and a renewal under an unknown key is harmless', () => {
+    expect(store.acquireSlot('r', 2, 1000, 'a', 0)).to.equal(true);
+    expect(() => store.renewSlot('missing', 'a', 1000, 10)).to.not.throw();
+    // An unknown holder renewing takes no slot: 'a' leaves, and two others still fit.
+    store.renewSlot('r', 'ghost', 1000, 10);
+    store.releaseSlot('r', 'a');
+    expect(store.acquireSlot('r', 2, 1000, 'b', 20)).to.equal(true);
+    expect(store.acquireSlot('r', 2, 1000, 'c', 500)).to.equal(true);
+    // A renewal exactly at the lease's expiry is too late: the slot is free for another.
+    store.renewSlot('r', 'b', 1000, 1020);
+    expect(store.acquireSlot('r', 2, 1000, 'd', 1020)).to.equal(true);
+    // A renewal in time moves the expiry: 'c' (renewed at 1400 until 2400) still holds its slot at 2018.
+    store.renewSlot('r', 'c', 1000, 1400);
+    expect(store.acquireSlot('r', 2, 1000, 'e', 2018)).to.equal(false);
+  });
+
   it('adds spends until the counter expires, and reports zero after', () => {
     expect(store.spend('c', 10, 1000, 100)).to.equal(10);
     expect(store.spend('c', 5, 1000, 500)).to.equal(15);
@@ -122,6 +139,10 @@ class SwitchableStore extends MemoryRateLimitStore {
     this.check();
     return super.acquireSlot(key, limit, leaseMs, holder);
   }
+  override renewSlot(key: string, holder: string, leaseMs: number): void {
+    this.check();
+    super.renewSlot(key, holder, leaseMs);
+  }
   override releaseSlot(key: string, holder: string): void {
     this.check();
     super.releaseSlot(key, holder);
@@ -172,6 +193,18 @@ describe('TOLLGATE_SHARED_STORE_FAILURE=local store (in process, shared store sw
     expect(metric(store, 'tollgate_shared_store_fallbacks_total')).to.equal('0');
     expect(metric(store, 'tollgate_shared_store_local_decisions_total')).to.equal('0');
     expect(metric(store, 'tollgate_shared_store_nodes')).to.equal('4');
+    // Each series with its help and type.
+    const exposition = store.metricLines();
+    for (const [name, type] of [['tollgate_shared_store_local', 'gauge'], ['tollgate_shared_store_fallbacks_total', 'counter'], ['tollgate_shared_store_local_decisions_total', 'counter'], ['tollgate_shared_store_nodes', 'gauge']]) {
+      expect(exposition).to.include(`# TYPE ${name} ${type}`);
+      expect(exposition.some((line) => line.startsWith(`# HELP ${name} `) && line.length > `# HELP ${name} `.length + 20), name).to.equal(true);
+    }
+    expect(exposition).to.have.length(12);
+    // Budgets go to the shared store while it answers.
+    expect(await store.spend('b', 5, 60_000)).to.equal(5);
+    expect(await store.spent(['b'])).to.deep.equal([5]);
+    await store.settle(['b'], 2, [60_000]);
+    expect(shared.spent(['b'])).to.deep.equal([7]);
     expect(lines).to.deep.equal([]);
   });
 
@@ -185,6 +218,7 @@ describe('TOLLGATE_SHARED_STORE_FAILURE=local store (in process, shared store sw
     // Only the first call tried the shared store; the others were decided locally without waiting for it.
     expect(shared.calls).to.equal(1);
     expect(lines.filter((line) => line.level === 'warn')).to.have.length(1);
+    expect(lines[0]!.message).to.equal('shared store unavailable: limits and token budgets are enforced by this node alone, at its share of each limit');
     expect(lines[0]!.fields).to.deep.include({ cause: 'connect ECONNREFUSED', nodes: 4, share: '1/4' });
     expect(metric(store, 'tollgate_shared_store_local')).to.equal('1');
     expect(metric(store, 'tollgate_shared_store_fallbacks_total')).to.equal('1');
@@ -209,7 +243,7 @@ describe('TOLLGATE_SHARED_STORE_FAILURE=local store (in process, shared store sw
     const [back] = await store.consume([rule(8)], now);
     expect(back!.remaining).to.equal(7);
     expect(store.isLocal).to.equal(false);
-    expect(lines.filter((line) => line.level === 'info')).to.have.length(1);
+    expect(lines.filter((line) => line.level === 'info').map((line) => line.message)).to.deep.equal(['shared store reachable again: limits and token budgets are shared again']);
     expect(metric(store, 'tollgate_shared_store_local')).to.equal('0');
     // Healthy again: every call goes to the shared store.
     await store.consume([rule(8)], now);
@@ -241,10 +275,18 @@ describe('TOLLGATE_SHARED_STORE_FAILURE=local store (in process, shared store sw
     expect(await store.acquireSlot('s', 4, 60_000, 'a')).to.equal(true);
     expect(await store.acquireSlot('s', 4, 60_000, 'b')).to.equal(true);
     expect(await store.acquireSlot('s', 4, 60_000, 'c')).to.equal(false);
+    // A holder refused locally is not a local holder: its release goes to the shared store (down: it throws there).
+    expect(() => store.releaseSlot('s', 'c')).to.throw('ECONNREFUSED');
+    // A local holder is renewed locally: 59 s on, renewed, it still holds its slot 2 s later.
+    now += 59_000;
     store.renewSlot('s', 'a', 60_000);
+    store.renewSlot('s', 'b', 60_000);
+    now += 2_000;
+    expect(await store.acquireSlot('s', 4, 60_000, 'c')).to.equal(false);
     await store.releaseSlot('s', 'a');
     expect(await store.acquireSlot('s', 4, 60_000, 'c')).to.equal(true);
-    // The shared holder is released in the shared store (which is down: the call reaches it and fails there).
+    // The shared holder is renewed and released in the shared store (which is down: the calls reach it and fail there).
+    expect(() => store.renewSlot('s', 'shared-holder', 60_000)).to.throw('ECONNREFUSED');
     expect(() => store.releaseSlot('s', 'shared-holder')).to.throw('ECONNREFUSED');
   });
 
@@ -254,6 +296,12 @@ describe('TOLLGATE_SHARED_STORE_FAILURE=local store (in process, shared store sw
     const healthy = await store.consumeAndAcquire([rule(2)], now, slot);
     expect(healthy).to.deep.include({ acquired: true });
     expect(healthy.results[0]!.remaining).to.equal(1);
+    expect(store.isLocal).to.equal(false);
+    // Refused by a limit in the shared store: no slot is tried.
+    await store.consume([rule(1, 'one')], now);
+    const limited = await store.consumeAndAcquire([rule(1, 'one')], now, { ...slot, key: 'open-limited' });
+    expect(limited.acquired).to.equal(undefined);
+    expect(store.isLocal).to.equal(false);
     shared.down = true;
     const local = await store.consumeAndAcquire([rule(2, 'k2')], now, { ...slot, key: 'open2' });
     expect(local.acquired).to.equal(true);
@@ -262,6 +310,26 @@ describe('TOLLGATE_SHARED_STORE_FAILURE=local store (in process, shared store sw
     const refused = await store.consumeAndAcquire([rule(2, 'k2')], now, { ...slot, key: 'open2', holder: 'h3' });
     expect(refused.acquired).to.equal(undefined);
     expect(refused.results[0]!.allowed).to.equal(false);
+    // One rule of two refusing is enough to take no slot.
+    const partly = await store.consumeAndAcquire([rule(5, 'fresh'), rule(2, 'k2')], now, { ...slot, key: 'open3' });
+    expect(partly.results.map((result) => result.allowed)).to.deep.equal([true, false]);
+    expect(partly.acquired).to.equal(undefined);
+  });
+
+  it('uses a shared store\'s own consume-and-acquire when it has one', async () => {
+    make(1);
+    const calls: string[] = [];
+    (shared as unknown as { consumeAndAcquire: unknown }).consumeAndAcquire = async () => (calls.push('both'), { results: [], acquired: true });
+    expect(await store.consumeAndAcquire([rule(2)], now, { key: 'o', limit: 1, leaseMs: 1000, holder: 'h' })).to.deep.equal({ results: [], acquired: true });
+    expect(calls).to.deep.equal(['both']);
+  });
+
+  it('works with a shared store that reports no fleet size and has nothing to close', async () => {
+    const bare = { consume: () => { throw new Error('down'); } } as unknown as SwitchableStore;
+    const fallback = new LocalFallbackRateLimitStore(bare, recordingLogger().logger, () => 0);
+    expect(fallback.fleetSize()).to.equal(1);
+    expect((await fallback.consume([rule(1)], 0))[0]!.allowed).to.equal(true);
+    await fallback.close();
   });
 
   it('takes one node when the shared store reports no usable fleet size', async () => {
@@ -276,5 +344,39 @@ describe('TOLLGATE_SHARED_STORE_FAILURE=local store (in process, shared store sw
     shared.down = true;
     expect((await store.consume([rule(3)], now))[0]!.allowed).to.equal(true);
     expect((await store.consume([rule(3)], now))[0]!.allowed).to.equal(false);
+  });
+});
+
+describe('in-process attestation challenges', () => {
+  it('are single use, bound to their app, and refused at their expiry', async () => {
+    const challenges = new MemoryChallengeStore();
+    try {
+      await challenges.issue('app_1', 'c1', 1000);
+      expect(await challenges.consume('app_1', 'c1', 999)).to.equal(true);
+      expect(await challenges.consume('app_1', 'c1', 999)).to.equal(false);
+      // Another app's attempt fails and uses the challenge up.
+      await challenges.issue('app_1', 'c2', 1000);
+      expect(await challenges.consume('app_2', 'c2', 0)).to.equal(false);
+      expect(await challenges.consume('app_1', 'c2', 0)).to.equal(false);
+      await challenges.issue('app_1', 'c3', 1000);
+      expect(await challenges.consume('app_1', 'c3', 1000)).to.equal(false);
+      expect(await challenges.consume('app_1', 'never-issued', 0)).to.equal(false);
+    } finally {
+      challenges.close();
+    }
+  });
+
+  it('hold at most their maximum, dropping the oldest', async () => {
+    const challenges = new MemoryChallengeStore(2);
+    try {
+      await challenges.issue('a', 'c1', 1000);
+      await challenges.issue('a', 'c2', 1000);
+      await challenges.issue('a', 'c3', 1000);
+      expect(await challenges.consume('a', 'c1', 0)).to.equal(false);
+      expect(await challenges.consume('a', 'c2', 0)).to.equal(true);
+      expect(await challenges.consume('a', 'c3', 0)).to.equal(true);
+    } finally {
+      challenges.close();
+    }
   });
 });

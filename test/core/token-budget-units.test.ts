@@ -5,12 +5,14 @@
  * gateway: token-budgets.test.ts and token-budget-reservations.test.ts.
  */
 import { expect } from 'chai';
-import type { AppSettings, ProviderManifest, RateLimitStore } from '../../core/contract';
+import { GatewayError, ProxyContext, type AppSettings, type ProviderManifest, type RateLimitStore } from '../../core/contract';
 import {
   budgetExpiresAt,
   budgetPolicyName,
   budgetsFor,
+  chargeTokenBudgets,
   chargeTokens,
+  checkTokenBudgets,
   secondsToNextUtcMinute,
   secondsToUtcMidnight,
   tellThreshold,
@@ -138,6 +140,108 @@ describe('token budgets: the after-the-fact charge', () => {
     let caught: unknown;
     await pending!.catch((error: unknown) => (caught = error));
     expect((caught as Error).message).to.equal('store down');
+  });
+});
+
+describe('token budgets: the check before and the charge after a request, from its context', () => {
+  function contextFor(values: Partial<Record<keyof AppSettings, unknown>>, usage?: { inputTokens?: number; outputTokens?: number }, user?: { key: string; values: Partial<Record<keyof AppSettings, unknown>> }): ProxyContext {
+    const context = new ProxyContext('r', {} as never, {} as never, { slug: 'openai', version: 'v1', providerPath: '', query: '' }, { slug: 'openai' } as never, 0);
+    context.set('app', { id: 'app_1', settings: settings(values) } as never);
+    context.set('device', { deviceId: 'dev' } as never);
+    if (user) context.set('user', { key: user.key, settings: settings(user.values) } as never);
+    if (usage) context.outcome.usage = usage as never;
+    return context;
+  }
+  function recordingStore(totals: Record<string, number> = {}, asPromise = false) {
+    const spends: Array<[string, number, number]> = [];
+    const store = {
+      spend: async (key: string, amount: number, ttlMs: number) => {
+        spends.push([key, amount, ttlMs]);
+        totals[key] = (totals[key] ?? 0) + amount;
+        return totals[key];
+      },
+      spent: (keys: readonly string[]) => {
+        const values = keys.map((key) => totals[key] ?? 0);
+        return asPromise ? Promise.resolve(values) : values;
+      },
+    } as unknown as RateLimitStore;
+    return { store, spends };
+  }
+  const refusal = (run: () => unknown): GatewayError => {
+    try {
+      run();
+    } catch (error) {
+      return error as GatewayError;
+    }
+    throw new Error('not refused');
+  };
+
+  it('lets a request through while every budget has room, and refuses it once one is used up, naming it and when it resets', async () => {
+    const day = budgetsFor(settings({ deviceDailyTokens: 100 }), 'app_1', 'dev', 'openai', NOW)[0]!;
+    const minute = budgetsFor(settings({ appMinuteTokens: 10 }), 'app_1', 'dev', 'openai', NOW)[0]!;
+    const both = { deviceDailyTokens: 100, appMinuteTokens: 10 };
+    expect(checkTokenBudgets(recordingStore().store, contextFor({}), NOW)).to.equal(undefined);
+    expect(checkTokenBudgets(recordingStore({ [day.key]: 99, [minute.key]: 9 }).store, contextFor(both), NOW)).to.equal(undefined);
+    const byMinute = refusal(() => checkTokenBudgets(recordingStore({ [day.key]: 99, [minute.key]: 10 }).store, contextFor(both), NOW));
+    expect(byMinute).to.be.an.instanceOf(GatewayError);
+    expect(byMinute.message).to.equal('Token budget used up (app per minute); it starts again at the next UTC minute, in 30 s.');
+    expect(byMinute).to.deep.include({ retryAfterSeconds: 30, reason: 'token_budget' });
+    // Both used up: the later reset (the day's) is the one to wait for.
+    const byBoth = refusal(() => checkTokenBudgets(recordingStore({ [day.key]: 150, [minute.key]: 10 }).store, contextFor(both), NOW));
+    expect(byBoth.message).to.equal(`Token budget used up (device per day and app per minute); it starts again at 00:00 UTC, in ${secondsToUtcMidnight(NOW)} s.`);
+    expect(byBoth.retryAfterSeconds).to.equal(secondsToUtcMidnight(NOW));
+    // A store answering with a promise: the same decision, as a rejection.
+    const pending = checkTokenBudgets(recordingStore({ [day.key]: 100 }, true).store, contextFor(both), NOW);
+    expect(pending).to.be.an.instanceOf(Promise);
+    const rejected = await (pending as Promise<void>).then(() => undefined, (error: unknown) => error as GatewayError);
+    expect(rejected!.message).to.equal(`Token budget used up (device per day); it starts again at 00:00 UTC, in ${secondsToUtcMidnight(NOW)} s.`);
+    expect(await checkTokenBudgets(recordingStore({ [day.key]: 99 }, true).store, contextFor(both), NOW)).to.equal(undefined);
+  });
+
+  it('checks a signed-in user\'s budgets with the user\'s settings', () => {
+    const userDay = budgetsFor(settings({ userDailyTokens: 5 }), 'app_1', 'dev', 'openai', NOW, 'u1')[0]!;
+    const context = contextFor({ deviceDailyTokens: 1_000 }, undefined, { key: 'u1', values: { userDailyTokens: 5 } });
+    expect(refusal(() => checkTokenBudgets(recordingStore({ [userDay.key]: 5 }).store, context, NOW)).message).to.include('(user per day)');
+  });
+
+  it('charges the reported input and output tokens to every budget that applies, telling the marks crossed', async () => {
+    const { store, spends } = recordingStore();
+    const told: Array<[string, number, number]> = [];
+    const context = contextFor({ deviceDailyTokens: 100, appMinuteTokens: 1_000 }, { inputTokens: 60, outputTokens: 25 });
+    await chargeTokenBudgets(store, context, NOW, (budget, percent, total) => told.push([budget.policy, percent, total]));
+    const [day, minute] = budgetsFor(settings({ deviceDailyTokens: 100, appMinuteTokens: 1_000 }), 'app_1', 'dev', 'openai', NOW);
+    expect(spends).to.deep.equal([
+      [day!.key, 85, Date.UTC(2026, 11, 6, 1) - NOW],
+      [minute!.key, 85, Date.UTC(2026, 11, 5, 13, 47) - NOW],
+    ]);
+    expect(told).to.deep.equal([['device', 80, 85]]);
+    // Without a listener it charges all the same.
+    await chargeTokenBudgets(store, contextFor({ deviceDailyTokens: 100 }, { outputTokens: 3 }), NOW);
+    expect(spends.at(-1)).to.deep.equal([day!.key, 3, Date.UTC(2026, 11, 6, 1) - NOW]);
+    // A user's budgets are charged under the user's key.
+    await chargeTokenBudgets(store, contextFor({}, { inputTokens: 2 }, { key: 'u1', values: { userDailyTokens: 50 } }), NOW);
+    expect(spends.at(-1)![0]).to.equal(budgetsFor(settings({ userDailyTokens: 50 }), 'app_1', 'dev', 'openai', NOW, 'u1')[0]!.key);
+  });
+
+  it('charges nothing without usage, without tokens, without a budget, or before the app and device are known', () => {
+    const { store, spends } = recordingStore();
+    expect(chargeTokenBudgets(store, contextFor({ deviceDailyTokens: 100 }), NOW)).to.equal(undefined);
+    expect(chargeTokenBudgets(store, contextFor({ deviceDailyTokens: 100 }, {}), NOW)).to.equal(undefined);
+    expect(chargeTokenBudgets(store, contextFor({ deviceDailyTokens: 100 }, { inputTokens: 0, outputTokens: 0 }), NOW)).to.equal(undefined);
+    expect(chargeTokenBudgets(store, contextFor({}, { inputTokens: 5 }), NOW)).to.equal(undefined);
+    const bare = new ProxyContext('r', {} as never, {} as never, { slug: 'openai', version: 'v1', providerPath: '', query: '' }, { slug: 'openai' } as never, 0);
+    bare.outcome.usage = { inputTokens: 5 } as never;
+    expect(chargeTokenBudgets(store, bare, NOW)).to.equal(undefined);
+    bare.set('app', { id: 'app_1', settings: settings({ deviceDailyTokens: 100 }) } as never);
+    expect(chargeTokenBudgets(store, bare, NOW)).to.equal(undefined);
+    expect(spends).to.deep.equal([]);
+  });
+
+  it('answers a store that throws as a rejected promise', async () => {
+    const failing = { spend: () => { throw new Error('store down'); } } as unknown as RateLimitStore;
+    const pending = chargeTokenBudgets(failing, contextFor({ appDailyTokens: 5 }, { inputTokens: 1 }), NOW);
+    expect(pending).to.be.an.instanceOf(Promise);
+    expect(await pending!.then(() => 'resolved', (error: Error) => error.message)).to.equal('store down');
   });
 });
 
