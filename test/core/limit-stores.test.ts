@@ -10,6 +10,8 @@ import type { RateLimitRule } from '../../core/contract';
 import { MemoryRateLimitStore } from '../../core/stores/memory-rate-limit-store';
 import { LocalFallbackRateLimitStore } from '../../core/stores/local-fallback-store';
 import { MemoryChallengeStore } from '../../core/stores/memory-challenge-store';
+import { GatewayError, type AppIdentity } from '../../core/contract';
+import { limitSubject, rateLimitHeaderValues, storeUnavailable } from '../../core/pipeline/limit-rate';
 
 const rule = (limit: number, key = 'k', windowSeconds = 60): RateLimitRule => ({ policy: 'device', key, limit, windowSeconds });
 
@@ -378,5 +380,52 @@ describe('in-process attestation challenges', () => {
     } finally {
       challenges.close();
     }
+  });
+});
+
+describe('rate-limit rules, headers and the store-unavailable refusal', () => {
+  const app = (settings: Record<string, unknown>) =>
+    ({ id: 'app_1', settings: { deviceLimitPerMinute: 60, appLimitPerMinute: 600, maxConcurrentStreamsPerDevice: 4, ...settings } }) as unknown as AppIdentity;
+
+  it('limits a device and its app per minute, and adds each optional limit that is set, keyed under the app\'s hash tag', () => {
+    expect(limitSubject(app({}), 'openai', 'dev')).to.deep.equal({
+      rules: [
+        { policy: 'device', key: '{app_1}\u0000d\u0000dev', limit: 60, windowSeconds: 60 },
+        { policy: 'app', key: '{app_1}\u0000a', limit: 600, windowSeconds: 60 },
+      ],
+      slotKey: '{app_1}\u0000s\u0000dev',
+      slotLimit: 4,
+    });
+    const every = app({ providerLimitsPerMinute: { openai: 30, other: 1 }, deviceDailyQuota: 500, appDailyQuota: 5000, userLimitPerMinute: 20, userDailyQuota: 200 });
+    expect(limitSubject(every, 'openai', 'dev', undefined, 'u1').rules.slice(2)).to.deep.equal([
+      { policy: 'provider', key: '{app_1}\u0000p\u0000openai', limit: 30, windowSeconds: 60 },
+      { policy: 'device-day', key: '{app_1}\u0000dd\u0000dev', limit: 500, windowSeconds: 86_400 },
+      { policy: 'app-day', key: '{app_1}\u0000ad', limit: 5000, windowSeconds: 86_400 },
+      { policy: 'user', key: '{app_1}\u0000u\u0000u1', limit: 20, windowSeconds: 60 },
+      { policy: 'user-day', key: '{app_1}\u0000ud\u0000u1', limit: 200, windowSeconds: 86_400 },
+    ]);
+    // Per-user limits only for a signed-in user; another provider's limit does not apply.
+    expect(limitSubject(every, 'anthropic', 'dev').rules.map((rule) => rule.policy)).to.deep.equal(['device', 'app', 'device-day', 'app-day']);
+    // The settings passed (a user's, profile applied) win over the app's.
+    expect(limitSubject(every, 'openai', 'dev', { ...every.settings, deviceLimitPerMinute: 5 } as AppIdentity['settings']).rules[0]!.limit).to.equal(5);
+  });
+
+  it('writes one RateLimit-Policy and RateLimit item per policy', () => {
+    expect(rateLimitHeaderValues([])).to.deep.equal(['', '']);
+    expect(
+      rateLimitHeaderValues([
+        { policy: 'device', limit: 60, windowSeconds: 60, remaining: 59, resetSeconds: 1 },
+        { policy: 'app', limit: 600, windowSeconds: 60, remaining: 0, resetSeconds: 60 },
+      ]),
+    ).to.deep.equal(['"device";q=60;w=60, "app";q=600;w=60', '"device";r=59;t=1, "app";r=0;t=60']);
+  });
+
+  it('refuses with 503 rate_limit_store_unavailable, retry in a second, keeping the cause', () => {
+    const cause = new Error('ECONNREFUSED');
+    const error = storeUnavailable(cause);
+    expect(error).to.be.an.instanceOf(GatewayError);
+    expect(error).to.deep.include({ status: 503, retryAfterSeconds: 1, reason: 'rate_limit_store_unavailable' });
+    expect(error.message).to.equal('Rate limits cannot be checked right now; the request was refused. Retry shortly.');
+    expect((error as unknown as { cause: unknown }).cause).to.equal(cause);
   });
 });
