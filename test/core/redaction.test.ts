@@ -54,6 +54,8 @@ describe('redaction of URLs: every credential parameter, however spelled', () =>
     expect(redactUrl('/p?%E0%A4%A=v')).to.equal('/p?%E0%A4%A=v');
     expect(redactUrl('/p?%ZZkey=v')).to.equal('/p?%ZZkey=v');
     expect(redactUrl('/p?ke[]y=v')).to.equal('/p?ke[]y=v');
+    // + is a space, not nothing: `to+ken` reads as `to ken`, which is no credential name.
+    expect(redactUrl('/p?to+ken=v')).to.equal('/p?to+ken=v');
     // Decoded four times it would be `key`, but a server decodes at most as often as redaction does.
     expect(redactUrl('/p?%2525256Bey=v')).to.equal('/p?%2525256Bey=v');
   });
