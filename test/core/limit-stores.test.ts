@@ -301,7 +301,8 @@ describe('TOLLGATE_SHARED_STORE_FAILURE=local store (in process, shared store sw
     expect(store.isLocal).to.equal(false);
     // Refused by a limit in the shared store: no slot is tried.
     await store.consume([rule(1, 'one')], now);
-    const limited = await store.consumeAndAcquire([rule(1, 'one')], now, { ...slot, key: 'open-limited' });
+    const limited = await store.consumeAndAcquire([rule(5, 'other-rule'), rule(1, 'one')], now, { ...slot, key: 'open-limited' });
+    expect(limited.results.map((result) => result.allowed)).to.deep.equal([true, false]);
     expect(limited.acquired).to.equal(undefined);
     expect(store.isLocal).to.equal(false);
     shared.down = true;

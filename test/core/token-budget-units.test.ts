@@ -18,7 +18,7 @@ import {
   tellThreshold,
   type Budget,
 } from '../../core/pipeline/token-budget';
-import { estimateTokens, requestFieldsFor, reserveIn, settleIn } from '../../core/pipeline/token-reservation';
+import { estimateTokens, requestFieldsFor, reserveIn, settleIn, tokensToCharge } from '../../core/pipeline/token-reservation';
 
 const DAY = 86_400_000;
 // 2026-12-05T13:45:30.250Z
@@ -298,6 +298,27 @@ describe('token reservations: the estimate from a request body', () => {
     expect(JSON.parse(replaced.body.toString())).to.deep.equal({ stream: true, stream_options: { include_usage: true } });
     const other = body({ stream: true, stream_options: { include_usage: false } });
     expect(JSON.parse(estimateTokens(manifest, 'POST', 'v1/chat/completions', other, true).body.toString()).stream_options).to.deep.equal({ include_usage: true });
+  });
+});
+
+describe('token reservations: what a finished request is charged', () => {
+  const finished = (status: number, usage?: { inputTokens?: number; outputTokens?: number }, truncated = false) => {
+    const context = new ProxyContext('r', {} as never, {} as never, { slug: 'openai', version: 'v1', providerPath: '', query: '' }, { slug: 'openai' } as never, 0);
+    context.outcome.status = status;
+    context.outcome.truncated = truncated;
+    if (usage) context.outcome.usage = usage as never;
+    return context;
+  };
+
+  it('charges a 2xx its reported usage, at least the reservation when the usage is partial or cut, and nothing otherwise', () => {
+    expect(tokensToCharge(finished(200, { inputTokens: 30, outputTokens: 12 }), 100)).to.equal(42);
+    expect(tokensToCharge(finished(299, { inputTokens: 300, outputTokens: 12 }), 100)).to.equal(312);
+    expect(tokensToCharge(finished(200, { inputTokens: 30 }), 100)).to.equal(100);
+    expect(tokensToCharge(finished(200, { inputTokens: 90, outputTokens: 30 }, true), 100)).to.equal(120);
+    expect(tokensToCharge(finished(200, { outputTokens: 130 }), 100)).to.equal(130);
+    expect(tokensToCharge(finished(200), 100)).to.equal(100);
+    // Not a 2xx (refused after admission, the provider unreachable or refusing): the reservation is given back.
+    for (const status of [0, 199, 300, 429, 500]) expect(tokensToCharge(finished(status, { inputTokens: 30, outputTokens: 12 }), 100), String(status)).to.equal(0);
   });
 });
 
