@@ -185,7 +185,7 @@ describe('token budgets: the check before and the charge after a request, from i
     const byMinute = refusal(() => checkTokenBudgets(recordingStore({ [day.key]: 99, [minute.key]: 10 }).store, contextFor(both), NOW));
     expect(byMinute).to.be.an.instanceOf(GatewayError);
     expect(byMinute.message).to.equal('Token budget used up (app per minute); it starts again at the next UTC minute, in 30 s.');
-    expect(byMinute).to.deep.include({ retryAfterSeconds: 30, reason: 'token_budget' });
+    expect(byMinute).to.deep.include({ type: 'rateLimited', status: 429, retryAfterSeconds: 30, reason: 'token_budget' });
     // Both used up: the later reset (the day's) is the one to wait for.
     const byBoth = refusal(() => checkTokenBudgets(recordingStore({ [day.key]: 150, [minute.key]: 10 }).store, contextFor(both), NOW));
     expect(byBoth.message).to.equal(`Token budget used up (device per day and app per minute); it starts again at 00:00 UTC, in ${secondsToUtcMidnight(NOW)} s.`);
@@ -215,9 +215,11 @@ describe('token budgets: the check before and the charge after a request, from i
       [minute!.key, 85, Date.UTC(2026, 11, 5, 13, 47) - NOW],
     ]);
     expect(told).to.deep.equal([['device', 80, 85]]);
-    // Without a listener it charges all the same.
+    // Without a listener it charges all the same, crossing a mark or not.
     await chargeTokenBudgets(store, contextFor({ deviceDailyTokens: 100 }, { outputTokens: 3 }), NOW);
     expect(spends.at(-1)).to.deep.equal([day!.key, 3, Date.UTC(2026, 11, 6, 1) - NOW]);
+    await chargeTokenBudgets(store, contextFor({ deviceDailyTokens: 100 }, { outputTokens: 20 }), NOW);
+    expect(spends.at(-1)).to.deep.equal([day!.key, 20, Date.UTC(2026, 11, 6, 1) - NOW]);
     // A user's budgets are charged under the user's key.
     await chargeTokenBudgets(store, contextFor({}, { inputTokens: 2 }, { key: 'u1', values: { userDailyTokens: 50 } }), NOW);
     expect(spends.at(-1)![0]).to.equal(budgetsFor(settings({ userDailyTokens: 50 }), 'app_1', 'dev', 'openai', NOW, 'u1')[0]!.key);
@@ -275,8 +277,8 @@ describe('token reservations: the estimate from a request body', () => {
     expect(estimateTokens(manifest, 'POST', 'v1beta/models/g:generateContent', body({ generationConfig: { maxOutputTokens: 30 } }), false).outputTokens).to.equal(30);
     expect(estimateTokens(manifest, 'POST', 'v1beta/models/g:generateContent', body({ generationConfig: [30] }), false).outputTokens).to.equal(0);
     // No fields for the route: input only. A body that is not a JSON object: the default.
-    expect(estimateTokens(manifest, 'POST', 'v1/audio', Buffer.alloc(9), false)).to.include({ inputTokens: 3, outputTokens: 0 });
-    expect(estimateTokens(manifest, 'POST', 'v1/chat/completions', body('[{"max_tokens":5}]'), false).outputTokens).to.equal(16);
+    expect(estimateTokens(manifest, 'POST', 'v1/audio', Buffer.alloc(9), true)).to.include({ inputTokens: 3, outputTokens: 0, addedStreamUsage: false });
+    expect(estimateTokens(manifest, 'POST', 'v1/chat/completions', body('[{"max_tokens":5}]'), true)).to.include({ outputTokens: 16, addedStreamUsage: false });
     expect(estimateTokens(manifest, 'POST', 'v1/chat/completions', body(' \n\t{"max_tokens":5}'), false).outputTokens).to.equal(5);
     expect(estimateTokens(manifest, 'POST', 'v1/chat/completions', body('{"max_tokens":5'), false).outputTokens).to.equal(16);
   });
