@@ -56,6 +56,8 @@ const parts = {
       'core/header-hygiene', 'core/unsafe-paths', 'core/secret-leaks', 'core/error-reasons', 'core/limits', 'core/units',
       'hardening/echo-paths', 'hardening/policies', 'hardening/forwarding-properties', 'hardening/signed-bodies',
       'hardening/lower-findings',
+      // App-token refusals (unknown, rotated, disabled) and credential routes with their lifetimes.
+      'core/errors', 'hardening/provider-route-lists', 'core/account-routes',
     ],
   },
 };
