@@ -33,6 +33,7 @@ describe('rate-limit policies', () => {
     const refused = await post(device.headers);
     expect(refused.status).to.equal(429);
     expect(refused.headers['tollgate-error']).to.equal('rateLimited');
+    expect(refused.json<{ error: { reason: string } }>().error.reason).to.equal('rate_limited_provider');
     expect((await post(device.headers, 'anthropic/v1/messages')).status).to.equal(200);
   });
 
@@ -42,6 +43,8 @@ describe('rate-limit policies', () => {
     const refused = await post(device.headers);
     expect(refused.status).to.equal(429);
     expect(refused.headers['ratelimit-policy']).to.include('"device-day";q=3;w=86400');
+    // The policy's name in the reason, its hyphen as an underscore.
+    expect(refused.json<{ error: { reason: string } }>().error.reason).to.equal('rate_limited_device_day');
     expect(Number(refused.headers['retry-after'])).to.be.greaterThan(60);
   });
 
@@ -63,6 +66,8 @@ describe('rate-limit policies', () => {
     const refused = await post(device.headers);
     expect(refused.status).to.equal(429);
     expect(refused.headers['tollgate-error']).to.equal('rateLimited');
+    expect(refused.json<{ error: { reason: string; message: string } }>().error).to.include({ reason: 'rate_limited_concurrent', message: 'Too many open requests from this device (at most 2 at once).' });
+    expect(Number(refused.headers['retry-after'])).to.equal(1);
     expect(upstream.requests.length).to.equal(before);
     open[0]!.destroy();
     await upstream.requests[0]!.closed;

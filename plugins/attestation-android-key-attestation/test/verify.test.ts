@@ -97,4 +97,16 @@ describe('Android key attestation verifier (real chains, and the test CA for wha
     const tampered = [leaf.toString('base64'), ...blocks.slice(1).map((block) => Buffer.from(new x509.X509Certificate(block).rawData).toString('base64'))];
     expect(await rejection(verifyAndroidKeyAttestation({ ...TEE, chain: tampered }))).to.be.oneOf(['bad_signature', 'malformed_chain']);
   });
+
+  it('reads Google\'s revocation status list: revoked and suspended serials, in any case; other statuses and no entries revoke nothing', async () => {
+    const list = revokedSerialsFrom(JSON.stringify({ entries: { ABCDEF01: { status: 'REVOKED' }, '2a': { status: 'SUSPENDED' }, '3b': { status: 'VALID' }, '4c': {} } }));
+    expect([...list].sort()).to.deep.equal(['2a', 'abcdef01']);
+    expect(revokedSerialsFrom('{}').size).to.equal(0);
+    // A certificate's serial is compared in lower case, whichever case the list and the certificate use.
+    const intermediate = new x509.X509Certificate(TEE.chain.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)![1]!);
+    const upper = revokedSerialsFrom(JSON.stringify({ entries: { [intermediate.serialNumber.toUpperCase()]: { status: 'SUSPENDED' } } }));
+    expect(await rejection(verifyAndroidKeyAttestation({ ...TEE, revokedSerials: upper }))).to.equal('certificate_revoked');
+    const lower = revokedSerialsFrom(JSON.stringify({ entries: { [intermediate.serialNumber.toLowerCase()]: { status: 'REVOKED' } } }));
+    expect(await rejection(verifyAndroidKeyAttestation({ ...TEE, revokedSerials: lower }))).to.equal('certificate_revoked');
+  });
 });

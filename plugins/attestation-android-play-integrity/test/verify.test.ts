@@ -230,6 +230,21 @@ describe('Play Integrity, verdict checks', () => {
     expect(() => checkIntegrityPayload(standard, policy, { nonce: 'aGVsbG8gd29ybGQ' })).to.throw(PlayIntegrityError).with.property('reason', 'nonce_mismatch');
   });
 
+  it('reads the timestamp as Play sends it (a string of digits, or a number) and refuses any other, at the skew boundary too', () => {
+    const at = (timestampMillis: unknown) => payload((p) => (p.requestDetails.timestampMillis = timestampMillis));
+    const check = (timestampMillis: unknown) => checkIntegrityPayload(at(timestampMillis), policy, { nonce: NONCE });
+    expect(check(String(ISSUED)).timestampMillis).to.equal(ISSUED);
+    expect(check(ISSUED).timestampMillis).to.equal(ISSUED);
+    for (const bad of ['0', 0, -5, '-5', ISSUED + 0.5, `${ISSUED}.5`, ` ${ISSUED}`, '12345678901234567', 'soon', null, undefined, [ISSUED]]) {
+      expect(() => check(bad), String(bad)).to.throw(PlayIntegrityError).with.property('reason', 'malformed_token');
+    }
+    // A minute of skew into the future is tolerated, not a millisecond more; five minutes of age, not a millisecond more.
+    expect(check(NOW.getTime() + 60_000).valid).to.equal(true);
+    expect(() => check(NOW.getTime() + 60_001)).to.throw(PlayIntegrityError).with.property('reason', 'future_timestamp');
+    expect(check(NOW.getTime() - 5 * 60_000).valid).to.equal(true);
+    expect(() => check(NOW.getTime() - 5 * 60_000 - 1)).to.throw(PlayIntegrityError).with.property('reason', 'stale_timestamp');
+  });
+
   it('does not take non-canonical base64 for the same nonce', () => {
     // "QQ" and "QR" both decode to "A" in a lenient decoder: the unused bits differ.
     const classic = payload(undefined, { nonce: 'QUFBQUFBQUFBQUFBQUFBQQ' });

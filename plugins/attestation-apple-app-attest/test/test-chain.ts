@@ -42,7 +42,12 @@ export interface TestAuthority {
 }
 
 /** A root and an intermediate named like Apple's, valid from a year before `at` to ten years after. */
-export async function createTestAuthority(at: Date, names = { root: 'Test App Attestation Root CA', intermediate: 'Test App Attestation CA 1' }): Promise<TestAuthority> {
+export async function createTestAuthority(
+  at: Date,
+  names = { root: 'Test App Attestation Root CA', intermediate: 'Test App Attestation CA 1' },
+  /** false: the intermediate is issued as an end-entity certificate (BasicConstraints cA false), which may sign nothing. */
+  intermediateIsCa = true,
+): Promise<TestAuthority> {
   const rootKeys = (await webcrypto.subtle.generateKey(P384, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const intermediateKeys = (await webcrypto.subtle.generateKey(P384, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const notBefore = new Date(at.getTime() - 365 * DAY);
@@ -65,7 +70,9 @@ export async function createTestAuthority(at: Date, names = { root: 'Test App At
     signingAlgorithm: ECDSA_SHA384,
     publicKey: intermediateKeys.publicKey,
     signingKey: rootKeys.privateKey,
-    extensions: [new x509.BasicConstraintsExtension(true, 0, true), new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true)],
+    extensions: intermediateIsCa
+      ? [new x509.BasicConstraintsExtension(true, 0, true), new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true)]
+      : [new x509.BasicConstraintsExtension(false, undefined, true)],
   });
   return { rootPem: root.toString('pem'), root, intermediate, intermediateKeys };
 }

@@ -216,6 +216,21 @@ describe('Apple App Attest: every rejection, on a test PKI', () => {
     expect(await rejection(verifyAppAttestAttestation(inputFor(foreign)))).to.equal('untrusted_root');
   });
 
+  it('rejects a credCert issued by a certificate that is not a CA, even when its signature and names chain to the root', async () => {
+    const notCa = await createTestAuthority(at, undefined, false);
+    const attestation = await createTestAttestation({ authority: notCa, appId, clientDataHash, at });
+    expect(await rejection(verifyAppAttestAttestation(inputFor(attestation, { trustedRoots: [notCa.rootPem] })))).to.equal('chain_invalid');
+  });
+
+  it('accepts a credCert at the first and the last instant of its validity (both included), and not a millisecond outside', async () => {
+    const from = await createTestAttestation({ authority, appId, clientDataHash, at, leafNotBefore: at });
+    expect((await verifyAppAttestAttestation(inputFor(from))).valid).to.equal(true);
+    const until = await createTestAttestation({ authority, appId, clientDataHash, at, leafNotAfter: at });
+    expect((await verifyAppAttestAttestation(inputFor(until))).valid).to.equal(true);
+    expect(await rejection(verifyAppAttestAttestation(inputFor(from, { at: new Date(at.getTime() - 1000) })))).to.equal('certificate_not_yet_valid');
+    expect(await rejection(verifyAppAttestAttestation(inputFor(until, { at: new Date(at.getTime() + 1000) })))).to.equal('certificate_expired');
+  });
+
   it('rejects the wrong challenge (clientDataHash)', async () => {
     expect(await rejection(verifyAppAttestAttestation(inputFor(good, { clientDataHash: sha256('server challenge 2') })))).to.equal('nonce_mismatch');
   });

@@ -1,0 +1,104 @@
+// Mutation testing (Stryker) of the security- and budget-critical code: `npm run test:mutation`. Not part of `npm test`.
+// docs/security.md ("Mutation testing") records the runs, the scores and what became of the surviving mutants.
+//
+// Stryker mutates the TypeScript sources and compiles them once per run with `buildCommand` (tsc) in its sandbox.
+// Every mutant is compiled in at once behind a switch (mutant schemata), so this is one tsc run per Stryker run, not
+// one per mutant. Chosen over mutating the compiled JavaScript in dist/ because the findings then name the .ts lines
+// directly (no mapping back through source maps), tsc's own helpers (__decorate, __metadata, module glue) produce no
+// meaningless mutants, and the incremental files stay keyed to the sources that are reviewed.
+//
+// The whole scope takes hours at one worker on a shared machine, so it is split into parts, one per run:
+//   TOLLGATE_MUTATION_PART=security npm run test:mutation      core/security
+//   TOLLGATE_MUTATION_PART=budgets npm run test:mutation       token budgets, reservations, rate limits, limit stores
+//   TOLLGATE_MUTATION_PART=attestation npm run test:mutation   App Attest, Play Integrity, Android key attestation
+//   TOLLGATE_MUTATION_PART=pipeline npm run test:mutation      the rest of core/pipeline (the longest part)
+// Without TOLLGATE_MUTATION_PART it runs every part in one (long) run. A part can be narrowed further from the command
+// line: `TOLLGATE_MUTATION_PART=pipeline npm run test:mutation -- --mutate core/pipeline/inject-key.ts`.
+// Each part names only the specs that exercise it and need no external service (no PostgreSQL, Redis or Chromium).
+const parts = {
+  security: {
+    mutate: ['core/security/**/*.ts'],
+    // The credential lists are module-level regular expressions (static mutants): run them too. Each needs a fresh
+    // process and every spec, but the unit specs come first and stop the run at their first failure.
+    ignoreStatic: false,
+    spec: [
+      'core/redaction', 'core/units', 'core/request-fields', 'core/secret-leaks', 'core/header-hygiene', 'core/limits',
+      'hardening/access-log-query-keys', 'hardening/echo-paths', 'hardening/server-surface', 'hardening/admin-key-scopes',
+    ],
+  },
+  budgets: {
+    mutate: [
+      'core/stores/*.ts', 'core/pipeline/token-budget.ts', 'core/pipeline/token-reservation.ts', 'core/pipeline/limit-rate.ts',
+    ],
+    spec: [
+      'core/limit-stores', 'core/token-budget-units', 'core/units', 'core/token-budget-reservations', 'core/token-budgets', 'core/limits', 'core/usage-tokens', 'core/request-fields',
+      'hardening/limit-faults', 'hardening/policies',
+    ],
+  },
+  attestation: {
+    mutate: ['plugins/attestation-*/*.ts', 'core/pipeline/verify-device.ts'],
+    spec: [
+      '../plugins/attestation-android-key-attestation/test/verify', '../plugins/attestation-android-key-attestation/test/route',
+      '../plugins/attestation-android-play-integrity/test/verify', '../plugins/attestation-android-play-integrity/test/route',
+      '../plugins/attestation-apple-app-attest/test/verify', '../plugins/attestation-apple-app-attest/test/policy',
+      '../plugins/attestation-apple-app-attest/test/route', 'hardening/lower-findings', 'hardening/policies',
+      // The device-token refusals of verify-device.ts (wrong app, revoked, development in production, monitor mode).
+      'core/errors', 'core/monitor-mode', 'hardening/monitor-mode-visibility',
+    ],
+  },
+  pipeline: {
+    mutate: [
+      'core/pipeline/*.ts', '!core/pipeline/token-budget.ts', '!core/pipeline/token-reservation.ts', '!core/pipeline/limit-rate.ts',
+      '!core/pipeline/verify-device.ts',
+    ],
+    spec: [
+      'core/proxy-exchange', 'core/request-fields', 'core/route-class', 'core/model-policy', 'core/usage-tap', 'core/usage-tokens',
+      'core/header-hygiene', 'core/unsafe-paths', 'core/secret-leaks', 'core/error-reasons', 'core/limits', 'core/units',
+      'hardening/echo-paths', 'hardening/policies', 'hardening/forwarding-properties', 'hardening/signed-bodies',
+      'hardening/lower-findings',
+      // App-token refusals (unknown, rotated, disabled) and credential routes with their lifetimes.
+      'core/errors', 'hardening/provider-route-lists', 'core/account-routes',
+    ],
+  },
+};
+
+const chosen = process.env.TOLLGATE_MUTATION_PART;
+if (chosen && !(chosen in parts)) throw new Error(`TOLLGATE_MUTATION_PART must be one of ${Object.keys(parts).join(', ')}`);
+const selected = chosen ? [parts[chosen]] : Object.values(parts);
+const name = chosen ?? 'all';
+const specFile = (spec) => `dist/${spec.startsWith('../') ? spec.slice(3) : `test/${spec}`}.test.js`;
+
+/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
+export default {
+  testRunner: 'mocha',
+  packageManager: 'npm',
+  // The dashboard's build too: the server-surface spec checks the compiled dashboard assets.
+  buildCommand: 'node scripts/mutation-build.js',
+  mutate: selected.flatMap((part) => part.mutate),
+  mochaOptions: {
+    spec: [...new Set(selected.flatMap((part) => part.spec.map(specFile)))],
+    // reflect-metadata as in .mocharc.js; the root hook keeps start-up code (gateways started in `before`) out of the
+    // coverage of whichever test ran before it (test/mutation/hooks.ts).
+    require: ['reflect-metadata', './dist/test/mutation/hooks.js'],
+  },
+  // Each mutant runs only the tests that reached it. Mutants reached only while modules load or a suite starts its
+  // gateway are "static": each needs every spec rerun in a fresh process, so they are reported Ignored, except in the
+  // parts that ask for them (security).
+  coverageAnalysis: 'perTest',
+  ignoreStatic: !selected.every((part) => part.ignoreStatic === false),
+  // The machine is shared: one worker, and a generous timeout so that a slow moment is not scored as a kill.
+  concurrency: 1,
+  timeoutMS: 8000,
+  // Stryker adds `// @ts-nocheck` to the mutated files so that tsc emits them with every mutant compiled in.
+  disableTypeChecks: '{core,plugins}/**/*.ts',
+  // sdk/ (and its tests) is left out but for the protocol's conformance vectors, which the attestation specs read;
+  // docs/ stays (specs check the reference pages).
+  ignorePatterns: ['dist', '/sdk/*', '!/sdk/conformance', 'test/sdk', 'deploy', 'reports', 'test-artifacts', 'data', '.ci', '.build', '.swiftpm'],
+  incremental: true,
+  incrementalFile: `test/mutation/incremental-${name}.json`,
+  reporters: ['progress', 'clear-text', 'html', 'json'],
+  htmlReporter: { fileName: `reports/mutation/${name}.html` },
+  jsonReporter: { fileName: `reports/mutation/${name}.json` },
+  clearTextReporter: { allowColor: false, logTests: false, reportScoreTable: true },
+  thresholds: { high: 90, low: 75, break: null },
+};
