@@ -34,8 +34,9 @@ export async function administratorsPage(): Promise<void> {
     h('h2', {}, 'Add an administrator'),
     onSubmit(add, async (values) => {
       await api('POST', '/users', { username: values.username, password: values.password });
-      say(`${String(values.username)} can now sign in.`);
+      // Said once the page shows what was saved: a form filled in meanwhile is not redrawn under the operator.
       await refresh();
+      say(`${String(values.username)} can now sign in.`);
     }),
     h('h2', {}, 'Change your password'),
     onSubmit(change, async (values) => {

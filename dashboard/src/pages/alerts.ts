@@ -55,8 +55,9 @@ function thresholdsForm(app: App): HTMLFormElement {
       dailySpendAlertUsd: amount === '' ? null : Number(amount),
       attestationFailureAlert: percent === '' ? null : { percent: Number(percent), minAttempts: Number(minAttempts) },
     });
-    say('Alert thresholds saved.');
+    // Said once the page shows what was saved: a form filled in meanwhile is not redrawn under the operator.
     await refresh();
+    say('Alert thresholds saved.');
   });
 }
 
@@ -103,8 +104,9 @@ export async function alertsTab(app: App): Promise<(Node | null)[]> {
       const events = EVENTS.map(([event]) => event).filter((event) => values[`event:${event}`] === true);
       const created = await api<Webhook & { secret: string }>('POST', `/apps/${app.id}/webhooks`, { url: values.url, events });
       once(`Signing secret of ${created.url} (verify each delivery's webhook-signature with it)`, created.secret);
-      say('Webhook added.');
+      // Said once the page shows what was saved: a form filled in meanwhile is not redrawn under the operator.
       await refresh();
+      say('Webhook added.');
     }),
     h('h2', {}, 'Latest deliveries'),
     deliveries.length

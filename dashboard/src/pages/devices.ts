@@ -41,8 +41,9 @@ function revokeDeviceButton(app: App, deviceId: string): HTMLButtonElement {
     `Revoke ${deviceId}`,
     async () => {
       await api('POST', `/apps/${app.id}/devices/${encodeURIComponent(deviceId)}/revoke`);
-      say(`Device ${deviceId} is revoked.`);
+      // Said once the page shows what was saved: a form filled in meanwhile is not redrawn under the operator.
       await refresh();
+      say(`Device ${deviceId} is revoked.`);
     },
     'danger',
     `Revoke ${deviceId}? Its next request is refused, and the SDK will not attest a new key for it.`,

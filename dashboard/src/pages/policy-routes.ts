@@ -67,7 +67,8 @@ export async function routesSection(app: App): Promise<HTMLElement> {
       allowedProviders: allowedProviders.length ? allowedProviders : null,
       allowedRoutes: allowedRoutes.length ? allowedRoutes : null,
     });
-    say('Routes saved.');
+    // Said once the page shows what was saved: a form filled in meanwhile is not redrawn under the operator.
     await refresh();
+    say('Routes saved.');
   });
 }

@@ -59,8 +59,9 @@ export function sessionsSection(app: App): HTMLFormElement {
     if (opening.length && !window.confirm(`Open credential routes for ${opening.join(', ')}? Credentials minted through them bypass every limit, budget and revocation until they expire.`)) return;
     patch.openCredentialRoutes = slugs.length ? slugs : null;
     await api('PATCH', `/apps/${app.id}`, patch);
-    say('Session settings saved.');
+    // Said once the page shows what was saved: a form filled in meanwhile is not redrawn under the operator.
     await refresh();
+    say('Session settings saved.');
   });
 }
 
@@ -138,7 +139,8 @@ export function usersSection(app: App): HTMLFormElement {
     patch.profiles = jsonOrNull('Profiles by tier', values.profiles);
     patch.modelPolicy = jsonOrNull('Model policy', values.modelPolicy);
     await api('PATCH', `/apps/${app.id}`, patch);
-    say('User settings saved.');
+    // Said once the page shows what was saved: a form filled in meanwhile is not redrawn under the operator.
     await refresh();
+    say('User settings saved.');
   });
 }

@@ -52,8 +52,9 @@ function attestationSection(app: App): HTMLFormElement {
     for (const key of ['appleAppId', 'androidPackage', 'androidCertSha256'] as const) patch[key] = values[key] ? values[key] : null;
     patch.deviceTokenTtlSeconds = values.deviceTokenTtlSeconds ? Number(values.deviceTokenTtlSeconds) : null;
     await api('PATCH', `/apps/${app.id}`, patch);
-    say('Settings saved.');
+    // Said once the page shows what was saved: a form filled in meanwhile is not redrawn under the operator.
     await refresh();
+    say('Settings saved.');
   });
 }
 
@@ -87,8 +88,9 @@ function limitsSection(app: App): HTMLFormElement {
     patch.providerLimitsPerMinute = Object.keys(limits).length ? limits : null;
     Object.assign(patch, tokenBudgetPatch(values));
     await api('PATCH', `/apps/${app.id}`, patch);
-    say('Limits saved.');
+    // Said once the page shows what was saved: a form filled in meanwhile is not redrawn under the operator.
     await refresh();
+    say('Limits saved.');
   });
 }
 

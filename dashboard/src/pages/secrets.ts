@@ -43,8 +43,9 @@ export async function secretsTab(app: App): Promise<(Node | null)[]> {
     h('h2', {}, 'Set a provider key'),
     onSubmit(form, async (values) => {
       await api('PUT', `/apps/${app.id}/secrets/${encodeURIComponent(String(values.provider))}`, { value: values.value, ...(values.baseUrl ? { baseUrl: values.baseUrl } : {}) });
-      say(`The ${String(values.provider)} key is saved.`);
+      // Said once the page shows what was saved: a form filled in meanwhile is not redrawn under the operator.
       await refresh();
+      say(`The ${String(values.provider)} key is saved.`);
     }),
     h('h2', {}, 'Attestation credentials (Play Integrity)'),
     table(
@@ -54,8 +55,9 @@ export async function secretsTab(app: App): Promise<(Node | null)[]> {
     ),
     onSubmit(attestationForm, async (values) => {
       await api('PUT', `/apps/${app.id}/attestation-secrets/${encodeURIComponent(String(values.name))}`, { value: values.value });
-      say(`${String(values.name)} is saved.`);
+      // Said once the page shows what was saved: a form filled in meanwhile is not redrawn under the operator.
       await refresh();
+      say(`${String(values.name)} is saved.`);
     }),
   ];
 }
