@@ -16,7 +16,7 @@
  * client spelled the path so that the gateway and the provider would read different models).
  */
 import { GatewayError, type PathModelRoute, type ProviderManifest } from '../contract';
-import { checkProviderPath } from './proxy-path';
+import { checkProviderPath, escapeRegExp } from './proxy-path';
 import { routePatternProblem } from './route-class';
 import { versionRoots, type VersionRoot } from './upstream-views';
 
@@ -42,9 +42,8 @@ interface CompiledManifest {
 }
 
 const PLACEHOLDER = /\{[A-Za-z_][A-Za-z0-9_]*\}/g;
-const escape = (text: string) => text.replace(/[.+?^${}()|[\]\\]/g, '\\$&');
 /** A literal piece of a pattern segment: `*` and other `{name}` placeholders match any run of characters. */
-const literal = (piece: string) => piece.replace(PLACEHOLDER, '*').split('*').map(escape).join('.*');
+const literal = (piece: string) => piece.replace(PLACEHOLDER, '*').split('*').map(escapeRegExp).join('.*');
 
 /**
  * Checks a path-model pattern; returns a problem or null. The route-pattern rules hold, with at least one `{model}`,

@@ -16,6 +16,9 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
 const MAX_DECODE_ROUNDS = 3;
 
+/** `text` matched literally inside a regular expression (route and path patterns). */
+export const escapeRegExp = (text: string): string => text.replace(/[.+?^${}()|[\]\\]/g, '\\$&');
+
 /** `code` is the stable reason suffix (docs/reference/errors.md), `what` the human description. */
 function unsafe(code: string, what: string): GatewayError {
   return new GatewayError('invalidRequest', `The provider path is not allowed: ${what}.`, { reason: `unsafe_path_${code}` });
@@ -148,7 +151,7 @@ const segmentGlobs = new Map<string, RegExp>();
 function segmentGlob(want: string): RegExp {
   let glob = segmentGlobs.get(want);
   if (!glob) {
-    glob = new RegExp(`^${want.split('*').map((piece) => piece.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^/]+')}$`);
+    glob = new RegExp(`^${want.split('*').map(escapeRegExp).join('[^/]+')}$`);
     if (segmentGlobs.size < 1000) segmentGlobs.set(want, glob);
   }
   return glob;
@@ -210,7 +213,7 @@ export function hostMatches(host: string, pattern: string): boolean {
     if (part === '*') return true;
     if (!part.includes('*')) return part === tail[index];
     // A `*` inside a label matches one or more label characters: `*-aiplatform` matches `us-central1-aiplatform`.
-    const glob = new RegExp(`^${part.split('*').map((piece) => piece.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[a-z0-9-]+')}$`);
+    const glob = new RegExp(`^${part.split('*').map(escapeRegExp).join('[a-z0-9-]+')}$`);
     return glob.test(tail[index]!);
   });
 }

@@ -13,7 +13,7 @@
  * 4. otherwise `methods` and `allow` decide, and the route is `inference`.
  */
 import { GatewayError, type AccountRoute, type AppSettings, type CredentialRoute, type HttpMethod, type RealtimeRoute, type RoutePolicy } from '../contract';
-import { matchesPrefix } from './proxy-path';
+import { escapeRegExp, matchesPrefix } from './proxy-path';
 import { decodedForms, upstreamViews, type VersionRoot } from './upstream-views';
 
 /** Methods a pattern may name. */
@@ -54,7 +54,7 @@ export function compileRoutePattern(pattern: string): RegExp {
     segment
       .replace(/\{[A-Za-z_][A-Za-z0-9_]*\}/g, '*')
       .split('*')
-      .map((piece) => piece.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .map(escapeRegExp)
       .join('[^/]*'),
   );
   const body = fixed.join('/');

@@ -27,6 +27,22 @@ export const ATTESTATION_WINDOW_MINUTES = 15;
 /** `YYYY-MM-DD` of the UTC day of `ms`. */
 const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
+/** Background judgements started without waiting for them: counted, so that shutdown and tests can wait for them. */
+class PendingWork {
+  private readonly pending = new Set<Promise<void>>();
+
+  /** Runs `work`, reporting its failure to `onError` (never thrown). */
+  track(work: Promise<void>, onError: (error: unknown) => void): void {
+    const tracked = work.catch(onError);
+    this.pending.add(tracked);
+    void tracked.finally(() => this.pending.delete(tracked));
+  }
+
+  async settled(): Promise<void> {
+    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  }
+}
+
 export interface SpendAlertOptions {
   readonly directory: Pick<GatewayDirectory, 'findAppById'>;
   readonly webhooks: Pick<Webhooks, 'emitOnce' | 'raised'>;
@@ -58,9 +74,13 @@ interface DaySpend {
 export class SpendAlerts {
   private readonly days = new Map<string, DaySpend>();
   private priceCache: { lookup: Promise<PriceLookup>; readAt: number } | undefined;
-  private readonly pending = new Set<Promise<void>>();
+  private readonly work = new PendingWork();
 
   constructor(private readonly options: SpendAlertOptions) {}
+
+  private get refreshMs(): number {
+    return this.options.refreshMs ?? 60_000;
+  }
 
   /**
    * Told of every usage batch once it is written (UsageRecorder's `onWritten`): groups the events with tokens by app
@@ -77,20 +97,18 @@ export class SpendAlerts {
     }
     if (!byApp) return;
     for (const [appId, appEvents] of byApp) {
-      const work = this.consider(appId, appEvents).catch((error: unknown) => this.options.onError(error, 'the spend alert of an app could not be judged; judged again with its next usage'));
-      this.pending.add(work);
-      void work.finally(() => this.pending.delete(work));
+      this.work.track(this.consider(appId, appEvents), (error) => this.options.onError(error, 'the spend alert of an app could not be judged; judged again with its next usage'));
     }
   }
 
   /** Waits for the judgements under way (shutdown, tests). */
-  async settled(): Promise<void> {
-    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  settled(): Promise<void> {
+    return this.work.settled();
   }
 
   private prices(): Promise<PriceLookup> {
     const now = this.options.clock();
-    if (!this.priceCache || now - this.priceCache.readAt >= (this.options.refreshMs ?? 60_000)) {
+    if (!this.priceCache || now - this.priceCache.readAt >= this.refreshMs) {
       const lookup = this.options.prices();
       this.priceCache = { lookup, readAt: now };
       // A failed read is not kept.
@@ -122,7 +140,7 @@ export class SpendAlerts {
       if (price) state.since += costOf(price, event.inputTokens ?? 0, event.outputTokens ?? 0);
     }
     if (state.reading) return;
-    const due = state.readAt < 0 || now - state.readAt >= (this.options.refreshMs ?? 60_000) || state.read + state.since >= amount;
+    const due = state.readAt < 0 || now - state.readAt >= this.refreshMs || state.read + state.since >= amount;
     if (!due) return;
     const reading = this.judge(appId, state, amount);
     state.reading = reading;
@@ -169,7 +187,7 @@ export interface AttestationAlertOptions {
 }
 
 export class AttestationFailureAlerts {
-  private readonly pending = new Set<Promise<void>>();
+  private readonly work = new PendingWork();
 
   constructor(private readonly options: AttestationAlertOptions) {}
 
@@ -180,14 +198,12 @@ export class AttestationFailureAlerts {
   record(app: AppIdentity, refused: boolean): void {
     const alert = app.settings.attestationFailureAlert;
     if (!alert) return;
-    const work = this.count(app.id, alert, refused).catch((error: unknown) => this.options.onError(error, 'an attestation could not be counted for the attestation.failure_rate alert'));
-    this.pending.add(work);
-    void work.finally(() => this.pending.delete(work));
+    this.work.track(this.count(app.id, alert, refused), (error) => this.options.onError(error, 'an attestation could not be counted for the attestation.failure_rate alert'));
   }
 
   /** Waits for the counts under way (tests). */
-  async settled(): Promise<void> {
-    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  settled(): Promise<void> {
+    return this.work.settled();
   }
 
   private async count(appId: string, alert: AttestationFailureAlert, refused: boolean): Promise<void> {
