@@ -6,7 +6,6 @@
  */
 import { expect } from 'chai';
 import type { ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,7 +14,7 @@ import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { createGatewayCore } from '../../core/server/gateway';
 import { FakeUpstream, chatCompletion, respondJson } from '../support/fake-upstream';
-import { attestOnNode, serveNode } from '../support/nodes';
+import { attestOnNode, serveNode, fleetEnvironment } from '../support/nodes';
 import { requireService, startPostgres, startRedis, type RunningPostgres, type RunningRedis } from '../support/services';
 
 interface Delivery {
@@ -68,14 +67,7 @@ describe('spend and attestation alerts raised once by a fleet of two nodes', fun
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     const hooks = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
-    env = {
-      TOLLGATE_DATABASE_URL: postgres.url,
-      TOLLGATE_REDIS_URL: redis.url,
-      TOLLGATE_MASTER_KEY: randomBytes(32).toString('base64'),
-      TOLLGATE_CHANGE_POLL_MS: '100',
-      TOLLGATE_PROVIDER_OPENAI_BASE_URL: upstream.url,
-      TOLLGATE_LOG_LEVEL: 'warn',
-    };
+    env = fleetEnvironment(postgres.url, redis.url, upstream.url);
     for (let index = 0; index < 2; index += 1) directories.push(mkdtempSync(path.join(os.tmpdir(), `tollgate-alerts-node-${index}-`)));
     const core = await createGatewayCore({ env: { ...env, TOLLGATE_DATA_DIR: directories[0]! }, workingDirectory: directories[0]! });
     try {

@@ -6,7 +6,6 @@
  */
 import { expect } from 'chai';
 import type { ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,7 +13,7 @@ import { createGatewayCore } from '../../core/server/gateway';
 import { EndUserService } from '../../core/users/end-user-service';
 import { FakeUpstream, chatCompletion, respondJson } from '../support/fake-upstream';
 import { rawRequest } from '../support/http';
-import { attestOnNode, serveNode } from '../support/nodes';
+import { attestOnNode, serveNode, fleetEnvironment } from '../support/nodes';
 import { requireService, startPostgres, startRedis, type RunningPostgres, type RunningRedis } from '../support/services';
 import { FakeSignInProvider, signingKey, type SigningKey } from '../support/sign-in-provider';
 
@@ -40,14 +39,7 @@ describe('end users shared by two nodes through Redis and PostgreSQL', function 
     signIn = await FakeSignInProvider.start();
     key = await signingKey('fleet');
     signIn.publish([key]);
-    env = {
-      TOLLGATE_DATABASE_URL: postgres.url,
-      TOLLGATE_REDIS_URL: redis.url,
-      TOLLGATE_MASTER_KEY: randomBytes(32).toString('base64'),
-      TOLLGATE_CHANGE_POLL_MS: '100',
-      TOLLGATE_PROVIDER_OPENAI_BASE_URL: upstream.url,
-      TOLLGATE_LOG_LEVEL: 'warn',
-    };
+    env = fleetEnvironment(postgres.url, redis.url, upstream.url);
     for (let index = 0; index < 2; index += 1) directories.push(mkdtempSync(path.join(os.tmpdir(), `tollgate-users-node-${index}-`)));
     const core = await createGatewayCore({ env: { ...env, TOLLGATE_DATA_DIR: directories[0]! }, workingDirectory: directories[0]! });
     app = await core.management.createApp({

@@ -10,7 +10,6 @@
  */
 import { expect } from 'chai';
 import type { ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,7 +22,7 @@ import { BYTES_PER_INPUT_TOKEN } from '../../core/pipeline/token-reservation';
 import { RedisRateLimitStore } from '../../plugins/store-redis';
 import { FakeUpstream, sseEvents, type Responder } from '../support/fake-upstream';
 import { rawRequest, type RawResponse } from '../support/http';
-import { attestOnNode, serveNode } from '../support/nodes';
+import { attestOnNode, serveNode, fleetEnvironment } from '../support/nodes';
 import { requireService, startPostgres, startRedis, startRedisCluster, type RunningPostgres, type RunningRedis } from '../support/services';
 
 const USAGE = { prompt_tokens: 1500, completion_tokens: 500, total_tokens: 2000 };
@@ -64,14 +63,7 @@ describe('token budgets by reservation, shared by two nodes through Redis', func
       await gate;
       await provider(request, response, undefined as never);
     });
-    env = {
-      TOLLGATE_DATABASE_URL: postgres.url,
-      TOLLGATE_REDIS_URL: redis.url,
-      TOLLGATE_MASTER_KEY: randomBytes(32).toString('base64'),
-      TOLLGATE_CHANGE_POLL_MS: '100',
-      TOLLGATE_PROVIDER_OPENAI_BASE_URL: upstream.url,
-      TOLLGATE_LOG_LEVEL: 'warn',
-    };
+    env = fleetEnvironment(postgres.url, redis.url, upstream.url);
     for (let index = 0; index < 2; index += 1) directories.push(mkdtempSync(path.join(os.tmpdir(), `tollgate-reserve-node-${index}-`)));
     const core = await createGatewayCore({ env: { ...env, TOLLGATE_DATA_DIR: directories[0]! }, workingDirectory: directories[0]! });
     app = await core.management.createApp({ name: 'reservations', allowDevelopmentAttestation: true, deviceDailyTokens: 1000 });

@@ -7,7 +7,6 @@
  */
 import { expect } from 'chai';
 import type { ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,7 +18,7 @@ import type { AppSettings } from '../../core/contract';
 import { RedisRateLimitStore } from '../../plugins/store-redis';
 import { FakeUpstream, chatCompletion, respondJson } from '../support/fake-upstream';
 import { rawRequest } from '../support/http';
-import { serveNode, attestOnNode } from '../support/nodes';
+import { serveNode, attestOnNode, fleetEnvironment } from '../support/nodes';
 import { requireService, startPostgres, startRedis, startRedisCluster, type RunningPostgres, type RunningRedis } from '../support/services';
 
 /** An OpenAI chat completion reporting 400 + 200 tokens (https://platform.openai.com/docs/api-reference/chat/object). */
@@ -63,14 +62,7 @@ describe('token budgets shared by two nodes through Redis', function () {
     upstream = await FakeUpstream.start();
     upstream.respond(respondJson(200, COMPLETION));
     counters = new RedisRateLimitStore(new Redis(redis.url, { lazyConnect: false }));
-    env = {
-      TOLLGATE_DATABASE_URL: postgres.url,
-      TOLLGATE_REDIS_URL: redis.url,
-      TOLLGATE_MASTER_KEY: randomBytes(32).toString('base64'),
-      TOLLGATE_CHANGE_POLL_MS: '100',
-      TOLLGATE_PROVIDER_OPENAI_BASE_URL: upstream.url,
-      TOLLGATE_LOG_LEVEL: 'warn',
-    };
+    env = fleetEnvironment(postgres.url, redis.url, upstream.url);
     for (let index = 0; index < 2; index += 1) directories.push(mkdtempSync(path.join(os.tmpdir(), `tollgate-budget-node-${index}-`)));
     const core = await createGatewayCore({ env: { ...env, TOLLGATE_DATA_DIR: directories[0]! }, workingDirectory: directories[0]! });
     app = await core.management.createApp({ name: 'budgets', allowDevelopmentAttestation: true, deviceDailyTokens: 1000 });

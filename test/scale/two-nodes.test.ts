@@ -4,9 +4,8 @@
  * and when Redis goes away the nodes fail closed.
  */
 import { expect } from 'chai';
-import { attestOnNode } from '../support/nodes';
+import { attestOnNode, fleetEnvironment } from '../support/nodes';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -51,14 +50,7 @@ describe('two nodes on shared PostgreSQL and Redis', function () {
     postgres = await requireService(this, startPostgres);
     redis = await requireService(this, startRedis);
     upstream = await FakeUpstream.start();
-    env = {
-      TOLLGATE_DATABASE_URL: postgres.url,
-      TOLLGATE_REDIS_URL: redis.url,
-      TOLLGATE_MASTER_KEY: randomBytes(32).toString('base64'),
-      TOLLGATE_CHANGE_POLL_MS: '100',
-      TOLLGATE_PROVIDER_OPENAI_BASE_URL: upstream.url,
-      TOLLGATE_LOG_LEVEL: 'warn',
-    };
+    env = fleetEnvironment(postgres.url, redis.url, upstream.url);
     for (let index = 0; index < 2; index += 1) directories.push(mkdtempSync(path.join(os.tmpdir(), `tollgate-node-${index}-`)));
     const core = await createGatewayCore({ env: { ...env, TOLLGATE_DATA_DIR: directories[0]! }, workingDirectory: directories[0]! });
     app = await core.management.createApp({ name: 'fleet', allowDevelopmentAttestation: true, deviceLimitPerMinute: LIMIT, appLimitPerMinute: 10_000 });

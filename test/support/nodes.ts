@@ -2,6 +2,7 @@
  * Gateway nodes as separate processes (`tollgate serve`), for fleet tests that kill one with SIGKILL.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import http, { type IncomingMessage } from 'node:http';
 import path from 'node:path';
 import { createGatewayCore } from '../../core/server/gateway';
@@ -9,6 +10,21 @@ import { createGatewayCore } from '../../core/server/gateway';
 export const CLI = path.resolve(__dirname, '..', '..', 'bin', 'tollgate.js');
 
 /** Starts `tollgate serve` with `env` on a free port; resolves with its URL once it listens. */
+/**
+ * The environment of a test fleet's nodes: one PostgreSQL, one Redis, the fake OpenAI upstream, a fresh master key, a
+ * fast change poll and logs at `warn`. Each node adds its own `TOLLGATE_DATA_DIR`.
+ */
+export function fleetEnvironment(databaseUrl: string, redisUrl: string, openaiUrl: string): Record<string, string> {
+  return {
+    TOLLGATE_DATABASE_URL: databaseUrl,
+    TOLLGATE_REDIS_URL: redisUrl,
+    TOLLGATE_MASTER_KEY: randomBytes(32).toString('base64'),
+    TOLLGATE_CHANGE_POLL_MS: '100',
+    TOLLGATE_PROVIDER_OPENAI_BASE_URL: openaiUrl,
+    TOLLGATE_LOG_LEVEL: 'warn',
+  };
+}
+
 export function serveNode(env: Record<string, string>): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   const child = spawn(process.execPath, [CLI, 'serve'], { env: { PATH: process.env.PATH ?? '', ...env, TOLLGATE_PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
