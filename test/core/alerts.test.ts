@@ -7,64 +7,12 @@
  */
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { FakeUpstream, chatCompletion, respondJson } from '../support/fake-upstream';
 import { TestGateway } from '../support/gateway';
+import { WebhookReceiver, until } from '../support/webhook-receiver';
 
-interface Received {
-  readonly headers: http.IncomingHttpHeaders;
-  readonly body: string;
-}
-
-/** A webhook endpoint on loopback that answers 204 and keeps what it received. */
-class Receiver {
-  readonly received: Received[] = [];
-  private server: http.Server | undefined;
-
-  async start(): Promise<void> {
-    const server = http.createServer((request, response) => {
-      const chunks: Buffer[] = [];
-      request.on('data', (chunk: Buffer) => chunks.push(chunk));
-      request.on('end', () => {
-        this.received.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
-        response.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    this.server = server;
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}/hooks`;
-  }
-
-  async stop(): Promise<void> {
-    const server = this.server;
-    this.server = undefined;
-    if (!server) return;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  }
-
-  of(app: string, type: string): Array<Received & { json: { type: string; app: string; timestamp: string; data: Record<string, unknown> } }> {
-    return this.received
-      .map((delivery) => ({ ...delivery, json: JSON.parse(delivery.body) as { type: string; app: string; timestamp: string; data: Record<string, unknown> } }))
-      .filter((delivery) => delivery.json.app === app && delivery.json.type === type);
-  }
-}
-
-async function until<T>(read: () => Promise<T> | T, done: (value: T) => boolean, what: string, waitMs = 15_000): Promise<T> {
-  const deadline = Date.now() + waitMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${waitMs} ms (last: ${JSON.stringify(value)})`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -73,7 +21,7 @@ describe('alerts: spend.threshold and attestation.failure_rate', function () {
   let upstream: FakeUpstream;
   let gateway: TestGateway;
   let adminKey: string;
-  const receiver = new Receiver();
+  const receiver = new WebhookReceiver();
 
   before(async () => {
     upstream = await FakeUpstream.start();

@@ -6,63 +6,12 @@
  * deliveries with their outcomes are listed by the management API. Bodies as operations.md, "Webhook events".
  */
 import { expect } from 'chai';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { FakeUpstream, chatCompletion, respondJson } from '../support/fake-upstream';
 import { TestGateway } from '../support/gateway';
+import { WebhookReceiver, until } from '../support/webhook-receiver';
 import { FakeSignInProvider, signingKey } from '../support/sign-in-provider';
 
-interface Received {
-  readonly headers: http.IncomingHttpHeaders;
-  readonly body: string;
-}
-
-class Receiver {
-  readonly received: Received[] = [];
-  private server: http.Server | undefined;
-  port = 0;
-
-  async start(port = 0): Promise<void> {
-    const server = http.createServer((request, response) => {
-      const chunks: Buffer[] = [];
-      request.on('data', (chunk: Buffer) => chunks.push(chunk));
-      request.on('end', () => {
-        this.received.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
-        response.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-    this.port = (server.address() as AddressInfo).port;
-    this.server = server;
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${this.port}/hooks`;
-  }
-
-  async stop(): Promise<void> {
-    const server = this.server;
-    this.server = undefined;
-    if (!server) return;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  }
-
-  types(): string[] {
-    return this.received.map((delivery) => (JSON.parse(delivery.body) as { type: string }).type);
-  }
-}
-
-async function until<T>(read: () => Promise<T> | T, done: (value: T) => boolean, what: string, waitMs = 15_000): Promise<T> {
-  const deadline = Date.now() + waitMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${waitMs} ms (last: ${JSON.stringify(value)})`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 describe('webhooks', function () {
   this.timeout(60_000);
@@ -70,7 +19,7 @@ describe('webhooks', function () {
   let gateway: TestGateway;
   let signIn: FakeSignInProvider;
   let adminKey: string;
-  const receiver = new Receiver();
+  const receiver = new WebhookReceiver();
 
   before(async () => {
     upstream = await FakeUpstream.start();
@@ -140,7 +89,7 @@ describe('webhooks', function () {
   });
 
   it('keeps a delivery queued while the receiver is down and delivers it once it is back', async () => {
-    const down = new Receiver();
+    const down = new WebhookReceiver();
     await down.start();
     const port = down.port;
     await down.stop();
