@@ -886,8 +886,8 @@ export class ManagementService {
     return { appId, revokedBefore: iso(now + 1), ...(monitorEnded ? { attestationMode: 'enforce' as const, monitorModeEnded: true as const } : {}) };
   }
 
-  async usage(appId: string, fromMs: number, toMs: number) {
+  async usage(appId: string, fromMs: number, toMs: number, limit = 1000) {
     await this.requireApp(this.database, appId);
-    return new UsageRepository(this.database).listForApp(appId, fromMs, toMs);
+    return new UsageRepository(this.database).listForApp(appId, fromMs, toMs, limit);
   }
 }
