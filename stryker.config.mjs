@@ -58,6 +58,11 @@ const parts = {
       'hardening/lower-findings',
       // App-token refusals (unknown, rotated, disabled) and credential routes with their lifetimes.
       'core/errors', 'hardening/provider-route-lists', 'core/account-routes',
+      // Signed-in users, models named in paths, streams, realtime upgrades (the same stages), account routes under every
+      // version, and forward's answers to hostile upstreams, departing clients and unread bodies.
+      'core/end-users', 'core/path-model-policy', 'core/streaming', 'core/realtime-model-policy', 'core/realtime-sessions',
+      'hardening/account-routes-every-version', 'hardening/hostile-upstream', 'hardening/client-faults',
+      'hardening/client-gone-upstream', 'hardening/unread-bodies', 'core/versions',
     ],
   },
 };
