@@ -62,7 +62,7 @@ const parts = {
       // version, and forward's answers to hostile upstreams, departing clients and unread bodies.
       'core/end-users', 'core/path-model-policy', 'core/streaming', 'core/realtime-model-policy', 'core/realtime-sessions',
       'hardening/account-routes-every-version', 'hardening/hostile-upstream', 'hardening/client-faults',
-      'hardening/client-gone-upstream', 'hardening/unread-bodies', 'core/versions',
+      'hardening/client-gone-upstream', 'hardening/unread-bodies',
     ],
   },
 };
