@@ -182,6 +182,8 @@ describe('token budgets: the check before and the charge after a request, from i
     const minute = budgetsFor(settings({ appMinuteTokens: 10 }), 'app_1', 'dev', 'openai', NOW)[0]!;
     const both = { deviceDailyTokens: 100, appMinuteTokens: 10 };
     expect(checkTokenBudgets(recordingStore().store, contextFor({}), NOW)).to.equal(undefined);
+    // No budget: the store is not asked, so even one answering by promise gives no promise.
+    expect(checkTokenBudgets(recordingStore({}, true).store, contextFor({}), NOW)).to.equal(undefined);
     expect(checkTokenBudgets(recordingStore({ [day.key]: 99, [minute.key]: 9 }).store, contextFor(both), NOW)).to.equal(undefined);
     const byMinute = refusal(() => checkTokenBudgets(recordingStore({ [day.key]: 99, [minute.key]: 10 }).store, contextFor(both), NOW));
     expect(byMinute).to.be.an.instanceOf(GatewayError);
