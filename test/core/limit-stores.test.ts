@@ -610,6 +610,7 @@ describe('the limitRate stage with stores that answer by promise, and its stream
     expect(run({ key: 'u2', values: { userLimitPerMinute: 7 } })).to.deep.equal([device, `user ${JSON.stringify('{app_1}\u0000u\u0000u2')} 7`]);
     // The same user under another profile: that profile's limits, not the ones kept for the first.
     expect(run({ key: 'u1', profile: 'pro', values: { userLimitPerMinute: 50 } })).to.deep.equal([device, `user ${JSON.stringify('{app_1}\u0000u\u0000u1')} 50`]);
+    expect(run({ key: 'u1', profile: 'team', values: { userLimitPerMinute: 70 } })).to.deep.equal([device, `user ${JSON.stringify('{app_1}\u0000u\u0000u1')} 70`]);
     // Key and profile are kept apart: user "u1" with profile "pro" is not user "u1pro" without one.
     expect(run({ key: 'u1pro', values: { userLimitPerMinute: 3 } })).to.deep.equal([device, `user ${JSON.stringify('{app_1}\u0000u\u0000u1pro')} 3`]);
   });
