@@ -1,8 +1,10 @@
 /**
  * The in-process limit stores on their own: the GCRA answers (remaining, reset, retry-after), the token counters with
  * their expiry, all-or-nothing reservations, and TOLLGATE_SHARED_STORE_FAILURE=local's store (the node's 1/n share,
- * one trial of the shared store per second, the way back, its metrics). The same stores behind a running gateway:
- * limits.test.ts, token-budget-reservations.test.ts and, with Redis, test/faults/shared-store-local.test.ts.
+ * one trial of the shared store per second, the way back, its metrics), and the limitRate stage against stores that
+ * answer by promise or take the stream slot with the rules, its slot release and lease renewals. The same stores behind
+ * a running gateway: limits.test.ts, token-budget-reservations.test.ts and, with Redis,
+ * test/faults/shared-store-local.test.ts.
  */
 import { expect } from 'chai';
 import type { Logger } from 'pino';

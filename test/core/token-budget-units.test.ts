@@ -1,8 +1,10 @@
 /**
  * Token budgets on their own, without a gateway: which budgets apply and their counter keys, the ends of their UTC
  * windows, when their counters expire, the 80 % and 100 % marks, the after-the-fact charge, the reservation estimate
- * from a request body, and the read-then-add fallback for a store without `reserve`/`settle`. The same code behind a
- * gateway: token-budgets.test.ts and token-budget-reservations.test.ts.
+ * from a request body (and the stream-usage request merged into it), the reservation of a request from its context
+ * (which unread bodies count their declared length, the refusals), its settlement and the marks it tells, and the
+ * read-then-add fallback for a store without `reserve`/`settle`. The same code behind a gateway: token-budgets.test.ts
+ * and token-budget-reservations.test.ts.
  */
 import { expect } from 'chai';
 import { GatewayError, ProxyContext, type AppSettings, type ProviderManifest, type RateLimitStore } from '../../core/contract';
