@@ -1,8 +1,10 @@
 /**
  * The in-process limit stores on their own: the GCRA answers (remaining, reset, retry-after), the token counters with
  * their expiry, all-or-nothing reservations, and TOLLGATE_SHARED_STORE_FAILURE=local's store (the node's 1/n share,
- * one trial of the shared store per second, the way back, its metrics). The same stores behind a running gateway:
- * limits.test.ts, token-budget-reservations.test.ts and, with Redis, test/faults/shared-store-local.test.ts.
+ * one trial of the shared store per second, the way back, its metrics), and the limitRate stage against stores that
+ * answer by promise or take the stream slot with the rules, its slot release and lease renewals. The same stores behind
+ * a running gateway: limits.test.ts, token-budget-reservations.test.ts and, with Redis,
+ * test/faults/shared-store-local.test.ts.
  */
 import { expect } from 'chai';
 import type { Logger } from 'pino';
@@ -10,8 +12,11 @@ import type { RateLimitRule } from '../../core/contract';
 import { MemoryRateLimitStore } from '../../core/stores/memory-rate-limit-store';
 import { LocalFallbackRateLimitStore } from '../../core/stores/local-fallback-store';
 import { MemoryChallengeStore } from '../../core/stores/memory-challenge-store';
-import { GatewayError, type AppIdentity } from '../../core/contract';
-import { limitSubject, rateLimitHeaderValues, storeUnavailable } from '../../core/pipeline/limit-rate';
+import { EventEmitter } from 'node:events';
+import { mock } from 'node:test';
+import { GatewayError, ProxyContext, type AppIdentity, type RateLimitRuleResult, type RateLimitStore } from '../../core/contract';
+import type { Configuration } from '../../core/configuration/configuration';
+import { LimitRateStage, limitSubject, rateLimitHeaderValues, storeUnavailable } from '../../core/pipeline/limit-rate';
 
 const rule = (limit: number, key = 'k', windowSeconds = 60): RateLimitRule => ({ policy: 'device', key, limit, windowSeconds });
 
@@ -428,5 +433,216 @@ describe('rate-limit rules, headers and the store-unavailable refusal', () => {
     expect(error).to.deep.include({ status: 503, retryAfterSeconds: 1, reason: 'rate_limit_store_unavailable' });
     expect(error.message).to.equal('Rate limits cannot be checked right now; the request was refused. Retry shortly.');
     expect((error as unknown as { cause: unknown }).cause).to.equal(cause);
+  });
+});
+
+describe('the limitRate stage with stores that answer by promise, and its stream slots', () => {
+  const NOW = Date.UTC(2026, 11, 5, 13, 45, 30);
+  const LEASE_MS = 3_000;
+  const settings = { deviceLimitPerMinute: 60, appLimitPerMinute: 600, maxConcurrentStreamsPerDevice: 1 };
+
+  /** A store whose every answer is recorded; `answers` picks each method's answer. */
+  function scriptedStore(answers: Partial<Record<'consume' | 'consumeAndAcquire' | 'reserve' | 'acquireSlot' | 'releaseSlot', (...args: never[]) => unknown>>) {
+    const calls: string[] = [];
+    /** The rules of each consume, as `policy key limit`. */
+    const consumed: string[][] = [];
+    const store = {
+      consume: (rules: readonly RateLimitRule[]) => {
+        calls.push('consume');
+        consumed.push(rules.map((limit) => `${limit.policy} ${JSON.stringify(limit.key)} ${limit.limit}`));
+        return answers.consume ? answers.consume() : rules.map((limit) => allowed(limit));
+      },
+      ...(answers.consumeAndAcquire
+        ? { consumeAndAcquire: (_rules: readonly RateLimitRule[], _nowMs: number, slot: { key: string; limit: number }) => (calls.push(`consumeAndAcquire ${slot.limit}`), answers.consumeAndAcquire!()) }
+        : {}),
+      spend: () => 0,
+      spent: (keys: readonly string[]) => keys.map(() => 0),
+      reserve: (keys: readonly string[], _limits: readonly number[], amount: number) => (calls.push(`reserve ${amount}`), answers.reserve ? answers.reserve() : { admitted: true, totals: keys.map(() => amount) }),
+      acquireSlot: (key: string, limit: number, leaseMs: number) => (calls.push(`acquire ${JSON.stringify(key)} ${limit} ${leaseMs}`), answers.acquireSlot ? answers.acquireSlot() : true),
+      renewSlot: (_key: string, _holder: string, leaseMs: number) => void calls.push(`renew ${leaseMs}`),
+      releaseSlot: () => (calls.push('release'), answers.releaseSlot ? answers.releaseSlot() : undefined),
+    } as unknown as RateLimitStore;
+    return { store, calls, consumed };
+  }
+  const allowed = (rule: RateLimitRule): RateLimitRuleResult => ({ rule, allowed: true, remaining: rule.limit - 1, resetSeconds: 1, retryAfterSeconds: 0 });
+
+  /** A request without a body; the response records its headers and closes when told. */
+  function requestContext(values: Record<string, unknown> = {}, user?: { key: string; profile?: string; values: Record<string, unknown> }, app = { id: 'app_1', settings: { ...settings, ...values } }) {
+    const response = Object.assign(new EventEmitter(), { destroyed: false, writableFinished: false, headers: {} as Record<string, unknown>, setHeader(name: string, value: unknown) { this.headers[name] = value; } });
+    const context = new ProxyContext('r', { method: 'GET', headers: {} } as never, response as never, { slug: 'openai', version: 'v1', providerPath: 'v1/models', query: '' }, { slug: 'openai' } as never, 0);
+    context.set('app', app as never);
+    context.set('device', { deviceId: 'dev' } as never);
+    if (user) context.set('user', { key: user.key, profile: user.profile, settings: { ...settings, ...user.values } } as never);
+    return { context, response };
+  }
+  const stage = (store: RateLimitStore) => new LimitRateStage(store, () => NOW, { maxBodyBytes: 1_000, streamLeaseMs: LEASE_MS } as Configuration);
+  const rejection = async (pending: unknown): Promise<GatewayError> => {
+    expect(pending).to.be.an.instanceOf(Promise);
+    return (pending as Promise<unknown>).then(
+      () => {
+        throw new Error('not refused');
+      },
+      (error: unknown) => error as GatewayError,
+    );
+  };
+
+  it('decides on the rules a store answers by promise: refuses, naming the policy, or admits and takes the slot', async () => {
+    const refusing = scriptedStore({
+      consume: () => Promise.resolve([allowed(rule(60, 'd')), { rule: { policy: 'app-day', key: 'a', limit: 5, windowSeconds: 86_400 }, allowed: false, remaining: 0, resetSeconds: 900, retryAfterSeconds: 700 }]),
+    });
+    const refused = requestContext();
+    const error = await rejection(stage(refusing.store).run(refused.context));
+    expect(error).to.deep.include({ type: 'rateLimited', status: 429, retryAfterSeconds: 700, reason: 'rate_limited_app_day' });
+    expect(error.message).to.equal('Rate limit exceeded (app-day); retry after 700 s.');
+    expect(refused.response.headers).to.deep.equal({ 'RateLimit-Policy': '"device";q=60;w=60, "app-day";q=5;w=86400', RateLimit: '"device";r=59;t=1, "app-day";r=0;t=900' });
+    expect(refusing.calls).to.deep.equal(['consume']);
+    const admitting = scriptedStore({ consume: () => Promise.resolve([allowed(rule(60, 'd'))]) });
+    const admitted = requestContext();
+    await stage(admitting.store).run(admitted.context);
+    expect(admitted.context.get('limit').outcomes).to.deep.equal([{ policy: 'device', limit: 60, windowSeconds: 60, remaining: 59, resetSeconds: 1 }]);
+    expect(admitting.calls).to.deep.equal(['consume', `acquire ${JSON.stringify('{app_1}\u0000s\u0000dev')} 1 ${LEASE_MS}`]);
+    admitted.response.emit('close');
+    expect(admitting.calls.at(-1)).to.equal('release');
+  });
+
+  it('takes the stream slot after a token reservation answered by promise, and refuses when none is free', async () => {
+    const full = scriptedStore({ reserve: () => Promise.resolve({ admitted: true, totals: [1] }), acquireSlot: () => false });
+    const error = await rejection(stage(full.store).run(requestContext({ deviceDailyTokens: 100 }).context));
+    expect(error).to.deep.include({ type: 'rateLimited', retryAfterSeconds: 1, reason: 'rate_limited_concurrent' });
+    expect(error.message).to.equal('Too many open requests from this device (at most 1 at once).');
+    expect(full.calls.map((call) => call.split(' ')[0])).to.deep.equal(['consume', 'reserve', 'acquire']);
+    const free = scriptedStore({ reserve: () => Promise.resolve({ admitted: true, totals: [1] }) });
+    const { context, response } = requestContext({ deviceDailyTokens: 100 });
+    await stage(free.store).run(context);
+    expect(free.calls.map((call) => call.split(' ')[0])).to.deep.equal(['consume', 'reserve', 'acquire']);
+    response.emit('close');
+    expect(free.calls.at(-1)).to.equal('release');
+  });
+
+  it('gives a slot back once, and a store failing to take it back is no unhandled rejection', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.prependListener('unhandledRejection', onUnhandled);
+    try {
+      const failing = scriptedStore({ releaseSlot: () => Promise.reject(new Error('store down')) });
+      const { context, response } = requestContext();
+      await stage(failing.store).run(context);
+      response.destroyed = true;
+      response.emit('close');
+      response.emit('close');
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(failing.calls.filter((call) => call === 'release')).to.have.length(1);
+      expect(unhandled).to.deep.equal([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
+  it('takes the slot with the rules when the store can (one call), and gives it back when a budget then refuses', async () => {
+    const SLOT = `acquire ${JSON.stringify('{app_1}\u0000s\u0000dev')} 1 ${LEASE_MS}`;
+    const together = (acquired: boolean | undefined, refused = false) => () =>
+      Promise.resolve({ results: [refused ? { ...allowed(rule(60, 'd')), allowed: false, remaining: 0, retryAfterSeconds: 9 } : allowed(rule(60, 'd'))], acquired });
+    const taken = scriptedStore({ consumeAndAcquire: together(true) });
+    const held = requestContext();
+    await stage(taken.store).run(held.context);
+    expect(held.context.get('limit').outcomes).to.have.length(1);
+    expect(taken.calls).to.deep.equal(['consumeAndAcquire 1']);
+    held.response.emit('close');
+    expect(taken.calls).to.deep.equal(['consumeAndAcquire 1', 'release']);
+    // No slot free: refused, nothing taken to give back.
+    const none = scriptedStore({ consumeAndAcquire: together(false) });
+    expect(await rejection(stage(none.store).run(requestContext().context))).to.deep.include({ reason: 'rate_limited_concurrent' });
+    expect(none.calls).to.deep.equal(['consumeAndAcquire 1']);
+    // A rule refused (no slot tried).
+    const limited = scriptedStore({ consumeAndAcquire: together(undefined, true) });
+    expect(await rejection(stage(limited.store).run(requestContext().context))).to.deep.include({ reason: 'rate_limited_device', retryAfterSeconds: 9 });
+    expect(limited.calls).to.deep.equal(['consumeAndAcquire 1']);
+    // The slot taken, then the token budget refuses: the slot goes back at once.
+    const budget = scriptedStore({ consumeAndAcquire: together(true), reserve: () => ({ admitted: false, totals: [100] }) });
+    expect(await rejection(stage(budget.store).run(requestContext({ deviceDailyTokens: 100 }).context))).to.deep.include({ reason: 'token_budget' });
+    expect(budget.calls).to.deep.equal(['consumeAndAcquire 1', 'reserve 1', 'release']);
+    // The store cannot answer: 503, fail closed.
+    const down = scriptedStore({ consumeAndAcquire: () => Promise.reject(new Error('down')) });
+    expect(await rejection(stage(down.store).run(requestContext().context))).to.deep.include({ status: 503, reason: 'rate_limit_store_unavailable' });
+    // Without consumeAndAcquire the slot is taken on its own, after the rules.
+    const apart = scriptedStore({});
+    const alone = requestContext();
+    await stage(apart.store).run(alone.context);
+    expect(apart.calls).to.deep.equal(['consume', SLOT]);
+    alone.response.emit('close');
+  });
+
+  it('takes a slot answered by promise, refuses when none is free, and fails closed when the store cannot take one', async () => {
+    const later = scriptedStore({ acquireSlot: () => Promise.resolve(true) });
+    const held = requestContext();
+    await stage(later.store).run(held.context);
+    held.response.emit('close');
+    expect(later.calls.map((call) => call.split(' ')[0])).to.deep.equal(['consume', 'acquire', 'release']);
+    const full = scriptedStore({ acquireSlot: () => Promise.resolve(false) });
+    expect(await rejection(stage(full.store).run(requestContext().context))).to.deep.include({ reason: 'rate_limited_concurrent' });
+    const rejecting = scriptedStore({ acquireSlot: () => Promise.reject(new Error('down')) });
+    expect(await rejection(stage(rejecting.store).run(requestContext().context))).to.deep.include({ status: 503, reason: 'rate_limit_store_unavailable' });
+    const throwing = scriptedStore({
+      acquireSlot: () => {
+        throw new Error('down');
+      },
+    });
+    let thrown: unknown;
+    try {
+      stage(throwing.store).run(requestContext().context);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).to.be.an.instanceOf(GatewayError);
+    expect(thrown).to.deep.include({ status: 503, reason: 'rate_limit_store_unavailable' });
+  });
+
+  it('keeps the rules of each signed-in user and profile on a device apart', () => {
+    const { store, consumed } = scriptedStore({});
+    const limits = stage(store);
+    const app = { id: 'app_1', settings };
+    const run = (user: { key: string; profile?: string; values: Record<string, unknown> }) => {
+      const { context, response } = requestContext({}, user, app);
+      limits.run(context);
+      response.emit('close');
+      return consumed.at(-1)!.filter((line) => line.startsWith('user') || line.startsWith('device '));
+    };
+    const device = `device ${JSON.stringify('{app_1}\u0000d\u0000dev')} 60`;
+    expect(run({ key: 'u1', values: { userLimitPerMinute: 5 } })).to.deep.equal([device, `user ${JSON.stringify('{app_1}\u0000u\u0000u1')} 5`]);
+    expect(run({ key: 'u2', values: { userLimitPerMinute: 7 } })).to.deep.equal([device, `user ${JSON.stringify('{app_1}\u0000u\u0000u2')} 7`]);
+    // The same user under another profile: that profile's limits, not the ones kept for the first.
+    expect(run({ key: 'u1', profile: 'pro', values: { userLimitPerMinute: 50 } })).to.deep.equal([device, `user ${JSON.stringify('{app_1}\u0000u\u0000u1')} 50`]);
+    expect(run({ key: 'u1', profile: 'team', values: { userLimitPerMinute: 70 } })).to.deep.equal([device, `user ${JSON.stringify('{app_1}\u0000u\u0000u1')} 70`]);
+    // Key and profile are kept apart: user "u1" with profile "pro" is not user "u1pro" without one.
+    expect(run({ key: 'u1pro', values: { userLimitPerMinute: 3 } })).to.deep.equal([device, `user ${JSON.stringify('{app_1}\u0000u\u0000u1pro')} 3`]);
+  });
+
+  it('renews every held lease each third of the lease, gives back a slot whose response is gone, and renews none once none is held', () => {
+    mock.timers.enable({ apis: ['setInterval'] });
+    try {
+      const { store, calls } = scriptedStore({});
+      const limits = stage(store);
+      const first = requestContext();
+      const second = requestContext();
+      limits.run(first.context);
+      limits.run(second.context);
+      calls.length = 0;
+      mock.timers.tick(LEASE_MS / 3 - 1);
+      expect(calls).to.deep.equal([]);
+      mock.timers.tick(1);
+      expect(calls).to.deep.equal([`renew ${LEASE_MS}`, `renew ${LEASE_MS}`]);
+      // A response that finished without its 'close' reaching the stage: its slot is given back at the next tick.
+      second.response.writableFinished = true;
+      mock.timers.tick(LEASE_MS / 3);
+      expect(calls.slice(2)).to.deep.equal(['release', `renew ${LEASE_MS}`]);
+      first.response.emit('close');
+      expect(calls.slice(4)).to.deep.equal(['release']);
+      // Nothing held: no renewal runs again. (Whether the timer itself stops is not asserted: Node 20's mock timers
+      // keep an interval that clears itself from its own callback running.)
+      mock.timers.tick(LEASE_MS * 3);
+      expect(calls.slice(5)).to.deep.equal([]);
+    } finally {
+      mock.timers.reset();
+    }
   });
 });

@@ -144,6 +144,26 @@ describe('token budgets by reservation (one node)', function () {
     expect(await chat(spender, {}, body)).to.include({ status: 429, reason: 'token_budget' });
   });
 
+  it('a stream whose stream_options is null, an array, or holds a non-object include_usage: the provider gets it replaced, the rest as sent', async () => {
+    upstream.respond(streaming);
+    const cases: Array<[client: string, upstream: string]> = [
+      ['{"model":"gpt-4o-mini","stream":true,"stream_options":null,"messages":[]}', '{"model":"gpt-4o-mini","stream":true,"stream_options":{"include_usage":true},"messages":[]}'],
+      ['{"model":"gpt-4o-mini","stream":true,"stream_options":[],"messages":[]}', '{"model":"gpt-4o-mini","stream":true,"stream_options":{"include_usage":true},"messages":[]}'],
+      ['{"model":"gpt-4o-mini","stream":true,"stream_options":{"include_usage":{"on":true}},"messages":[]}', '{"model":"gpt-4o-mini","stream":true,"stream_options":{"include_usage":true},"messages":[]}'],
+      ['{"model":"gpt-4o-mini","stream":true,"messages":[]}', '{"model":"gpt-4o-mini","stream":true,"messages":[],"stream_options":{"include_usage":true}}'],
+    ];
+    for (const [client, expected] of cases) {
+      // A budget applies (the gateway asks for usage only then), with room for the route's default output limit.
+      const spender = await device({ deviceDailyTokens: 100_000 });
+      const answer = await chat(spender, {}, client);
+      expect(answer.status, client).to.equal(200);
+      expect(upstream.last().body.toString(), client).to.equal(expected);
+      expect(upstream.last().headers['content-length'], client).to.equal(String(Buffer.byteLength(expected)));
+      // The usage chunk the gateway asked for is not relayed.
+      expect(answer.text(), client).to.equal(sseEvents([chunk('Hel', true), chunk('lo', true)]).join(''));
+    }
+  });
+
   it('a stream that reports nothing although asked is charged its reservation', async () => {
     const body = JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 100, stream: true, messages: [] });
     const reserved = Math.ceil(Buffer.byteLength(body) / BYTES_PER_INPUT_TOKEN) + 100;

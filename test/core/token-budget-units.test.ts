@@ -1,8 +1,10 @@
 /**
  * Token budgets on their own, without a gateway: which budgets apply and their counter keys, the ends of their UTC
  * windows, when their counters expire, the 80 % and 100 % marks, the after-the-fact charge, the reservation estimate
- * from a request body, and the read-then-add fallback for a store without `reserve`/`settle`. The same code behind a
- * gateway: token-budgets.test.ts and token-budget-reservations.test.ts.
+ * from a request body (and the stream-usage request merged into it), the reservation of a request from its context
+ * (which unread bodies count their declared length, the refusals), its settlement and the marks it tells, and the
+ * read-then-add fallback for a store without `reserve`/`settle`. The same code behind a gateway: token-budgets.test.ts
+ * and token-budget-reservations.test.ts.
  */
 import { expect } from 'chai';
 import { GatewayError, ProxyContext, type AppSettings, type ProviderManifest, type RateLimitStore } from '../../core/contract';
@@ -18,7 +20,8 @@ import {
   tellThreshold,
   type Budget,
 } from '../../core/pipeline/token-budget';
-import { estimateTokens, requestFieldsFor, reserveIn, settleIn, tokensToCharge } from '../../core/pipeline/token-reservation';
+import { PassThrough } from 'node:stream';
+import { estimateTokens, requestFieldsFor, reservationOf, reserveIn, reserveTokenBudgets, settleIn, settleTokenBudgets, tokensToCharge } from '../../core/pipeline/token-reservation';
 
 const DAY = 86_400_000;
 // 2026-12-05T13:45:30.250Z
@@ -181,6 +184,8 @@ describe('token budgets: the check before and the charge after a request, from i
     const minute = budgetsFor(settings({ appMinuteTokens: 10 }), 'app_1', 'dev', 'openai', NOW)[0]!;
     const both = { deviceDailyTokens: 100, appMinuteTokens: 10 };
     expect(checkTokenBudgets(recordingStore().store, contextFor({}), NOW)).to.equal(undefined);
+    // No budget: the store is not asked, so even one answering by promise gives no promise.
+    expect(checkTokenBudgets(recordingStore({}, true).store, contextFor({}), NOW)).to.equal(undefined);
     expect(checkTokenBudgets(recordingStore({ [day.key]: 99, [minute.key]: 9 }).store, contextFor(both), NOW)).to.equal(undefined);
     const byMinute = refusal(() => checkTokenBudgets(recordingStore({ [day.key]: 99, [minute.key]: 10 }).store, contextFor(both), NOW));
     expect(byMinute).to.be.an.instanceOf(GatewayError);
@@ -301,6 +306,56 @@ describe('token reservations: the estimate from a request body', () => {
     const other = body({ stream: true, stream_options: { include_usage: false } });
     expect(JSON.parse(estimateTokens(manifest, 'POST', 'v1/chat/completions', other, true).body.toString()).stream_options).to.deep.equal({ include_usage: true });
   });
+
+  it('merges the usage request into a member that is null, an array, absent or holds a non-object, replacing it, other members in place', () => {
+    const sent = (client: string) => estimateTokens(manifest, 'POST', 'v1/chat/completions', Buffer.from(client), true);
+    const cases: Array<[client: string, upstream: string]> = [
+      ['{"stream":true,"stream_options":null,"n":1}', '{"stream":true,"stream_options":{"include_usage":true},"n":1}'],
+      ['{"stream":true,"stream_options":[],"n":1}', '{"stream":true,"stream_options":{"include_usage":true},"n":1}'],
+      ['{"stream":true,"stream_options":[{"include_usage":true}],"n":1}', '{"stream":true,"stream_options":{"include_usage":true},"n":1}'],
+      ['{"stream":true,"n":1}', '{"stream":true,"n":1,"stream_options":{"include_usage":true}}'],
+      ['{"stream":true,"stream_options":{"include_usage":null,"x":2}}', '{"stream":true,"stream_options":{"include_usage":true,"x":2}}'],
+      ['{"stream":true,"stream_options":{"include_usage":[true]}}', '{"stream":true,"stream_options":{"include_usage":true}}'],
+      // An object where the request has a plain value: replaced by the value, not merged into.
+      ['{"stream":true,"stream_options":{"include_usage":{"enabled":true},"x":2}}', '{"stream":true,"stream_options":{"include_usage":true,"x":2}}'],
+      ['{"stream":true,"stream_options":{"include_usage":"true"}}', '{"stream":true,"stream_options":{"include_usage":true}}'],
+      ['{"stream":true,"stream_options":7}', '{"stream":true,"stream_options":{"include_usage":true}}'],
+    ];
+    for (const [client, upstream] of cases) {
+      const estimate = sent(client);
+      expect(estimate.body.toString(), client).to.equal(upstream);
+      expect(estimate.addedStreamUsage, client).to.equal(true);
+      expect(estimate.inputTokens, client).to.equal(Math.ceil(Buffer.byteLength(client) / 4));
+    }
+  });
+
+  it('leaves a body alone only when it has every member of the usage request, compared member by member', () => {
+    // A request of several members (a provider may declare any object): all must be present, with the same values.
+    const several = { requestFields: [{ methods: ['POST'], path: 'v1/responses', stream: 'stream', streamUsageRequest: { stream_options: { include_usage: true, continuous: true }, usage: 'detailed', trace: null } }] } as unknown as ProviderManifest;
+    const sent = (client: string) => estimateTokens(several, 'POST', 'v1/responses', Buffer.from(client), true);
+    const complete = '{"stream":true,"stream_options":{"continuous":true,"include_usage":true,"more":1},"usage":"detailed","trace":null}';
+    expect(sent(complete)).to.include({ addedStreamUsage: false });
+    expect(sent(complete).body.toString()).to.equal(complete);
+    const cases: Array<[client: string, upstream: string]> = [
+      // One of two nested members present: the other is added.
+      ['{"stream":true,"stream_options":{"include_usage":true},"usage":"detailed","trace":null}', '{"stream":true,"stream_options":{"include_usage":true,"continuous":true},"usage":"detailed","trace":null}'],
+      ['{"stream":true,"stream_options":{"continuous":true,"include_usage":true},"trace":null}', '{"stream":true,"stream_options":{"continuous":true,"include_usage":true},"trace":null,"usage":"detailed"}'],
+      // A null in the request is a value like any other: it replaces an object, and an absent member is not null.
+      ['{"stream":true,"stream_options":{"continuous":true,"include_usage":true},"usage":"detailed","trace":{"id":1}}', '{"stream":true,"stream_options":{"continuous":true,"include_usage":true},"usage":"detailed","trace":null}'],
+      ['{"stream":true,"stream_options":{"continuous":true,"include_usage":true},"usage":"detailed"}', '{"stream":true,"stream_options":{"continuous":true,"include_usage":true},"usage":"detailed","trace":null}'],
+      // A body whose member is null where the request has an object.
+      ['{"stream":true,"stream_options":null,"usage":"detailed","trace":null}', '{"stream":true,"stream_options":{"include_usage":true,"continuous":true},"usage":"detailed","trace":null}'],
+    ];
+    for (const [client, upstream] of cases) {
+      const estimate = sent(client);
+      expect(estimate.body.toString(), client).to.equal(upstream);
+      expect(estimate.addedStreamUsage, client).to.equal(true);
+    }
+    // An array in the request replaces what the body has there, an object included (arrays are not merged into).
+    const listed = { requestFields: [{ methods: ['POST'], path: 'v1/responses', stream: 'stream', streamUsageRequest: { include: ['usage'] } }] } as unknown as ProviderManifest;
+    expect(estimateTokens(listed, 'POST', 'v1/responses', Buffer.from('{"stream":true,"include":{"a":1}}'), true).body.toString()).to.equal('{"stream":true,"include":["usage"]}');
+    expect(estimateTokens(listed, 'POST', 'v1/responses', Buffer.from('{"stream":true,"include":["logs"]}'), true).body.toString()).to.equal('{"stream":true,"include":["usage"]}');
+  });
 });
 
 describe('token reservations: what a finished request is charged', () => {
@@ -321,6 +376,260 @@ describe('token reservations: what a finished request is charged', () => {
     expect(tokensToCharge(finished(200), 100)).to.equal(100);
     // Not a 2xx (refused after admission, the provider unreachable or refusing): the reservation is given back.
     for (const status of [0, 199, 300, 429, 500]) expect(tokensToCharge(finished(status, { inputTokens: 30, outputTokens: 12 }), 100), String(status)).to.equal(0);
+  });
+});
+
+describe('token reservations: reserving a request\'s estimate and settling it, from its context', () => {
+  const manifest = {
+    slug: 'openai',
+    requestFields: [{ methods: ['POST'], path: 'v1/chat/completions', outputLimit: ['max_tokens'], defaultOutputTokens: 16, stream: 'stream', streamUsageRequest: { stream_options: { include_usage: true } } }],
+  } as unknown as ProviderManifest;
+
+  /** A store with reserve and settle (all or nothing, as the real ones), recording what it was asked. */
+  function budgetStore(options: { asPromise?: boolean; totals?: Record<string, number> } = {}) {
+    const totals = new Map<string, number>(Object.entries(options.totals ?? {}));
+    const reserved: number[] = [];
+    const settled: Array<[readonly string[], number]> = [];
+    const answer = <T>(value: T): T | Promise<T> => (options.asPromise ? Promise.resolve(value) : value);
+    const store = {
+      spend: async (key: string, amount: number) => {
+        totals.set(key, (totals.get(key) ?? 0) + amount);
+        return totals.get(key)!;
+      },
+      spent: (keys: readonly string[]) => answer(keys.map((key) => totals.get(key) ?? 0)),
+      reserve: (keys: readonly string[], limits: readonly number[], amount: number) => {
+        reserved.push(amount);
+        const before = keys.map((key) => totals.get(key) ?? 0);
+        if (before.some((total, index) => total + amount > limits[index]!)) return answer({ admitted: false, totals: before });
+        return answer({ admitted: true, totals: keys.map((key) => (totals.set(key, (totals.get(key) ?? 0) + amount), totals.get(key)!)) });
+      },
+      settle: (keys: readonly string[], delta: number) => {
+        settled.push([keys, delta]);
+        for (const key of keys) totals.set(key, Math.max(0, (totals.get(key) ?? 0) + delta));
+      },
+    } as unknown as RateLimitStore;
+    return { store, totals, reserved, settled };
+  }
+
+  /**
+   * A request as the gateway sees it: `request` stands for the IncomingMessage, a stream when its body is to be read;
+   * a plain object of headers when it must not be (reading it would throw).
+   */
+  function requestContext(values: Partial<Record<keyof AppSettings, unknown>>, providerPath: string, request: object): ProxyContext {
+    const incoming = request instanceof PassThrough ? request : { method: 'POST', ...request };
+    const context = new ProxyContext('r', incoming as never, {} as never, { slug: 'openai', version: 'v1', providerPath, query: '' }, manifest, 0);
+    context.set('app', { id: 'app_1', settings: settings(values) } as never);
+    context.set('device', { deviceId: 'dev' } as never);
+    return context;
+  }
+  const rejection = async (pending: unknown): Promise<GatewayError> => {
+    expect(pending).to.be.an.instanceOf(Promise);
+    return (pending as Promise<unknown>).then(
+      () => {
+        throw new Error('not refused');
+      },
+      (error: unknown) => error as GatewayError,
+    );
+  };
+  const thrown = (run: () => unknown): GatewayError => {
+    try {
+      run();
+    } catch (error) {
+      return error as GatewayError;
+    }
+    throw new Error('not refused');
+  };
+
+  it('counts the declared length of an unread JSON or text body as input, and nothing for media or a length it cannot use', () => {
+    // [Content-Type, Content-Length, Transfer-Encoding, tokens reserved]: a route without body fields, so nothing is read.
+    const cases: Array<[string | undefined, string | undefined, string | undefined, number]> = [
+      ['application/json', '4000', undefined, 1000],
+      ['application/json; charset=utf-8', '4001', undefined, 1001],
+      ['Application/JSON ; Charset=UTF-8', '400', undefined, 100],
+      ['application/vnd.api+json', '4000', undefined, 1000],
+      ['application/merge-patch+json; charset=utf-8', '40', undefined, 10],
+      ['text/plain', '4000', undefined, 1000],
+      ['text/csv;charset=utf-8', '4003', undefined, 1001],
+      // Media (providers bill them in their own units), other structured types, and none at all: 1 token.
+      ['audio/mpeg', '4000', undefined, 1],
+      ['image/png', '4000', undefined, 1],
+      ['video/mp4', '4000', undefined, 1],
+      ['multipart/form-data; boundary=x', '4000', undefined, 1],
+      ['application/octet-stream', '4000', undefined, 1],
+      ['application/x-ndjson', '4000', undefined, 1],
+      ['application/json+zip', '4000', undefined, 1],
+      ['json/text', '4000', undefined, 1],
+      [undefined, '4000', undefined, 1],
+      // A length of 0, none (a chunked body), or not a finite number: 1 token, never NaN or Infinity.
+      ['application/json', '0', undefined, 1],
+      ['application/json', undefined, 'chunked', 1],
+      ['text/plain', undefined, 'chunked', 1],
+      ['application/json', 'abc', undefined, 1],
+      ['application/json', 'Infinity', undefined, 1],
+      ['application/json', '1e400', undefined, 1],
+      ['application/json', '-4000', undefined, 1],
+    ];
+    for (const [type, length, transfer, tokens] of cases) {
+      const { store, reserved } = budgetStore();
+      const headers: Record<string, string> = {};
+      if (type !== undefined) headers['content-type'] = type;
+      if (length !== undefined) headers['content-length'] = length;
+      if (transfer !== undefined) headers['transfer-encoding'] = transfer;
+      // No stream behind the request: reading it would throw.
+      const context = requestContext({ deviceDailyTokens: 1_000_000 }, 'v1/audio/transcriptions', { headers });
+      const label = `${type} ${length} ${transfer}`;
+      expect(reserveTokenBudgets(store, context, NOW, 1_000), label).to.equal(undefined);
+      expect(reserved, label).to.deep.equal([tokens]);
+      expect(reservationOf(context), label).to.include({ tokens, startedMs: NOW, addedStreamUsage: false, settled: false });
+      expect(context.requestBody, label).to.equal(undefined);
+    }
+  });
+
+  it('reserves nothing and reads nothing when no budget applies', () => {
+    const { store, reserved } = budgetStore();
+    const context = requestContext({}, 'v1/chat/completions', { headers: { 'content-type': 'application/json', 'content-length': '10' } });
+    expect(reserveTokenBudgets(store, context, NOW, 1_000)).to.equal(undefined);
+    expect(reserved).to.deep.equal([]);
+    expect(reservationOf(context)).to.equal(undefined);
+  });
+
+  it('reads the body of a route with body fields: its output limit counts, and a streaming body is sent with the usage request', async () => {
+    const { store, reserved } = budgetStore({ asPromise: true });
+    const client = '{"stream":true,"stream_options":null,"max_tokens":50}';
+    const request = Object.assign(new PassThrough(), { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(client.length) } });
+    const context = requestContext({ deviceDailyTokens: 1_000 }, 'v1/chat/completions', request);
+    const pending = reserveTokenBudgets(store, context, NOW, 1_000);
+    request.end(client);
+    await pending;
+    expect(reserved).to.deep.equal([Math.ceil(client.length / 4) + 50]);
+    expect(context.requestBody!.toString()).to.equal('{"stream":true,"stream_options":{"include_usage":true},"max_tokens":50}');
+    expect(reservationOf(context)).to.include({ tokens: Math.ceil(client.length / 4) + 50, addedStreamUsage: true });
+  });
+
+  it('answers a body cut short as the client gone, and a body over the limit as it is', async () => {
+    const { store, reserved } = budgetStore();
+    const cut = Object.assign(new PassThrough(), { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } });
+    const pending = reserveTokenBudgets(store, requestContext({ deviceDailyTokens: 1_000 }, 'v1/chat/completions', cut), NOW, 1_000);
+    cut.write('{"max_tokens":');
+    cut.destroy(new Error('aborted'));
+    const gone = await rejection(pending);
+    expect(gone).to.be.an.instanceOf(GatewayError);
+    expect(gone).to.deep.include({ type: 'invalidRequest', status: 400, reason: 'client_aborted', message: 'The client closed the connection before the request was complete.' });
+    const large = Object.assign(new PassThrough(), { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': '1001' } });
+    const over = await rejection(reserveTokenBudgets(store, requestContext({ deviceDailyTokens: 1_000 }, 'v1/chat/completions', large), NOW, 1_000));
+    expect(over).to.deep.include({ status: 413, reason: 'body_too_large' });
+    expect(reserved).to.deep.equal([]);
+  });
+
+  it('refuses a reservation that does not fit, naming the full budgets, when they start again, or that it can never fit', async () => {
+    const budgets = budgetsFor(settings({ deviceDailyTokens: 100, appMinuteTokens: 50 }), 'app_1', 'dev', 'openai', NOW);
+    const [day, minute] = budgets;
+    const both = { deviceDailyTokens: 100, appMinuteTokens: 50 };
+    const bodyOf = (bytes: number) => ({ headers: { 'content-type': 'application/json', 'content-length': String(bytes) } });
+    // 20 tokens, the day budget holding 90: the day is full.
+    const byDay = thrown(() => reserveTokenBudgets(budgetStore({ totals: { [day!.key]: 90 } }).store, requestContext(both, 'v1/x', bodyOf(80)), NOW, 1_000));
+    expect(byDay).to.be.an.instanceOf(GatewayError);
+    expect(byDay).to.deep.include({ type: 'rateLimited', status: 429, reason: 'token_budget', retryAfterSeconds: secondsToUtcMidnight(NOW) });
+    expect(byDay.message).to.equal(`Token budget used up (device per day): this request's reservation of 20 tokens does not fit; it starts again at 00:00 UTC, in ${secondsToUtcMidnight(NOW)} s.`);
+    // The minute full, from a store answering with a promise.
+    const byMinute = await rejection(reserveTokenBudgets(budgetStore({ asPromise: true, totals: { [minute!.key]: 31 } }).store, requestContext(both, 'v1/x', bodyOf(80)), NOW, 1_000));
+    expect(byMinute).to.deep.include({ reason: 'token_budget', retryAfterSeconds: 30 });
+    expect(byMinute.message).to.equal("Token budget used up (app per minute): this request's reservation of 20 tokens does not fit; it starts again at the next UTC minute, in 30 s.");
+    // Larger than both budgets: it never fits.
+    const tooLarge = thrown(() => reserveTokenBudgets(budgetStore().store, requestContext(both, 'v1/x', bodyOf(404)), NOW, 1_000));
+    expect(tooLarge.message).to.equal('This request reserves 101 tokens (its input and its output limit), more than the token budget allows (device per day and app per minute); ask for fewer output tokens.');
+    expect(tooLarge.retryAfterSeconds).to.equal(secondsToUtcMidnight(NOW));
+    // A store that refuses although no total it reports is full (it changed in between): every budget is named.
+    const racing = { ...budgetStore().store, reserve: () => ({ admitted: false, totals: [0, 0] }) } as RateLimitStore;
+    const raced = thrown(() => reserveTokenBudgets(racing, requestContext(both, 'v1/x', bodyOf(80)), NOW, 1_000));
+    expect(raced.message).to.equal(`Token budget used up (device per day and app per minute): this request's reservation of 20 tokens does not fit; it starts again at 00:00 UTC, in ${secondsToUtcMidnight(NOW)} s.`);
+  });
+
+  /** A request admitted with a reservation of 100 tokens (a 400-byte JSON body on a route without body fields). */
+  function admitted(values: Partial<Record<keyof AppSettings, unknown>>, budget = budgetStore()) {
+    const context = requestContext(values, 'v1/x', { headers: { 'content-type': 'application/json', 'content-length': '400' } });
+    reserveTokenBudgets(budget.store, context, NOW, 1_000);
+    expect(reservationOf(context)).to.include({ tokens: 100 });
+    return { context, ...budget };
+  }
+  const marks = () => {
+    const told: Array<[string, number, number]> = [];
+    return { told, listener: (budget: Budget, percent: 80 | 100, total: number) => told.push([budget.policy, percent, total]) };
+  };
+
+  it('tells the marks a request charged exactly its reservation crossed, with nothing to settle in the store', async () => {
+    // 100 tokens reserved and reported (60 + 40): the counters already hold the charge. 100 is 80 % of 125 and 100 % of 100.
+    const { context, store, settled } = admitted({ deviceDailyTokens: 125, appDailyTokens: 100, appMinuteTokens: 1_000 });
+    context.outcome.status = 200;
+    context.outcome.usage = { inputTokens: 60, outputTokens: 40 } as never;
+    const { told, listener } = marks();
+    const pending = settleTokenBudgets(store, context, NOW + 1_000, listener);
+    expect(pending).to.be.an.instanceOf(Promise);
+    await pending;
+    expect(told).to.deep.equal([['device', 80, 100], ['app', 100, 100]]);
+    expect(settled).to.deep.equal([]);
+    // Settled once: a second call does nothing.
+    expect(settleTokenBudgets(store, context, NOW + 2_000, listener)).to.equal(undefined);
+    expect(told).to.have.length(2);
+  });
+
+  it('tells no mark when the exact charge crosses none, and without a listener answers no promise for an exact charge', async () => {
+    const quiet = admitted({ deviceDailyTokens: 1_000 });
+    quiet.context.outcome.status = 200;
+    quiet.context.outcome.usage = { inputTokens: 100, outputTokens: 0 } as never;
+    const { told, listener } = marks();
+    await settleTokenBudgets(quiet.store, quiet.context, NOW, listener);
+    expect(told).to.deep.equal([]);
+    // The same exact charge past 80 %, no listener: nothing to settle, nothing to tell, so no promise at all.
+    const unheard = admitted({ deviceDailyTokens: 110 });
+    unheard.context.outcome.status = 200;
+    unheard.context.outcome.usage = { inputTokens: 50, outputTokens: 50 } as never;
+    expect(settleTokenBudgets(unheard.store, unheard.context, NOW)).to.equal(undefined);
+    expect(unheard.settled).to.deep.equal([]);
+    expect(reservationOf(unheard.context)).to.include({ settled: true });
+  });
+
+  it('settles the difference to the reported usage and tells the marks the charge crossed', async () => {
+    const { context, store, settled, totals } = admitted({ deviceDailyTokens: 200 });
+    context.outcome.status = 200;
+    context.outcome.usage = { inputTokens: 150, outputTokens: 20 } as never;
+    const { told, listener } = marks();
+    await settleTokenBudgets(store, context, NOW, listener);
+    const [day] = budgetsFor(settings({ deviceDailyTokens: 200 }), 'app_1', 'dev', 'openai', NOW);
+    expect(settled).to.deep.equal([[[day!.key], 70]]);
+    expect(totals.get(day!.key)).to.equal(170);
+    expect(told).to.deep.equal([['device', 80, 170]]);
+  });
+
+  it('gives the reservation of a request that was not a 2xx back and tells no mark, even with the budget past 80 % already', async () => {
+    const [day] = budgetsFor(settings({ deviceDailyTokens: 500 }), 'app_1', 'dev', 'openai', NOW);
+    // Other requests hold 400 of 500 (80 %); this one's 100 fits, then the provider refuses it.
+    const { context, store, settled, totals } = admitted({ deviceDailyTokens: 500 }, budgetStore({ totals: { [day!.key]: 400 } }));
+    expect(totals.get(day!.key)).to.equal(500);
+    context.outcome.status = 502;
+    context.outcome.usage = { inputTokens: 60, outputTokens: 40 } as never;
+    const { told, listener } = marks();
+    await settleTokenBudgets(store, context, NOW, listener);
+    expect(settled).to.deep.equal([[[day!.key], -100]]);
+    expect(totals.get(day!.key)).to.equal(400);
+    expect(told).to.deep.equal([]);
+  });
+
+  it('settles nothing in windows that have ended, and answers a store that throws as a rejected promise', async () => {
+    const minuteOnly = admitted({ deviceMinuteTokens: 1_000 });
+    minuteOnly.context.outcome.status = 200;
+    minuteOnly.context.outcome.usage = { inputTokens: 500, outputTokens: 500 } as never;
+    // The minute counter expired (a minute past its minute): nothing left to settle or tell.
+    const { told, listener } = marks();
+    expect(settleTokenBudgets(minuteOnly.store, minuteOnly.context, NOW + 120_000, listener)).to.equal(undefined);
+    expect(minuteOnly.settled).to.deep.equal([]);
+    expect(told).to.deep.equal([]);
+    const failing = admitted({ deviceDailyTokens: 1_000 });
+    failing.context.outcome.status = 200;
+    failing.context.outcome.usage = { inputTokens: 1, outputTokens: 1 } as never;
+    const broken = { ...failing.store, settle: () => { throw new Error('store down'); } } as unknown as RateLimitStore;
+    const pending = settleTokenBudgets(broken, failing.context, NOW);
+    expect((await rejection(pending)).message).to.equal('store down');
   });
 });
 
