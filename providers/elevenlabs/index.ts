@@ -52,6 +52,19 @@ export const manifest = defineProvider({
     { path: 'text-to-speech/{voice_id}/multi-stream-input', doc: 'https://elevenlabs.io/docs/api-reference/text-to-speech/v-1-text-to-speech-voice-id-multi-stream-input', model: { query: 'model_id' } },
     { path: 'speech-to-text/realtime', doc: 'https://elevenlabs.io/docs/api-reference/speech-to-text/v-1-speech-to-text-realtime', model: { query: 'model_id' } },
   ],
+  // The JSON routes that name their model in `model_id` (https://elevenlabs.io/docs/api-reference/text-to-speech/convert,
+  // https://elevenlabs.io/docs/api-reference/text-to-dialogue/convert,
+  // https://elevenlabs.io/docs/api-reference/text-to-sound-effects/convert): the app's model policy checks it (a request
+  // that names none, leaving ElevenLabs to pick its default, is refused under an allow-list). Speech-to-text and
+  // speech-to-speech send `model_id` as a multipart field, which model policy does not read.
+  requestFields: [
+    { methods: ['POST'], path: 'text-to-speech/{voice_id}', model: 'model_id' },
+    { methods: ['POST'], path: 'text-to-speech/{voice_id}/stream', model: 'model_id' },
+    { methods: ['POST'], path: 'text-to-speech/{voice_id}/with-timestamps', model: 'model_id' },
+    { methods: ['POST'], path: 'text-to-speech/{voice_id}/stream/with-timestamps', model: 'model_id' },
+    { methods: ['POST'], path: 'text-to-dialogue/**', model: 'model_id' },
+    { methods: ['POST'], path: 'sound-generation', model: 'model_id' },
+  ],
   // Single-use tokens for the realtime APIs; they expire after 15 minutes, fixed (https://elevenlabs.io/docs/api-reference/tokens/create).
   credentialRoutes: [{ methods: ['POST'], path: 'single-use-token/{token_type}', doc: 'https://elevenlabs.io/docs/api-reference/tokens/create' }],
 });

@@ -23,7 +23,7 @@ describe('model policy', function () {
     signIn = await FakeSignInProvider.start();
     key = await signingKey('policy');
     signIn.publish([key]);
-    gateway = await TestGateway.start({ upstreams: { openai: upstream.url, anthropic: upstream.url } });
+    gateway = await TestGateway.start({ upstreams: { openai: upstream.url, anthropic: upstream.url, elevenlabs: upstream.url } });
   });
   beforeEach(() => upstream.reset());
   after(async () => {
@@ -53,6 +53,30 @@ describe('model policy', function () {
     expect(upstream.requests).to.have.length(0);
     expect((await send(device, 'openai/v1/chat/completions', '{"model":"gpt-4o-mini","messages":[]}')).status).to.equal(200);
     expect(received().model).to.equal('gpt-4o-mini');
+  });
+
+  it('ElevenLabs: the model_id of speech, dialogue and sound requests is checked and an alias replaced; a multipart transcription passes', async () => {
+    // Bodies as in https://elevenlabs.io/docs/api-reference/text-to-speech/convert (model_id beside text).
+    const device = await gateway.provision(
+      { elevenlabs: 'xi-policy-0123456789abcdef' },
+      { modelPolicy: { elevenlabs: { allow: ['eleven_flash_v2_5'], aliases: { voice: 'eleven_flash_v2_5' } } } },
+    );
+    for (const path of ['text-to-speech/21m00Tcm4TlvDq8ikWAM', 'text-to-speech/21m00Tcm4TlvDq8ikWAM/stream', 'text-to-speech/21m00Tcm4TlvDq8ikWAM/stream/with-timestamps', 'text-to-dialogue', 'text-to-dialogue/stream', 'sound-generation']) {
+      expect(await send(device, `elevenlabs/v1/${path}`, '{"text":"Hi","model_id":"eleven_v3"}'), path).to.deep.equal({ status: 400, reason: 'model_not_allowed' });
+      // No model_id: ElevenLabs would pick its default, which the allow-list does not name.
+      expect(await send(device, `elevenlabs/v1/${path}`, '{"text":"Hi"}'), path).to.deep.equal({ status: 400, reason: 'model_not_allowed' });
+    }
+    expect(upstream.requests).to.have.length(0);
+    expect((await send(device, 'elevenlabs/v1/text-to-speech/21m00Tcm4TlvDq8ikWAM/stream', '{"text":"Hi","model_id":"voice"}')).status).to.equal(200);
+    expect(received()).to.deep.equal({ text: 'Hi', model_id: 'eleven_flash_v2_5' });
+    expect(upstream.last().url).to.equal('/v1/text-to-speech/21m00Tcm4TlvDq8ikWAM/stream');
+    // Speech-to-text is multipart (https://elevenlabs.io/docs/api-reference/speech-to-text/convert): not read, passed.
+    const form = new FormData();
+    form.append('model_id', 'scribe_v1');
+    form.append('file', new Blob([Buffer.alloc(64)], { type: 'audio/mpeg' }), 'a.mp3');
+    const response = await fetch(`${gateway.url}/v1/proxy/elevenlabs/v1/speech-to-text`, { method: 'POST', headers: device.headers, body: form });
+    expect(response.status).to.equal(200);
+    expect(upstream.last().url).to.equal('/v1/speech-to-text');
   });
 
   it('replaces an alias and clamps the declared output-token field in the body the provider receives', async () => {
