@@ -80,14 +80,16 @@ const parts = {
       'core/pipeline/response-urls.ts', 'core/pipeline/request-body.ts', 'core/pipeline/usage-tap.ts',
       'core/pipeline/usage-event-filter.ts', 'core/pipeline/in-flight-list.ts', 'core/pipeline/upstream-views.ts',
     ],
+    // The unit specs first: a mutant stops at its first failing test, and a survivor runs them all.
     spec: [
-      'core/proxy-exchange', 'core/header-hygiene', 'core/usage-tap', 'core/usage-tokens', 'core/request-fields',
-      'core/streaming', 'core/secret-leaks', 'core/error-reasons', 'hardening/hostile-upstream', 'hardening/client-faults',
-      'hardening/client-gone-upstream', 'hardening/echo-paths', 'hardening/forwarding-properties',
-      'hardening/unread-bodies',
+      'core/header-hygiene', 'core/usage-tap', 'core/usage-tokens', 'core/request-fields', 'core/error-reasons',
+      'core/proxy-exchange', 'core/streaming', 'core/secret-leaks', 'hardening/hostile-upstream', 'hardening/client-faults',
+      'hardening/echo-paths', 'hardening/unread-bodies',
     ],
     // Descriptor exhaustion by 300 trickling clients: a load test (test/hardening/unread-bodies.test.ts), not a check
-    // of these lines' decisions; the spec's other tests stay.
+    // of these lines' decisions; the spec's other tests stay. Left out as well (they run in `npm test`): the property
+    // runs of test/hardening/forwarding-properties.test.ts and the timed client departures of
+    // test/hardening/client-gone-upstream.test.ts, four to seven seconds a survivor.
     grep: '^(?!.*300 trickling clients)',
   },
 };
