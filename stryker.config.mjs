@@ -71,8 +71,10 @@ const parts = {
     spec: [
       'core/route-class', 'core/unsafe-paths', 'core/model-policy', 'core/request-fields', 'core/path-model-policy',
       'core/realtime-model-policy', 'hardening/echo-paths', 'hardening/lower-findings', 'hardening/provider-route-lists',
-      'core/account-routes', 'hardening/account-routes-every-version',
+      'core/account-routes',
     ],
+    // Left out (it runs in `npm test`): test/hardening/account-routes-every-version.test.ts, one generated test of
+    // every account route under every version (17 s; a survivor of route-class.ts ran it each time).
   },
   'pipeline-forward': {
     mutate: [
