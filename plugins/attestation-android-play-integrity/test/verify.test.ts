@@ -280,6 +280,10 @@ describe('Play Integrity, standard requests (decoded by Google)', () => {
   beforeEach(() => {
     google.unavailable = false;
     google.tokenRequests = 0;
+    google.expiresIn = 3599;
+    google.tokenAnswer = undefined;
+    google.decodeAnswer = undefined;
+    google.assertions.length = 0;
   });
 
   it('accepts a token Google decodes, and reuses the access token for the next decode', async () => {
@@ -358,6 +362,142 @@ describe('Play Integrity, standard requests (decoded by Google)', () => {
         expect((error as Error).message).to.not.include(json);
       }
     }
+  });
+
+  // Google's OAuth 2.0 for server-to-server applications, "Preparing to make an authorized API call" (HTTP/REST):
+  // https://developers.google.com/identity/protocols/oauth2/service-account#httprest — a JWT with header
+  // {"alg":"RS256","typ":"JWT"} naming the key (`kid`, the key file's private_key_id), claims iss, scope, aud (the token
+  // endpoint), iat and exp (at most an hour later), posted form-encoded with grant_type jwt-bearer; the answer carries
+  // access_token and expires_in (seconds).
+  it('signs the assertion as Google asks: kid from private_key_id, iss, scope, aud, iat now and exp an hour later, form-encoded', async () => {
+    // Google checks iat and exp against its own clock: the decoder's clock is the real one, at a known millisecond.
+    const now = Math.floor(Date.now() / 1000) * 1000 + 999;
+    await verify(decoder({ clock: () => now }));
+    expect(google.assertions).to.have.length(1);
+    const [sent] = google.assertions;
+    expect(sent!.header).to.deep.equal({ alg: 'RS256', typ: 'JWT', kid: 'test-key-1' });
+    expect(sent!.claims).to.deep.equal({ scope: 'https://www.googleapis.com/auth/playintegrity', iss: account.json.match(/"client_email":"([^"]+)"/)![1], sub: account.json.match(/"client_email":"([^"]+)"/)![1], aud: google.tokenUrl, iat: (now - 999) / 1000, exp: (now - 999) / 1000 + 3600 });
+    expect(sent!.contentType).to.equal('application/x-www-form-urlencoded');
+
+    // A key file without a private_key_id (or with one that is not a string) names no key.
+    const withoutId = JSON.parse(account.json) as Record<string, unknown>;
+    delete withoutId.private_key_id;
+    await verify(decoder({ serviceAccountJson: JSON.stringify(withoutId) }));
+    await verify(decoder({ serviceAccountJson: JSON.stringify({ ...withoutId, private_key_id: 42 }) }));
+    expect(google.assertions.slice(1).map((assertion) => assertion.header)).to.deep.equal([{ alg: 'RS256', typ: 'JWT' }, { alg: 'RS256', typ: 'JWT' }]);
+  });
+
+  it('reuses the access token until exactly a minute before expires_in runs out, and renews it from that millisecond', async () => {
+    const start = Date.now();
+    let now = start;
+    const dec = decoder({ clock: () => now });
+    await verify(dec);
+    now = start + 3599_000 - 60_000 - 1;
+    await verify(dec);
+    expect(google.tokenRequests).to.equal(1);
+    now = start + 3599_000 - 60_000;
+    await verify(dec);
+    expect(google.tokenRequests).to.equal(2);
+  });
+
+  it('takes an hour when expires_in is absent, zero, negative or not a number', async () => {
+    const start = Date.now();
+    const renewals: number[][] = [];
+    for (const expiresIn of [undefined, 0, -5, '3599']) {
+      google.expiresIn = expiresIn;
+      google.tokenRequests = 0;
+      let now = start;
+      const dec = decoder({ clock: () => now });
+      await verify(dec);
+      now = start + 3600_000 - 60_000 - 1;
+      await verify(dec);
+      const reused = google.tokenRequests;
+      now = start + 3600_000 - 60_000;
+      await verify(dec);
+      renewals.push([reused, google.tokenRequests]);
+    }
+    expect(renewals).to.deep.equal([[1, 2], [1, 2], [1, 2], [1, 2]]);
+  });
+
+  it('refuses a token answer without an access token, and asks again next time', async () => {
+    const dec = decoder();
+    for (const body of [{ expires_in: 3599 }, { access_token: '', expires_in: 3599 }, { access_token: 42, expires_in: 3599 }]) {
+      google.tokenAnswer = { status: 200, body };
+      expect(await failure(verify(dec))).to.equal('google_unavailable');
+    }
+    google.tokenAnswer = undefined;
+    await verify(dec);
+    expect(google.tokenRequests).to.equal(4);
+  });
+
+  it('after a failed exchange, concurrent decodes share the next one', async () => {
+    const dec = decoder();
+    google.tokenAnswer = { status: 400, body: { error: 'invalid_grant', error_description: 'Invalid JWT Signature.' } };
+    expect(await failure(verify(dec))).to.equal('google_rejected');
+    google.tokenAnswer = undefined;
+    await Promise.all([verify(dec), verify(dec), verify(dec)]);
+    expect(google.tokenRequests).to.equal(2);
+  });
+
+  it('drops an access token the API answers 401 to, and mints a new one for the next decode', async () => {
+    const dec = decoder();
+    await verify(dec);
+    google.revokeAccessTokens();
+    expect(await failure(verify(dec))).to.equal('google_rejected');
+    expect(google.tokenRequests).to.equal(1);
+    await verify(dec);
+    expect(google.tokenRequests).to.equal(2);
+  });
+
+  it('maps the API’s statuses and answers: 429 and 5xx unavailable, other 4xx rejected, an answer without tokenPayloadExternal unavailable', async () => {
+    const dec = decoder();
+    const reasons: string[] = [];
+    for (const answer of [
+      { status: 429, body: { error: { code: 429, status: 'RESOURCE_EXHAUSTED' } } },
+      { status: 500, body: { error: { code: 500, status: 'INTERNAL' } } },
+      { status: 499, body: {} },
+      { status: 403, body: { error: { code: 403, status: 'PERMISSION_DENIED' } } },
+      { status: 200, body: {} },
+      { status: 200, body: { tokenPayloadExternal: 'not an object' } },
+      { status: 200, body: [] },
+    ]) {
+      google.decodeAnswer = answer;
+      reasons.push(await failure(verify(dec)));
+    }
+    expect(reasons).to.deep.equal(['google_unavailable', 'google_unavailable', 'google_rejected', 'google_rejected', 'google_unavailable', 'google_unavailable', 'google_unavailable']);
+    expect(await failure(verify(dec, ''))).to.equal('malformed_token');
+    // The API base URL may end in slashes.
+    google.decodeAnswer = undefined;
+    expect(await verify(decoder({ apiBaseUrl: `${google.baseUrl}//` }))).to.include({ valid: true });
+  });
+
+  it('names Google’s error code in the message when it is a plain code, and nothing else of the answer', async () => {
+    const message = async (promise: Promise<unknown>) => {
+      const error = await rejection(promise);
+      errors.push(error);
+      return error.message;
+    };
+    google.tokenAnswer = { status: 400, body: { error: 'invalid_grant', error_description: 'Invalid JWT Signature.' } };
+    expect(await message(verify(decoder()))).to.equal('the OAuth token endpoint answered 400 (invalid_grant)');
+    google.tokenAnswer = { status: 400, body: { error: 'invalid grant for ya29.leaked' } };
+    expect(await message(verify(decoder()))).to.equal('the OAuth token endpoint answered 400');
+    google.tokenAnswer = { status: 400, body: { error: 'x'.repeat(65) } };
+    expect(await message(verify(decoder()))).to.equal('the OAuth token endpoint answered 400');
+    google.tokenAnswer = { status: 400, body: { error: 7 } };
+    expect(await message(verify(decoder()))).to.equal('the OAuth token endpoint answered 400');
+    google.tokenAnswer = undefined;
+    google.decodeAnswer = { status: 503, body: { error: { code: 503, status: 'UNAVAILABLE' } } };
+    expect(await message(verify(decoder()))).to.equal('the Play Integrity API answered 503 (UNAVAILABLE)');
+    google.decodeAnswer = { status: 503, body: 'not json' };
+    expect(await message(verify(decoder()))).to.equal('the Play Integrity API answered 503');
+    google.decodeAnswer = undefined;
+    // A network failure is named by its code, or by the error's name when it has no plain code.
+    const failing = (error: Error) => decoder({ fetch: async () => Promise.reject(error) });
+    const refused = Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }) });
+    expect(await message(verify(failing(refused)))).to.equal('the OAuth token endpoint cannot be reached (ECONNREFUSED)');
+    expect(await message(verify(failing(new TypeError('fetch failed'))))).to.equal('the OAuth token endpoint cannot be reached (TypeError)');
+    const odd = Object.assign(new TypeError('fetch failed'), { cause: { code: 'E 127.0.0.1' } });
+    expect(await message(verify(failing(odd)))).to.equal('the OAuth token endpoint cannot be reached');
   });
 
   it('never puts the service-account key or an access token in an error, nor shows them when the decoder is inspected', async () => {
