@@ -222,6 +222,20 @@ describe('Apple App Attest: every rejection, on a test PKI', () => {
     expect(await rejection(verifyAppAttestAttestation(inputFor(attestation, { trustedRoots: [notCa.rootPem] })))).to.equal('chain_invalid');
   });
 
+  it('checks the issuer names along the chain, not only the signatures: a credCert or an intermediate signed by the right key under another issuer name is refused', async () => {
+    // Observable apart from the signature check: the signature verifies (the right key signed), only the name differs.
+    const renamed = await createTestAttestation({ authority, appId, clientDataHash, at, leafIssuer: 'CN=Some Other CA, O=Tollgate Tests, ST=California' });
+    expect(await rejection(verifyAppAttestAttestation(inputFor(renamed)))).to.equal('chain_invalid');
+    // The intermediate, signed by the trusted root's key but naming another issuer, does not end in that root.
+    const misnamed = await createTestAuthority(at, undefined, true, 'CN=Some Other Root, O=Tollgate Tests, ST=California');
+    const underMisnamed = await createTestAttestation({ authority: misnamed, appId, clientDataHash, at });
+    expect(await rejection(verifyAppAttestAttestation(inputFor(underMisnamed, { trustedRoots: [misnamed.rootPem] })))).to.equal('untrusted_root');
+    // An intermediate without a BasicConstraints extension is no CA either.
+    const unstated = await createTestAuthority(at, undefined, 'unstated');
+    const underUnstated = await createTestAttestation({ authority: unstated, appId, clientDataHash, at });
+    expect(await rejection(verifyAppAttestAttestation(inputFor(underUnstated, { trustedRoots: [unstated.rootPem] })))).to.equal('chain_invalid');
+  });
+
   it('accepts a credCert at the first and the last instant of its validity (both included), and not a millisecond outside', async () => {
     const from = await createTestAttestation({ authority, appId, clientDataHash, at, leafNotBefore: at });
     expect((await verifyAppAttestAttestation(inputFor(from))).valid).to.equal(true);
