@@ -38,8 +38,8 @@ async function readBody(request: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function send(response: ServerResponse, status: number, body: unknown): void {
-  response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+function send(response: ServerResponse, status: number, body: unknown, raw = false): void {
+  response.writeHead(status, { 'content-type': 'application/json' }).end(raw ? String(body) : JSON.stringify(body));
 }
 
 export class FakeGoogle {
@@ -60,9 +60,11 @@ export class FakeGoogle {
   /** `expires_in` of the next access tokens (Google sends 3599); `undefined` leaves it out. */
   expiresIn: unknown = 3599;
   /** When set, the token endpoint answers this instead of a token (after checking the assertion as usual). */
-  tokenAnswer: { status: number; body: unknown } | undefined;
+  tokenAnswer: { status: number; body: unknown; raw?: boolean } | undefined;
   /** When set, the decode endpoint answers this to a request with a valid access token. */
-  decodeAnswer: { status: number; body: unknown } | undefined;
+  decodeAnswer: { status: number; body: unknown; raw?: boolean } | undefined;
+  /** The content type of every decode request. */
+  readonly decodeContentTypes: Array<string | undefined> = [];
 
   constructor(account: ServiceAccount) {
     this.#publicKey = account.publicKey;
@@ -120,7 +122,7 @@ export class FakeGoogle {
     } catch {
       return send(response, 400, { error: 'invalid_grant', error_description: 'Invalid JWT Signature.' });
     }
-    if (this.tokenAnswer) return send(response, this.tokenAnswer.status, this.tokenAnswer.body);
+    if (this.tokenAnswer) return send(response, this.tokenAnswer.status, this.tokenAnswer.body, this.tokenAnswer.raw);
     const token = `ya29.${randomBytes(24).toString('base64url')}`;
     this.#issued.add(token);
     this.issuedTokens.push(token);
@@ -129,9 +131,10 @@ export class FakeGoogle {
 
   #decode(request: IncomingMessage, body: string, response: ServerResponse): void {
     this.decodeRequests += 1;
+    this.decodeContentTypes.push(request.headers['content-type']);
     const bearer = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
     if (!bearer || !this.#issued.has(bearer)) return send(response, 401, { error: { code: 401, message: 'Request had invalid authentication credentials.', status: 'UNAUTHENTICATED' } });
-    if (this.decodeAnswer) return send(response, this.decodeAnswer.status, this.decodeAnswer.body);
+    if (this.decodeAnswer) return send(response, this.decodeAnswer.status, this.decodeAnswer.body, this.decodeAnswer.raw);
     if (this.unavailable) return send(response, 503, { error: { code: 503, message: 'The service is currently unavailable.', status: 'UNAVAILABLE' } });
     let integrityToken: unknown;
     try {

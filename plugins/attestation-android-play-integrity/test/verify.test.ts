@@ -254,6 +254,71 @@ describe('Play Integrity, verdict checks', () => {
   });
 });
 
+describe('Play Integrity, verdict checks (fields Play leaves out or sends otherwise)', () => {
+  const policy: IntegrityPolicy = { packageName: PACKAGE, now: NOW };
+  const reason = (value: unknown, expected: { nonce: string } | { requestHash: string } = { nonce: NONCE }, overrides: Partial<IntegrityPolicy> = {}) => {
+    try {
+      checkIntegrityPayload(value, { ...policy, ...overrides }, expected);
+      return 'accepted';
+    } catch (error) {
+      expect(error).to.be.instanceOf(PlayIntegrityError);
+      return (error as PlayIntegrityError).reason;
+    }
+  };
+
+  it('refuses a verdict without the binding, or with a nonce or certificate digest that is not base64, as a mismatch', () => {
+    expect(reason(payload(undefined, { requestHash: 'aGFzaA' }), { requestHash: 'aGFzaA' })).to.equal('accepted');
+    expect(reason(payload(undefined, {}), { requestHash: 'aGFzaA' })).to.equal('request_hash_mismatch');
+    expect(reason(payload(undefined, {}), { nonce: NONCE })).to.equal('nonce_mismatch');
+    expect(reason(payload(undefined, { nonce: '!!not base64!!' }))).to.equal('nonce_mismatch');
+    const certificate = (digest: string) => payload((p) => (p.appIntegrity.certificateSha256Digest = [digest]));
+    expect(reason(certificate('!!not a digest!!'), { nonce: NONCE }, { certificateSha256Digests: [CERTIFICATE_DIGEST] })).to.equal('certificate_mismatch');
+    expect(reason(certificate(Buffer.alloc(31, 0xab).toString('base64url')), { nonce: NONCE }, { certificateSha256Digests: [CERTIFICATE_DIGEST] })).to.equal('certificate_mismatch');
+    expect(reason(certificate('ab'.repeat(32)), { nonce: NONCE }, { certificateSha256Digests: [CERTIFICATE_DIGEST] })).to.equal('accepted');
+    expect(reason(payload((p) => delete p.appIntegrity.certificateSha256Digest), { nonce: NONCE }, { certificateSha256Digests: [CERTIFICATE_DIGEST] })).to.equal('certificate_mismatch');
+    // A policy digest that is neither hex nor base64 of 32 bytes is the operator's mistake, not a device's.
+    expect(() => checkIntegrityPayload(payload(), { ...policy, certificateSha256Digests: ['not a digest'] }, { nonce: NONCE })).to.throw(Error, /neither a hex nor a base64url SHA-256 digest/).and.not.be.instanceOf(PlayIntegrityError);
+  });
+
+  it('refuses a recognized app whose evaluated package is absent; takes its absence only for an app Play did not evaluate', () => {
+    expect(reason(payload((p) => delete p.appIntegrity.packageName))).to.equal('package_mismatch');
+    const unevaluated = payload((p) => {
+      p.appIntegrity = { appRecognitionVerdict: 'UNEVALUATED' };
+    });
+    expect(reason(unevaluated, { nonce: NONCE }, { requirePlayRecognized: false })).to.equal('accepted');
+    // No appRecognitionVerdict at all is malformed, even when the policy does not require Play recognition.
+    expect(reason(payload((p) => delete p.appIntegrity.appRecognitionVerdict), { nonce: NONCE }, { requirePlayRecognized: false })).to.equal('malformed_token');
+    expect(reason(payload((p) => delete p.appIntegrity.appRecognitionVerdict))).to.equal('malformed_token');
+  });
+
+  it('reports the licensing verdict and the version code when Play sends them (a version code as a string or a number)', () => {
+    expect(checkIntegrityPayload(payload(), policy, { nonce: NONCE })).to.deep.include({ appLicensingVerdict: 'LICENSED', versionCode: '42' });
+    const numeric = checkIntegrityPayload(payload((p) => (p.appIntegrity.versionCode = 42)), policy, { nonce: NONCE });
+    expect(numeric.versionCode).to.equal('42');
+    const bare = checkIntegrityPayload(payload((p) => {
+      delete p.appIntegrity.versionCode;
+      delete (p as Partial<Payload>).accountDetails;
+    }), policy, { nonce: NONCE });
+    expect(bare).to.not.have.property('versionCode');
+    expect(bare).to.not.have.property('appLicensingVerdict');
+    expect(checkIntegrityPayload(payload((p) => (p.appIntegrity.versionCode = { code: 42 })), policy, { nonce: NONCE })).to.not.have.property('versionCode');
+  });
+
+  it('takes Play Console keys pasted with surrounding white space, and names which key is unusable', async () => {
+    const keys = generatePlayConsoleKeys();
+    const token = await buildClassicToken(payload(), keys);
+    const policyWithCertificate = { ...policy, certificateSha256Digests: [CERTIFICATE_DIGEST] };
+    const verdict = await verifyClassicIntegrityToken({ token, decryptionKey: `  ${keys.decryptionKey}\n`, verificationKey: `\n${keys.verificationKey}  \n`, policy: policyWithCertificate, nonce: NONCE });
+    expect(verdict.valid).to.equal(true);
+    const message = async (bad: { decryptionKey: string; verificationKey: string }) =>
+      verifyClassicIntegrityToken({ token, ...bad, policy, nonce: NONCE }).then(() => 'accepted', (error: Error) => error.message);
+    expect(await message({ decryptionKey: Buffer.alloc(16).toString('base64'), verificationKey: keys.verificationKey })).to.equal('the Play Integrity decryption key must be the base64 of a 32-byte AES-256 key');
+    expect(await message({ decryptionKey: keys.decryptionKey, verificationKey: 'bm90IGEga2V5' })).to.equal('the Play Integrity verification key must be the base64 of a DER SubjectPublicKeyInfo');
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
+    expect(await message({ decryptionKey: keys.decryptionKey, verificationKey: rsa })).to.equal('the Play Integrity verification key must be an EC P-256 public key');
+  });
+});
+
 describe('Play Integrity, standard requests (decoded by Google)', () => {
   const REQUEST_HASH = 'k3f0Yq2Jc5n8v1mWfQ7rXx9s0eTg6hLbD4aKpZuV2yI';
   const INTEGRITY_TOKEN = `standard-${randomBytes(16).toString('hex')}`;
@@ -351,6 +416,42 @@ describe('Play Integrity, standard requests (decoded by Google)', () => {
     });
     expect(await failure(verify(dec))).to.equal('google_unavailable');
     expect(urls).to.deep.equal(['https://oauth2.googleapis.com/token']);
+  });
+
+  it('names what is wrong with an unusable service-account key', () => {
+    const construct = (json: string) => {
+      try {
+        decoder({ serviceAccountJson: json });
+        return 'accepted';
+      } catch (error) {
+        return (error as Error).message;
+      }
+    };
+    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const privateKey = (JSON.parse(account.json) as { private_key: string }).private_key;
+    expect([
+      construct('not json'),
+      construct('null'),
+      construct('["a"]'),
+      construct(JSON.stringify({ private_key: privateKey })),
+      construct(JSON.stringify({ client_email: 7, private_key: privateKey })),
+      construct(JSON.stringify({ client_email: 'a@b' })),
+      construct(JSON.stringify({ client_email: 'a@b', private_key: 7 })),
+      construct(JSON.stringify({ client_email: 'a@b', private_key: 'not a key' })),
+      construct(JSON.stringify({ client_email: 'a@b', private_key: ec })),
+      construct(JSON.stringify({ client_email: 'a@b', private_key: privateKey })),
+    ]).to.deep.equal([
+      'the Play Integrity service-account key is not JSON',
+      'the Play Integrity service-account key lacks client_email or private_key',
+      'the Play Integrity service-account key lacks client_email or private_key',
+      'the Play Integrity service-account key lacks client_email or private_key',
+      'the Play Integrity service-account key lacks client_email or private_key',
+      'the Play Integrity service-account key lacks client_email or private_key',
+      'the Play Integrity service-account key lacks client_email or private_key',
+      'the Play Integrity service-account private_key cannot be imported',
+      'the Play Integrity service-account private_key is not an RSA key',
+      'accepted',
+    ]);
   });
 
   it('rejects an unusable service-account key at construction, without echoing it', () => {
@@ -490,7 +591,17 @@ describe('Play Integrity, standard requests (decoded by Google)', () => {
     expect(await message(verify(decoder()))).to.equal('the Play Integrity API answered 503 (UNAVAILABLE)');
     google.decodeAnswer = { status: 503, body: 'not json' };
     expect(await message(verify(decoder()))).to.equal('the Play Integrity API answered 503');
+    // A 200 whose body is not JSON: unavailable, from either endpoint.
+    google.decodeAnswer = { status: 200, body: '<html>', raw: true };
+    expect(await failure(verify(decoder()))).to.equal('google_unavailable');
     google.decodeAnswer = undefined;
+    google.tokenAnswer = { status: 200, body: '<html>', raw: true };
+    expect(await failure(verify(decoder()))).to.equal('google_unavailable');
+    google.tokenAnswer = undefined;
+    // The decode call is JSON, as the API reference gives it.
+    google.decodeContentTypes.length = 0;
+    await verify(decoder());
+    expect(google.decodeContentTypes).to.deep.equal(['application/json']);
     // A network failure is named by its code, or by the error's name when it has no plain code.
     const failing = (error: Error) => decoder({ fetch: async () => Promise.reject(error) });
     const refused = Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }) });
@@ -498,6 +609,11 @@ describe('Play Integrity, standard requests (decoded by Google)', () => {
     expect(await message(verify(failing(new TypeError('fetch failed'))))).to.equal('the OAuth token endpoint cannot be reached (TypeError)');
     const odd = Object.assign(new TypeError('fetch failed'), { cause: { code: 'E 127.0.0.1' } });
     expect(await message(verify(failing(odd)))).to.equal('the OAuth token endpoint cannot be reached');
+    const numeric = Object.assign(new TypeError('fetch failed'), { cause: { code: 7 } });
+    expect(await message(verify(failing(numeric)))).to.equal('the OAuth token endpoint cannot be reached (TypeError)');
+    // The API itself unreachable, once a token is at hand.
+    const apiDown = decoder({ fetch: async (url, init) => (String(url).includes(':decodeIntegrityToken') ? Promise.reject(refused) : fetch(url, init)) });
+    expect(await message(verify(apiDown))).to.equal('the Play Integrity API cannot be reached (ECONNREFUSED)');
   });
 
   it('never puts the service-account key or an access token in an error, nor shows them when the decoder is inspected', async () => {
