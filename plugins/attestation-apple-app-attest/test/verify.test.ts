@@ -318,6 +318,22 @@ describe('Apple App Attest: every rejection, on a test PKI', () => {
     });
     expect(await rejection(verifyAppAttestAttestation(inputFor(good, { attestation: shortAuthData })))).to.equal('malformed_attestation');
   });
+
+  it('refuses an attestation object without its receipt or its authData, or with them as other than byte strings (the object itself is not signed)', async () => {
+    const edits: Array<(object: { attStmt: Record<string, unknown>; authData: unknown }) => void> = [
+      (object) => delete object.attStmt.receipt,
+      (object) => delete (object as Partial<typeof object>).authData,
+      (object) => (object.attStmt.receipt = 'a receipt as text'),
+      (object) => (object.authData = 'authData as text'),
+      (object) => (object.attStmt.x5c = [...(object.attStmt.x5c as Buffer[]), 'a third entry as text']),
+    ];
+    const reasons = [];
+    for (const edit of edits) {
+      const changed = reencodeAttestation(good.attestation, edit as never);
+      reasons.push(await rejection(verifyAppAttestAttestation(inputFor(good, { attestation: changed }))));
+    }
+    expect(reasons).to.deep.equal(edits.map(() => 'malformed_attestation'));
+  });
 });
 
 describe('Apple App Attest: assertions on a test key', () => {
@@ -385,5 +401,16 @@ describe('Apple App Attest: assertions on a test key', () => {
     });
     expect(reasonOf(() => verifyWith(short, 0))).to.equal('malformed_assertion');
     expect(reasonOf(() => verifyWith(createTestAssertion({ privateKey: key.privateKey, appId, counter: 1, clientDataHash: requestHash }), 0, { publicKeyPem: 'not a key' }))).to.equal('invalid_public_key');
+    const assertion = createTestAssertion({ privateKey: key.privateKey, appId, counter: 1, clientDataHash: requestHash });
+    const edits: Array<(object: Record<string, unknown>) => void> = [
+      (object) => delete object.signature,
+      (object) => delete object.authenticatorData,
+      (object) => (object.signature = 'a signature as text'),
+      (object) => (object.authenticatorData = [1, 2, 3]),
+    ];
+    expect(edits.map((edit) => reasonOf(() => verifyWith(reencodeAssertion(assertion, edit as never), 0)))).to.deep.equal(edits.map(() => 'malformed_assertion'));
+    expect(reasonOf(() => verifyWith(Buffer.alloc(0), 0))).to.equal('malformed_assertion');
+    // The 37 bytes alone are an assertion's whole authenticator data.
+    expect(verifyWith(assertion, 0)).to.deep.equal({ valid: true, counter: 1 });
   });
 });
