@@ -46,6 +46,8 @@ export interface TestAttestOptions {
   readonly keyDescription?: 'absent' | Buffer;
   /** Leave out `attestationApplicationId` (a key attested for no app). */
   readonly withoutApplicationId?: boolean;
+  /** Put `attestationApplicationId` in the hardware-enforced list instead of the software-enforced one. */
+  readonly applicationIdInHardwareList?: boolean;
 }
 
 export async function createTestKeyAuthority(at = new Date()): Promise<TestKeyAuthority> {
@@ -103,8 +105,8 @@ export async function createTestKeyAuthority(at = new Date()): Promise<TestKeyAu
         keymasterSecurityLevel: options.keymasterSecurityLevel ?? level,
         attestationChallenge: new OctetString(options.challenge),
         uniqueId: new OctetString(),
-        softwareEnforced: new AuthorizationList(options.withoutApplicationId ? {} : { attestationApplicationId: new OctetString(AsnConvert.serialize(applicationId)) }),
-        teeEnforced: new AuthorizationList(),
+        softwareEnforced: new AuthorizationList(options.withoutApplicationId || options.applicationIdInHardwareList ? {} : { attestationApplicationId: new OctetString(AsnConvert.serialize(applicationId)) }),
+        teeEnforced: new AuthorizationList(options.applicationIdInHardwareList ? { attestationApplicationId: new OctetString(AsnConvert.serialize(applicationId)) } : {}),
       });
       serial += 1;
       const extension = options.keyDescription === 'absent' ? [] : [new x509.Extension(id_ce_keyDescription, false, options.keyDescription ?? AsnConvert.serialize(description))];

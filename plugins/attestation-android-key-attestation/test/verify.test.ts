@@ -132,6 +132,8 @@ describe('Android key attestation verifier (real chains, and the test CA for wha
     const { chain } = await authority.attest({ challenge, packageName: 'com.example.app', signatureDigestHex: 'ab'.repeat(32) });
     expect(await rejection(verifyAndroidKeyAttestation({ ...trusted, chain: [chain[0]!] }))).to.equal('malformed_chain');
     expect(await rejection(verifyAndroidKeyAttestation({ ...trusted, chain: [] }))).to.equal('malformed_chain');
+    expect(await rejection(verifyAndroidKeyAttestation({ ...trusted, chain: 'PEM text without any certificate' }))).to.equal('malformed_chain');
+    expect(await rejection(verifyAndroidKeyAttestation({ ...trusted, chain: [chain[0]!, Buffer.from('not DER').toString('base64')] }))).to.equal('malformed_chain');
     // Two certificates are a chain to check (this one skips the intermediate).
     expect(await rejection(verifyAndroidKeyAttestation({ ...trusted, chain: [chain[0]!, chain[2]!] }))).to.equal('broken_chain');
     // The root's name and pinned key, signed by some other key: the intermediate still verifies under it, the root does not.
@@ -154,6 +156,9 @@ describe('Android key attestation verifier (real chains, and the test CA for wha
     expect(await verifyAndroidKeyAttestation({ ...trusted, chain: noApp.chain })).to.deep.include({ valid: true, packageNames: [], securityLevel: 'TrustedEnvironment' });
     expect(await rejection(verifyAndroidKeyAttestation({ ...trusted, chain: noApp.chain, packageName: 'com.example.app' }))).to.equal('wrong_package');
     expect(await rejection(verifyAndroidKeyAttestation({ ...trusted, chain: noApp.chain, signingCertificateSha256: 'ab'.repeat(32) }))).to.equal('wrong_signing_certificate');
+    // The application id may sit in the hardware-enforced list.
+    const inHardware = await authority.attest({ challenge, packageName: 'com.example.app', signatureDigestHex: 'ab'.repeat(32), applicationIdInHardwareList: true });
+    expect(await verifyAndroidKeyAttestation({ ...trusted, chain: inHardware.chain, packageName: 'com.example.app' })).to.deep.include({ valid: true, packageNames: ['com.example.app'] });
   });
 
   it('compares serial numbers with letters in lower case: a listed leaf is revoked whichever case the list uses', async () => {

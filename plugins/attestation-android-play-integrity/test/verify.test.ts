@@ -277,7 +277,17 @@ describe('Play Integrity, verdict checks (fields Play leaves out or sends otherw
     expect(reason(certificate('ab'.repeat(32)), { nonce: NONCE }, { certificateSha256Digests: [CERTIFICATE_DIGEST] })).to.equal('accepted');
     expect(reason(payload((p) => delete p.appIntegrity.certificateSha256Digest), { nonce: NONCE }, { certificateSha256Digests: [CERTIFICATE_DIGEST] })).to.equal('certificate_mismatch');
     // A policy digest that is neither hex nor base64 of 32 bytes is the operator's mistake, not a device's.
-    expect(() => checkIntegrityPayload(payload(), { ...policy, certificateSha256Digests: ['not a digest'] }, { nonce: NONCE })).to.throw(Error, /neither a hex nor a base64url SHA-256 digest/).and.not.be.instanceOf(PlayIntegrityError);
+    for (const digest of ['not a digest', `0${'ab'.repeat(32)}`, `${'ab'.repeat(32)}0`]) {
+      expect(() => checkIntegrityPayload(payload(), { ...policy, certificateSha256Digests: [digest] }, { nonce: NONCE }), digest).to.throw(Error, /neither a hex nor a base64url SHA-256 digest/).and.not.be.instanceOf(PlayIntegrityError);
+    }
+  });
+
+  it('reads null fields as absent, and refuses fields of another type as malformed', () => {
+    expect(reason(payload((p) => (p.requestDetails.nonce = null)))).to.equal('nonce_mismatch');
+    expect(reason(payload((p) => (p.deviceIntegrity.deviceRecognitionVerdict = null)))).to.equal('device_integrity_insufficient');
+    expect(reason(payload((p) => (p.appIntegrity.appRecognitionVerdict = 7)))).to.equal('malformed_token');
+    expect(reason(payload((p) => (p.requestDetails.requestPackageName = 7)))).to.equal('malformed_token');
+    expect(reason(payload((p) => (p.deviceIntegrity.deviceRecognitionVerdict = ['MEETS_DEVICE_INTEGRITY', 7])))).to.equal('malformed_token');
   });
 
   it('refuses a recognized app whose evaluated package is absent; takes its absence only for an app Play did not evaluate', () => {
@@ -609,6 +619,8 @@ describe('Play Integrity, standard requests (decoded by Google)', () => {
     expect(await message(verify(failing(new TypeError('fetch failed'))))).to.equal('the OAuth token endpoint cannot be reached (TypeError)');
     const odd = Object.assign(new TypeError('fetch failed'), { cause: { code: 'E 127.0.0.1' } });
     expect(await message(verify(failing(odd)))).to.equal('the OAuth token endpoint cannot be reached');
+    const addressed = Object.assign(new TypeError('fetch failed'), { cause: { code: '10.0.0.1:ECONNREFUSED' } });
+    expect(await message(verify(failing(addressed)))).to.equal('the OAuth token endpoint cannot be reached');
     const numeric = Object.assign(new TypeError('fetch failed'), { cause: { code: 7 } });
     expect(await message(verify(failing(numeric)))).to.equal('the OAuth token endpoint cannot be reached (TypeError)');
     // The API itself unreachable, once a token is at hand.

@@ -326,6 +326,8 @@ describe('Apple App Attest: every rejection, on a test PKI', () => {
       (object) => (object.attStmt.receipt = 'a receipt as text'),
       (object) => (object.authData = 'authData as text'),
       (object) => (object.attStmt.x5c = [...(object.attStmt.x5c as Buffer[]), 'a third entry as text']),
+      (object) => delete (object as Partial<typeof object>).attStmt,
+      (object) => ((object as { attStmt: unknown }).attStmt = null),
     ];
     const reasons = [];
     for (const edit of edits) {
@@ -333,6 +335,10 @@ describe('Apple App Attest: every rejection, on a test PKI', () => {
       reasons.push(await rejection(verifyAppAttestAttestation(inputFor(good, { attestation: changed }))));
     }
     expect(reasons).to.deep.equal(edits.map(() => 'malformed_attestation'));
+    // Trusted roots that are not certificates are the caller's mistake.
+    const wrongRoots = await verifyAppAttestAttestation(inputFor(good, { trustedRoots: ['not a PEM certificate'] })).then(() => 'accepted', (error: Error) => error);
+    expect(wrongRoots).to.be.instanceOf(Error).and.not.be.instanceOf(AppAttestError);
+    expect((wrongRoots as Error).message).to.equal('trustedRoots[0] is not a PEM certificate');
   });
 });
 
@@ -410,6 +416,9 @@ describe('Apple App Attest: assertions on a test key', () => {
     ];
     expect(edits.map((edit) => reasonOf(() => verifyWith(reencodeAssertion(assertion, edit as never), 0)))).to.deep.equal(edits.map(() => 'malformed_assertion'));
     expect(reasonOf(() => verifyWith(Buffer.alloc(0), 0))).to.equal('malformed_assertion');
+    // CBOR null and a CBOR number are no map of fields.
+    expect(reasonOf(() => verifyWith(Buffer.from([0xf6]), 0))).to.equal('malformed_assertion');
+    expect(reasonOf(() => verifyWith(Buffer.from([0x05]), 0))).to.equal('malformed_assertion');
     // The 37 bytes alone are an assertion's whole authenticator data.
     expect(verifyWith(assertion, 0)).to.deep.equal({ valid: true, counter: 1 });
   });
