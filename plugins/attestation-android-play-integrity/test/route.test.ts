@@ -260,6 +260,12 @@ describe('android-play-integrity verifier: bodies, the app’s settings and secr
     }
     expect(await outcome(verifier(), input({ ...body, type: 'standard' }, { secrets: { 'play-integrity-decryption-key': keys.decryptionKey } }))).to.deep.equal({ type: 'attestationFailed', reason: 'play_integrity_not_configured', used: 1 });
     expect(await outcome(verifier(), input(body))).to.deep.equal({ deviceId: 'pi:installation-0001', used: 1 });
+    // Unusable stored keys are the operator's configuration error, not a device refused: the error goes up as it is.
+    const misconfigured = await verifier()
+      .verify(input(body, { secrets: { ...allSecrets, 'play-integrity-decryption-key': Buffer.alloc(16).toString('base64') } }).value)
+      .then(() => undefined, (error: unknown) => error);
+    expect(misconfigured).to.be.instanceOf(Error).and.not.be.instanceOf(GatewayError);
+    expect((misconfigured as Error).message).to.equal('the Play Integrity decryption key must be the base64 of a 32-byte AES-256 key');
   });
 
   it('pins the app’s signing certificate (androidCertSha256) when it is set, and takes any when it is not', async () => {

@@ -15,7 +15,9 @@ import { requestDigest } from '../../../core/pipeline/verify-device';
 import { createTestAssertion, createTestAttestation, createTestAuthority, type TestAttestation, type TestAuthority } from './test-chain';
 import { GatewayError, type AppIdentity, type AttestationInput, type AttestationVerifier, type DeviceKeyStore } from '../../../core/contract';
 import { createTestKeyAuthority } from '../../attestation-android-key-attestation/test/test-chain';
-import { serviceAccount } from '../../attestation-android-play-integrity/test/fake-google';
+import { FakeGoogle, serviceAccount } from '../../attestation-android-play-integrity/test/fake-google';
+import { PACKAGE, verdictPayload } from '../../attestation-android-play-integrity/test/token-builder';
+import { exchangeBinding } from '../../attestation-android-play-integrity/index';
 import { AppleAppAttestVerifier } from '../index';
 import { tollgatePlugin as keyAttestationPlugin } from '../../attestation-android-key-attestation/index';
 import { tollgatePlugin as playIntegrityPlugin } from '../../attestation-android-play-integrity/index';
@@ -193,13 +195,15 @@ describe('apple-app-attest verifier: bodies, the app id, and a counter another r
 
   it('registers each method under its own name; the test trust anchors and Google endpoints come from the settings, and production ignores the test roots', async () => {
     const keyAuthority = await createTestKeyAuthority();
+    const account = serviceAccount();
+    const google = await new FakeGoogle(account).start();
     const rootDirectory = mkdtempSync(path.join(os.tmpdir(), 'tollgate-register-'));
     const rootFile = path.join(rootDirectory, 'root.pem');
     writeFileSync(rootFile, authority.rootPem);
     try {
       const register = (production: boolean) => {
         const registered = new Map<string, AttestationVerifier>();
-        const settings = { TOLLGATE_TEST_APPLE_ROOT_FILE: rootFile, TOLLGATE_TEST_ANDROID_ROOT_SPKI_SHA256: `${'00'.repeat(32)},${keyAuthority.rootSpkiSha256}`, TOLLGATE_PLAY_INTEGRITY_API_URL: 'http://127.0.0.1:1', TOLLGATE_PLAY_INTEGRITY_TOKEN_URL: 'http://127.0.0.1:1/token' };
+        const settings = { TOLLGATE_TEST_APPLE_ROOT_FILE: rootFile, TOLLGATE_TEST_ANDROID_ROOT_SPKI_SHA256: `${'00'.repeat(32)},${keyAuthority.rootSpkiSha256}`, TOLLGATE_PLAY_INTEGRITY_API_URL: google.baseUrl, TOLLGATE_PLAY_INTEGRITY_TOKEN_URL: google.tokenUrl };
         const host = { production, settings, registerAttestationVerifier: (verifier: AttestationVerifier) => registered.set(verifier.method, verifier) };
         for (const plugin of [appAttestPlugin, keyAttestationPlugin, playIntegrityPlugin]) plugin.register!(host as never);
         return registered;
@@ -221,11 +225,14 @@ describe('apple-app-attest verifier: bodies, the app id, and a counter another r
       expect([...development.keys()]).to.deep.equal(['apple-app-attest', 'android-key-attestation', 'android-play-integrity']);
       expect(await attestBoth(development)).to.deep.equal(['attested', 'attested']);
       expect(await attestBoth(register(true))).to.deep.equal(['untrusted_root', 'untrusted_root']);
-      // The Play Integrity endpoints named in the settings are the ones asked (nothing listens there: unavailable).
-      const play = await outcome(development.get('android-play-integrity')! as AppleAppAttestVerifier, input({ challenge: 'cGxheQ', integrityToken: 'standard-token', deviceId: 'installation-0009', type: 'standard' }, { settings: { androidPackage: 'com.example.app' }, secrets: { 'play-integrity-service-account': serviceAccount().json } }));
-      expect(play).to.deep.include({ type: 'upstreamUnavailable', reason: 'google_unavailable' });
+      // The Play Integrity endpoints named in the settings (a fake Google on loopback) are the ones asked.
+      google.payloads.set('standard-token', verdictPayload({ requestHash: exchangeBinding('cGxheQ', 'installation-0009'), timestampMillis: Date.now() }));
+      const play = await outcome(development.get('android-play-integrity')! as AppleAppAttestVerifier, input({ challenge: 'cGxheQ', integrityToken: 'standard-token', deviceId: 'installation-0009', type: 'standard' }, { settings: { androidPackage: PACKAGE }, secrets: { 'play-integrity-service-account': account.json } }));
+      expect(play).to.deep.equal({ deviceId: 'pi:installation-0009', used: 1 });
+      expect(google.decodeRequests).to.equal(1);
     } finally {
       rmSync(rootDirectory, { recursive: true, force: true });
+      await google.stop();
     }
   });
 
