@@ -241,6 +241,7 @@ describe('android-key-attestation verifier: bodies, the operator’s revocation 
       { challenge, chain: [der, 5] },
       { challenge, chain: [5, der] },
       { challenge, chain: [der, 'A'.repeat(16_384)] },
+      { challenge, chain: [der, [der]] },
       { challenge, chain: der },
     ];
     for (const body of refused) {
@@ -289,6 +290,7 @@ describe('android-key-attestation verifier: bodies, the operator’s revocation 
     const refused = [
       { challenge: 7, keyId, signature },
       { challenge, keyId: 7, signature },
+      { challenge, keyId: [keyId], signature },
       { challenge, keyId: keyId.toUpperCase(), signature },
       { challenge, keyId: `0${keyId}`, signature },
       { challenge, keyId: `${keyId}0`, signature },

@@ -233,6 +233,7 @@ describe('android-play-integrity verifier: bodies, the app’s settings and secr
       { ...good, integrityToken: 7 },
       { ...good, integrityToken: 'A'.repeat(65_537) },
       { ...good, deviceId: 7 },
+      { ...good, deviceId: ['installation-0001'] },
       { ...good, deviceId: 'short' },
       { ...good, deviceId: 'has space 0001' },
       { ...good, type: 'other' },

@@ -601,6 +601,8 @@ describe('Play Integrity, standard requests (decoded by Google)', () => {
     expect(await message(verify(decoder()))).to.equal('the Play Integrity API answered 503 (UNAVAILABLE)');
     google.decodeAnswer = { status: 503, body: 'not json' };
     expect(await message(verify(decoder()))).to.equal('the Play Integrity API answered 503');
+    google.decodeAnswer = { status: 503, body: '<html>Service Unavailable</html>', raw: true };
+    expect(await message(verify(decoder()))).to.equal('the Play Integrity API answered 503');
     // A 200 whose body is not JSON: unavailable, from either endpoint.
     google.decodeAnswer = { status: 200, body: '<html>', raw: true };
     expect(await failure(verify(decoder()))).to.equal('google_unavailable');
