@@ -46,6 +46,8 @@ const parts = {
       '../plugins/attestation-apple-app-attest/test/route', 'hardening/lower-findings', 'hardening/policies',
       // The device-token refusals of verify-device.ts (wrong app, revoked, development in production, monitor mode).
       'core/errors', 'core/monitor-mode', 'hardening/monitor-mode-visibility',
+      // The stage on its own with the clock in hand: request-time bounds, the replay window, monitor-mode refusals.
+      'core/verify-device',
     ],
   },
   // The rest of core/pipeline, in three parts: a surviving mutant runs every test that reached it, and nearly every

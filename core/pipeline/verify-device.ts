@@ -162,8 +162,10 @@ export class VerifyDeviceStage implements PipelineStage {
     const app = context.get('app');
     const proof = createHash('sha256').update(`${app.id}\u0000${deviceId}\u0000${assertion}`, 'utf8').digest('base64url');
     // Reserved before it is checked (synchronously, so two concurrent copies cannot both pass), kept while its request
-    // time is within the skew window (a replay after that fails the time check), released when it is rejected.
-    if (!this.reserve(proof, Number(time) + REQUEST_TIME_SKEW_MS)) {
+    // time is within the skew window (a replay after that fails the time check), released when it is rejected. The
+    // window is inclusive (a time exactly five minutes away passes): the proof is held until the first instant at which
+    // its request time fails the check, one millisecond after the last one at which it passes.
+    if (!this.reserve(proof, Number(time) + REQUEST_TIME_SKEW_MS + 1)) {
       throw new GatewayError('attestationFailed', 'This Tollgate-Assertion was already used: sign each request afresh.', { reason: 'assertion_replayed' });
     }
     try {

@@ -7,6 +7,8 @@ import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import { KeyObject, createHash, generateKeyPairSync, sign } from 'node:crypto';
 import { requestDigest } from '../../../core/pipeline/verify-device';
+import { GatewayError, type AppIdentity, type AttestationInput } from '../../../core/contract';
+import { AndroidKeyAttestationVerifier } from '../index';
 import { DeviceRepository } from '../../../core/storage/repositories';
 import { createTestKeyAuthority } from './test-chain';
 import { FakeUpstream, respondJson } from '../../../test/support/fake-upstream';
@@ -194,5 +196,116 @@ describe('android-key-attestation route and CLI', () => {
     } finally {
       rmSync(directory, { recursive: true, force: true });
     }
+  });
+});
+
+describe('android-key-attestation verifier: bodies, the operator’s revocation list and refreshes', () => {
+  const challenge = 'Y2hhbGxlbmdl';
+  const app = (settings: Record<string, unknown> = { androidPackage: 'com.example.app' }): AppIdentity =>
+    ({ id: 'app_1', name: 'App', settings, devicesRevokedBefore: 0 }) as unknown as AppIdentity;
+  /** The route's input around a body: records the challenges it consumed; `keys` are the app's attested keys. */
+  function input(body: Record<string, unknown>, options: { settings?: Record<string, unknown>; keys?: Record<string, string> } = {}) {
+    const used: string[] = [];
+    const value: AttestationInput = {
+      app: app(options.settings),
+      body,
+      production: false,
+      consumeChallenge: async () => true,
+      useChallenge: async (text) => {
+        used.push(text);
+      },
+      devices: {
+        find: async (_appId, deviceId) => (options.keys?.[deviceId] ? { publicKey: options.keys[deviceId]!, counter: 0, revoked: false } : null),
+        advanceCounter: async () => true,
+      },
+      readAttestationSecret: async () => null,
+    };
+    return { value, used };
+  }
+  const outcome = async (verifier: AndroidKeyAttestationVerifier, attestation: ReturnType<typeof input>) => {
+    try {
+      return { ...(await verifier.verify(attestation.value)), used: attestation.used };
+    } catch (error) {
+      if (!(error instanceof GatewayError)) throw error;
+      return { type: error.type, reason: error.reason, used: attestation.used };
+    }
+  };
+
+  it('refuses a malformed chain body before consuming the challenge, and passes on the shapes it allows', async () => {
+    const verifier = new AndroidKeyAttestationVerifier(undefined, ['00'.repeat(32)]);
+    const der = Buffer.from('not a certificate').toString('base64');
+    const refused = [
+      { challenge: 7, chain: [der, der] },
+      { challenge, chain: [der] },
+      { challenge, chain: Array.from({ length: 11 }, () => der) },
+      { challenge, chain: [der, 5] },
+      { challenge, chain: [5, der] },
+      { challenge, chain: [der, 'A'.repeat(16_384)] },
+      { challenge, chain: [der, [der]] },
+      { challenge, chain: der },
+    ];
+    for (const body of refused) {
+      expect(await outcome(verifier, input(body)), JSON.stringify(body).slice(0, 80)).to.deep.equal({ type: 'invalidRequest', reason: 'attestation_body_invalid', used: [] });
+    }
+    // Two to ten entries of fewer than 16,384 characters reach the chain check (and consume the challenge first).
+    for (const chain of [[der, der], Array.from({ length: 10 }, () => der), [der, 'A'.repeat(16_383)]]) {
+      expect(await outcome(verifier, input({ challenge, chain }))).to.deep.equal({ type: 'attestationFailed', reason: 'malformed_chain', used: [challenge] });
+    }
+    // An app without an Android package is refused before the challenge is spent.
+    expect(await outcome(verifier, input({ challenge, chain: [der, der] }, { settings: {} }))).to.deep.equal({ type: 'attestationFailed', reason: 'android_app_not_configured', used: [] });
+  });
+
+  it('applies the operator’s revocation list (TOLLGATE_ANDROID_REVOCATION_LIST) to every chain, read at each attestation', async () => {
+    const authority = await createTestKeyAuthority();
+    const directory = mkdtempSync(path.join(os.tmpdir(), 'tollgate-revocation-route-'));
+    try {
+      const file = path.join(directory, 'status.json');
+      const verifier = new AndroidKeyAttestationVerifier(file, [authority.rootSpkiSha256]);
+      const attest = async (listed: string) => {
+        writeFileSync(file, JSON.stringify({ entries: { [listed]: { status: 'REVOKED', reason: 'KEY_COMPROMISE' } } }));
+        const issued = Buffer.from(`revocation-${listed}`);
+        const { chain } = await authority.attest({ challenge: issued, packageName: 'com.example.app', signatureDigestHex: 'ab'.repeat(32), serialNumber: '5e' });
+        return outcome(verifier, input({ challenge: issued.toString('base64url'), chain }));
+      };
+      expect(await attest('5e')).to.deep.include({ type: 'attestationFailed', reason: 'certificate_revoked' });
+      expect(await attest('02')).to.deep.include({ type: 'attestationFailed', reason: 'certificate_revoked' });
+      expect(await attest('5f')).to.have.property('deviceId').that.matches(/^[0-9a-f]{64}$/);
+      // A list that cannot be read is the operator's fault, not a rejected device: the error goes up as it is.
+      rmSync(file);
+      const missing = await authority.attest({ challenge: Buffer.from('missing-list'), packageName: 'com.example.app', signatureDigestHex: 'ab'.repeat(32) });
+      const failure = await verifier.verify(input({ challenge: Buffer.from('missing-list').toString('base64url'), chain: missing.chain }).value).then(() => undefined, (error: unknown) => error);
+      expect(failure).to.not.be.instanceOf(GatewayError);
+      expect((failure as NodeJS.ErrnoException).code).to.equal('ENOENT');
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
+  it('refreshes only with a well-formed body and a signature by the stored key', async () => {
+    const verifier = new AndroidKeyAttestationVerifier(undefined);
+    const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const keyId = createHash('sha256').update(publicKey.export({ format: 'der', type: 'spki' })).digest('hex');
+    const keys = { [keyId]: publicKey.export({ format: 'pem', type: 'spki' }).toString() };
+    const signature = sign('sha256', Buffer.from(challenge, 'utf8'), privateKey).toString('base64');
+    const refused = [
+      { challenge: 7, keyId, signature },
+      { challenge, keyId: 7, signature },
+      { challenge, keyId: [keyId], signature },
+      { challenge, keyId: keyId.toUpperCase(), signature },
+      { challenge, keyId: `0${keyId}`, signature },
+      { challenge, keyId: `${keyId}0`, signature },
+      { challenge, keyId: keyId.slice(1), signature },
+      { challenge, keyId, signature: 'A'.repeat(2049) },
+    ];
+    for (const body of refused) {
+      expect(await outcome(verifier, input(body, { keys })), JSON.stringify(body).slice(0, 80)).to.deep.equal({ type: 'invalidRequest', reason: 'attestation_body_invalid', used: [] });
+    }
+    // A signature field that is not a string is a chain body (which this one is not).
+    expect(await outcome(verifier, input({ challenge, keyId, signature: 5 }, { keys }))).to.deep.equal({ type: 'invalidRequest', reason: 'attestation_body_invalid', used: [] });
+    expect(await outcome(verifier, input({ challenge, keyId, signature }, { keys }))).to.deep.equal({ deviceId: keyId, used: [challenge] });
+    // 2,048 characters are read (and are no signature of the challenge).
+    expect(await outcome(verifier, input({ challenge, keyId, signature: 'A'.repeat(2048) }, { keys }))).to.deep.equal({ type: 'attestationFailed', reason: 'signature_invalid', used: [challenge] });
+    expect(await outcome(verifier, input({ challenge, keyId, signature: '' }, { keys }))).to.deep.equal({ type: 'attestationFailed', reason: 'signature_invalid', used: [challenge] });
+    expect(await outcome(verifier, input({ challenge, keyId, signature: sign('sha256', Buffer.from('another', 'utf8'), privateKey).toString('base64') }, { keys }))).to.deep.equal({ type: 'attestationFailed', reason: 'signature_invalid', used: [challenge] });
   });
 });

@@ -23,11 +23,31 @@ export interface TestKeyChain {
 export interface TestKeyAuthority {
   /** SHA-256 of the test root's SubjectPublicKeyInfo, hex: what the verifier is told to trust. */
   readonly rootSpkiSha256: string;
+  /** The root's name and key in a certificate signed by another key (base64 DER): self-issued, not self-signed. */
+  readonly rootNotSelfSigned: string;
   /**
    * A fresh Keystore key attested over `challenge`, as a device makes one per attestation. `securityLevel` sets both
    * levels; `keymasterSecurityLevel` overrides the keymaster/KeyMint one alone (a chain that mixes levels).
    */
-  attest(options: { challenge: Buffer; packageName: string; signatureDigestHex: string; securityLevel?: SecurityLevel; keymasterSecurityLevel?: SecurityLevel }): Promise<TestKeyChain>;
+  attest(options: TestAttestOptions): Promise<TestKeyChain>;
+}
+
+export interface TestAttestOptions {
+  readonly challenge: Buffer;
+  readonly packageName: string;
+  readonly signatureDigestHex: string;
+  readonly securityLevel?: SecurityLevel;
+  readonly keymasterSecurityLevel?: SecurityLevel;
+  /** The leaf's validity (default: the authority's, a day before `at` to 30 days after). */
+  readonly leafValidity?: { readonly notBefore: Date; readonly notAfter: Date };
+  /** The leaf's serial number, hex (default: the next one). */
+  readonly serialNumber?: string;
+  /** Leave out the KeyDescription extension, or put these bytes in it instead of a KeyDescription. */
+  readonly keyDescription?: 'absent' | Buffer;
+  /** Leave out `attestationApplicationId` (a key attested for no app). */
+  readonly withoutApplicationId?: boolean;
+  /** Put `attestationApplicationId` in the hardware-enforced list instead of the software-enforced one. */
+  readonly applicationIdInHardwareList?: boolean;
 }
 
 export async function createTestKeyAuthority(at = new Date()): Promise<TestKeyAuthority> {
@@ -55,9 +75,22 @@ export async function createTestKeyAuthority(at = new Date()): Promise<TestKeyAu
     signingAlgorithm: ALGORITHM,
     extensions: [new x509.BasicConstraintsExtension(true, 0, true)],
   });
+  const strangerKeys = (await webcrypto.subtle.generateKey(ALGORITHM, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const rootNotSelfSigned = await x509.X509CertificateGenerator.create({
+    serialNumber: '01',
+    subject: root.subject,
+    issuer: root.subject,
+    notBefore,
+    notAfter,
+    publicKey: rootKeys.publicKey,
+    signingKey: strangerKeys.privateKey,
+    signingAlgorithm: ALGORITHM,
+    extensions: [new x509.BasicConstraintsExtension(true, undefined, true)],
+  });
   let serial = 2;
   return {
     rootSpkiSha256: createHash('sha256').update(Buffer.from(root.publicKey.rawData)).digest('hex'),
+    rootNotSelfSigned: Buffer.from(rootNotSelfSigned.rawData).toString('base64'),
     async attest(options) {
       const leafKeys = (await webcrypto.subtle.generateKey(ALGORITHM, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
       const applicationId = new AttestationApplicationId({
@@ -72,20 +105,21 @@ export async function createTestKeyAuthority(at = new Date()): Promise<TestKeyAu
         keymasterSecurityLevel: options.keymasterSecurityLevel ?? level,
         attestationChallenge: new OctetString(options.challenge),
         uniqueId: new OctetString(),
-        softwareEnforced: new AuthorizationList({ attestationApplicationId: new OctetString(AsnConvert.serialize(applicationId)) }),
-        teeEnforced: new AuthorizationList(),
+        softwareEnforced: new AuthorizationList(options.withoutApplicationId || options.applicationIdInHardwareList ? {} : { attestationApplicationId: new OctetString(AsnConvert.serialize(applicationId)) }),
+        teeEnforced: new AuthorizationList(options.applicationIdInHardwareList ? { attestationApplicationId: new OctetString(AsnConvert.serialize(applicationId)) } : {}),
       });
       serial += 1;
+      const extension = options.keyDescription === 'absent' ? [] : [new x509.Extension(id_ce_keyDescription, false, options.keyDescription ?? AsnConvert.serialize(description))];
       const leaf = await x509.X509CertificateGenerator.create({
-        serialNumber: serial.toString(16).padStart(2, '0'),
+        serialNumber: options.serialNumber ?? serial.toString(16).padStart(2, '0'),
         subject: 'CN=Android Keystore Key',
         issuer: intermediate.subject,
-        notBefore,
-        notAfter,
+        notBefore: options.leafValidity?.notBefore ?? notBefore,
+        notAfter: options.leafValidity?.notAfter ?? notAfter,
         publicKey: leafKeys.publicKey,
         signingKey: intermediateKeys.privateKey,
         signingAlgorithm: ALGORITHM,
-        extensions: [new x509.Extension(id_ce_keyDescription, false, AsnConvert.serialize(description))],
+        extensions: extension,
       });
       return { chain: [leaf, intermediate, root].map((certificate) => Buffer.from(certificate.rawData).toString('base64')), leafPrivateKey: leafKeys.privateKey };
     },

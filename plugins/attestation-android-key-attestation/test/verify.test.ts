@@ -109,4 +109,66 @@ describe('Android key attestation verifier (real chains, and the test CA for wha
     const lower = revokedSerialsFrom(JSON.stringify({ entries: { [intermediate.serialNumber.toLowerCase()]: { status: 'REVOKED' } } }));
     expect(await rejection(verifyAndroidKeyAttestation({ ...TEE, revokedSerials: lower }))).to.equal('certificate_revoked');
   });
+
+  it('accepts a certificate at exactly its notBefore and its notAfter (RFC 5280 validity is inclusive), and not a millisecond outside', async () => {
+    // RFC 5280 section 4.1.2.5: "the period of time from notBefore through notAfter, inclusive". The real chains are
+    // verified at one instant each; the test CA's leaf has boundaries chosen here (whole seconds, as X.509 encodes them).
+    const notBefore = new Date('2026-06-01T00:00:00Z');
+    const notAfter = new Date('2026-06-02T00:00:00Z');
+    const authority = await createTestKeyAuthority(notBefore);
+    const challenge = Buffer.from('validity-boundaries');
+    const { chain } = await authority.attest({ challenge, packageName: 'com.example.app', signatureDigestHex: 'ab'.repeat(32), leafValidity: { notBefore, notAfter } });
+    const at = (instant: number) => verifyAndroidKeyAttestation({ chain, challenge, at: new Date(instant), trustedRootSpkiSha256: [authority.rootSpkiSha256] });
+    expect(await at(notBefore.getTime())).to.include({ valid: true });
+    expect(await at(notAfter.getTime())).to.include({ valid: true });
+    expect(await rejection(at(notBefore.getTime() - 1))).to.equal('certificate_not_yet_valid');
+    expect(await rejection(at(notAfter.getTime() + 1))).to.equal('certificate_expired');
+  });
+
+  it('refuses a lone certificate, a chain whose root is not self-signed, and a leaf without a readable key description', async () => {
+    const authority = await createTestKeyAuthority();
+    const challenge = Buffer.from('chain-shape');
+    const trusted = { challenge, at: new Date(), trustedRootSpkiSha256: [authority.rootSpkiSha256] };
+    const { chain } = await authority.attest({ challenge, packageName: 'com.example.app', signatureDigestHex: 'ab'.repeat(32) });
+    expect(await rejection(verifyAndroidKeyAttestation({ ...trusted, chain: [chain[0]!] }))).to.equal('malformed_chain');
+    expect(await rejection(verifyAndroidKeyAttestation({ ...trusted, chain: [] }))).to.equal('malformed_chain');
+    expect(await rejection(verifyAndroidKeyAttestation({ ...trusted, chain: 'PEM text without any certificate' }))).to.equal('malformed_chain');
+    expect(await rejection(verifyAndroidKeyAttestation({ ...trusted, chain: [chain[0]!, Buffer.from('not DER').toString('base64')] }))).to.equal('malformed_chain');
+    // Two certificates are a chain to check (this one skips the intermediate).
+    expect(await rejection(verifyAndroidKeyAttestation({ ...trusted, chain: [chain[0]!, chain[2]!] }))).to.equal('broken_chain');
+    // The root's name and pinned key, signed by some other key: the intermediate still verifies under it, the root does not.
+    expect(await rejection(verifyAndroidKeyAttestation({ ...trusted, chain: [chain[0]!, chain[1]!, authority.rootNotSelfSigned] }))).to.equal('bad_signature');
+    const bare = await authority.attest({ challenge, packageName: 'com.example.app', signatureDigestHex: 'ab'.repeat(32), keyDescription: 'absent' });
+    expect(await rejection(verifyAndroidKeyAttestation({ ...trusted, chain: bare.chain }))).to.equal('no_key_description');
+    const garbled = await authority.attest({ challenge, packageName: 'com.example.app', signatureDigestHex: 'ab'.repeat(32), keyDescription: Buffer.from([0x04, 0x03, 0x61, 0x62, 0x63]) });
+    expect(await rejection(verifyAndroidKeyAttestation({ ...trusted, chain: garbled.chain }))).to.equal('malformed_key_description');
+  });
+
+  it('checks the attested app: package, signing certificate (hex with colons in any case), a key attested for no app; reports StrongBox', async () => {
+    const authority = await createTestKeyAuthority();
+    const challenge = Buffer.from('application-id');
+    const trusted = { challenge, at: new Date(), trustedRootSpkiSha256: [authority.rootSpkiSha256] };
+    const { chain } = await authority.attest({ challenge, packageName: 'com.example.app', signatureDigestHex: 'ab'.repeat(32), securityLevel: SecurityLevel.strongBox });
+    const accepted = await verifyAndroidKeyAttestation({ ...trusted, chain, packageName: 'com.example.app', signingCertificateSha256: `${'AB:'.repeat(31)}AB` });
+    expect(accepted).to.deep.include({ valid: true, securityLevel: 'StrongBox', packageNames: ['com.example.app'] });
+    expect(await rejection(verifyAndroidKeyAttestation({ ...trusted, chain, signingCertificateSha256: 'cd'.repeat(32) }))).to.equal('wrong_signing_certificate');
+    const noApp = await authority.attest({ challenge, packageName: 'com.example.app', signatureDigestHex: 'ab'.repeat(32), withoutApplicationId: true });
+    expect(await verifyAndroidKeyAttestation({ ...trusted, chain: noApp.chain })).to.deep.include({ valid: true, packageNames: [], securityLevel: 'TrustedEnvironment' });
+    expect(await rejection(verifyAndroidKeyAttestation({ ...trusted, chain: noApp.chain, packageName: 'com.example.app' }))).to.equal('wrong_package');
+    expect(await rejection(verifyAndroidKeyAttestation({ ...trusted, chain: noApp.chain, signingCertificateSha256: 'ab'.repeat(32) }))).to.equal('wrong_signing_certificate');
+    // The application id may sit in the hardware-enforced list.
+    const inHardware = await authority.attest({ challenge, packageName: 'com.example.app', signatureDigestHex: 'ab'.repeat(32), applicationIdInHardwareList: true });
+    expect(await verifyAndroidKeyAttestation({ ...trusted, chain: inHardware.chain, packageName: 'com.example.app' })).to.deep.include({ valid: true, packageNames: ['com.example.app'] });
+  });
+
+  it('compares serial numbers with letters in lower case: a listed leaf is revoked whichever case the list uses', async () => {
+    const authority = await createTestKeyAuthority();
+    const challenge = Buffer.from('serial-case');
+    const { chain } = await authority.attest({ challenge, packageName: 'com.example.app', signatureDigestHex: 'ab'.repeat(32), serialNumber: '7fabcdef' });
+    expect(new x509.X509Certificate(Buffer.from(chain[0]!, 'base64')).serialNumber.toLowerCase()).to.equal('7fabcdef');
+    const verify = (list: object) => verifyAndroidKeyAttestation({ chain, challenge, at: new Date(), trustedRootSpkiSha256: [authority.rootSpkiSha256], revokedSerials: revokedSerialsFrom(JSON.stringify({ entries: list })) });
+    expect(await rejection(verify({ '7FABCDEF': { status: 'REVOKED' } }))).to.equal('certificate_revoked');
+    expect(await rejection(verify({ '7fabcdef': { status: 'SUSPENDED' } }))).to.equal('certificate_revoked');
+    expect(await verify({ '7fabcdee': { status: 'REVOKED' } })).to.include({ valid: true });
+  });
 });

@@ -8,7 +8,8 @@ import { FakeUpstream, respondJson } from '../../../test/support/fake-upstream';
 import { TestGateway } from '../../../test/support/gateway';
 import { FakeGoogle, serviceAccount } from './fake-google';
 import { CERTIFICATE_DIGEST, PACKAGE, buildClassicToken, generatePlayConsoleKeys, verdictPayload } from './token-builder';
-import { exchangeBinding } from '../index';
+import { PlayIntegrityVerifier, exchangeBinding } from '../index';
+import { GatewayError, type AppIdentity, type AttestationInput } from '../../../core/contract';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { requestDigest } from '../../../core/pipeline/verify-device';
@@ -178,5 +179,137 @@ describe('android-play-integrity route', () => {
     const missing = await fetch(`${gateway.url}/v1/proxy/openai/v1/models`, { headers: { 'tollgate-app-token': app.appToken, 'tollgate-device-token': exchanged.body.deviceToken! } });
     expect(missing.status).to.equal(403);
     expect(((await missing.json()) as { error: { reason: string } }).error.reason).to.equal('assertion_required');
+  });
+});
+
+describe('android-play-integrity verifier: bodies, the app’s settings and secrets, Google’s faults', () => {
+  const account = serviceAccount();
+  const keys = generatePlayConsoleKeys();
+  let google: FakeGoogle;
+  before(async () => {
+    google = await new FakeGoogle(account).start();
+  });
+  after(() => google.stop());
+
+  const app = (settings: Record<string, unknown>): AppIdentity => ({ id: 'app_1', name: 'App', settings, devicesRevokedBefore: 0 }) as unknown as AppIdentity;
+  const allSecrets: Record<string, string> = { 'play-integrity-decryption-key': keys.decryptionKey, 'play-integrity-verification-key': keys.verificationKey, 'play-integrity-service-account': account.json };
+  /** The route's input: the app's settings and attestation secrets; records the challenges consumed. */
+  function input(body: Record<string, unknown>, options: { settings?: Record<string, unknown>; secrets?: Record<string, string> } = {}) {
+    const used: string[] = [];
+    const secrets = options.secrets ?? allSecrets;
+    const value: AttestationInput = {
+      app: app(options.settings ?? { androidPackage: PACKAGE }),
+      body,
+      production: false,
+      consumeChallenge: async () => true,
+      useChallenge: async (text) => {
+        used.push(text);
+      },
+      devices: { find: async () => null, advanceCounter: async () => true },
+      readAttestationSecret: async (name) => secrets[name] ?? null,
+    };
+    return { value, used };
+  }
+  const outcome = async (verifier: PlayIntegrityVerifier, attestation: ReturnType<typeof input>) => {
+    try {
+      return { ...(await verifier.verify(attestation.value)), used: attestation.used.length };
+    } catch (error) {
+      if (!(error instanceof GatewayError)) throw error;
+      return { type: error.type, reason: error.reason, used: attestation.used.length };
+    }
+  };
+  const verifier = () => new PlayIntegrityVerifier({ apiBaseUrl: google.baseUrl, tokenUrl: google.tokenUrl });
+  const classic = async (challenge: string, deviceId: string, edit: (payload: Record<string, unknown>) => void = () => {}) => {
+    const payload = verdictPayload({ nonce: exchangeBinding(challenge, deviceId), timestampMillis: Date.now() });
+    edit(payload);
+    return buildClassicToken(payload, keys);
+  };
+
+  it('refuses a malformed body before consuming the challenge', async () => {
+    const token = 'a.b.c.d.e';
+    const good = { challenge: 'Y2hhbGxlbmdl', integrityToken: token, deviceId: 'installation-0001' };
+    const refused = [
+      { ...good, challenge: 7 },
+      { ...good, integrityToken: 7 },
+      { ...good, integrityToken: 'A'.repeat(65_537) },
+      { ...good, deviceId: 7 },
+      { ...good, deviceId: ['installation-0001'] },
+      { ...good, deviceId: 'short' },
+      { ...good, deviceId: 'has space 0001' },
+      { ...good, type: 'other' },
+      { ...good, type: 7 },
+    ];
+    for (const body of refused) {
+      expect(await outcome(verifier(), input(body)), JSON.stringify(body).slice(0, 80)).to.deep.equal({ type: 'invalidRequest', reason: 'attestation_body_invalid', used: 0 });
+    }
+    // 65,536 characters, and both types, are read (and consume the challenge before the token is checked).
+    for (const body of [{ ...good, integrityToken: 'A'.repeat(65_536) }, { ...good, type: 'classic' }]) {
+      expect(await outcome(verifier(), input(body))).to.deep.equal({ type: 'attestationFailed', reason: 'malformed_token', used: 1 });
+    }
+    expect(await outcome(verifier(), input({ ...good, type: 'standard' }))).to.deep.include({ type: 'attestationFailed', used: 1 });
+  });
+
+  it('refuses an app without a package, without both Play Console keys, or without a service account for standard requests', async () => {
+    const challenge = 'Y2hhbGxlbmdl';
+    const token = await classic(challenge, 'installation-0001');
+    const body = { challenge, integrityToken: token, deviceId: 'installation-0001' };
+    expect(await outcome(verifier(), input(body, { settings: {} }))).to.deep.equal({ type: 'attestationFailed', reason: 'android_app_not_configured', used: 0 });
+    for (const missing of ['play-integrity-decryption-key', 'play-integrity-verification-key']) {
+      const secrets = { ...allSecrets };
+      delete secrets[missing];
+      expect(await outcome(verifier(), input(body, { secrets }))).to.deep.equal({ type: 'attestationFailed', reason: 'play_integrity_not_configured', used: 1 });
+    }
+    expect(await outcome(verifier(), input({ ...body, type: 'standard' }, { secrets: { 'play-integrity-decryption-key': keys.decryptionKey } }))).to.deep.equal({ type: 'attestationFailed', reason: 'play_integrity_not_configured', used: 1 });
+    expect(await outcome(verifier(), input(body))).to.deep.equal({ deviceId: 'pi:installation-0001', used: 1 });
+    // Unusable stored keys are the operator's configuration error, not a device refused: the error goes up as it is.
+    const misconfigured = await verifier()
+      .verify(input(body, { secrets: { ...allSecrets, 'play-integrity-decryption-key': Buffer.alloc(16).toString('base64') } }).value)
+      .then(() => undefined, (error: unknown) => error);
+    expect(misconfigured).to.be.instanceOf(Error).and.not.be.instanceOf(GatewayError);
+    expect((misconfigured as Error).message).to.equal('the Play Integrity decryption key must be the base64 of a 32-byte AES-256 key');
+  });
+
+  it('pins the app’s signing certificate (androidCertSha256) when it is set, and takes any when it is not', async () => {
+    const challenge = 'Y2VydGlmaWNhdGU';
+    const otherCertificate = Buffer.alloc(32, 0xcd).toString('base64url');
+    const token = await classic(challenge, 'installation-0002', (payload) => {
+      (payload.appIntegrity as Record<string, unknown>).certificateSha256Digest = [otherCertificate];
+    });
+    const body = { challenge, integrityToken: token, deviceId: 'installation-0002' };
+    const pinned = await outcome(verifier(), input(body, { settings: { androidPackage: PACKAGE, androidCertSha256: Buffer.from(CERTIFICATE_DIGEST, 'base64url').toString('hex') } }));
+    expect(pinned).to.deep.include({ type: 'attestationFailed', used: 1 });
+    expect(pinned).to.have.property('reason').that.matches(/certificate/);
+    expect(await outcome(verifier(), input(body))).to.deep.equal({ deviceId: 'pi:installation-0002', used: 1 });
+  });
+
+  it('answers Google unreachable as the upstream’s fault (upstreamUnavailable), a token Google refuses as the device’s', async () => {
+    const challenge = 'Z29vZ2xl';
+    const body = { challenge, integrityToken: 'standard-unknown', deviceId: 'installation-0003', type: 'standard' };
+    expect(await outcome(verifier(), input(body))).to.deep.equal({ type: 'attestationFailed', reason: 'google_rejected', used: 1 });
+    google.unavailable = true;
+    try {
+      google.payloads.set('standard-known', verdictPayload({ requestHash: exchangeBinding(challenge, 'installation-0003'), timestampMillis: Date.now() }));
+      expect(await outcome(verifier(), input({ ...body, integrityToken: 'standard-known' }))).to.deep.equal({ type: 'upstreamUnavailable', reason: 'google_unavailable', used: 1 });
+    } finally {
+      google.unavailable = false;
+    }
+    expect(await outcome(verifier(), input({ ...body, integrityToken: 'standard-known' }))).to.deep.equal({ deviceId: 'pi:installation-0003', used: 1 });
+  });
+
+  it('keeps one decoder, and so one access token, per service account; the plugin’s clock drives its renewal', async () => {
+    let now = Date.now();
+    const shared = new PlayIntegrityVerifier({ apiBaseUrl: google.baseUrl, tokenUrl: google.tokenUrl, clock: () => now });
+    const before = google.tokenRequests;
+    for (const index of [1, 2, 3]) {
+      const challenge = `c2hhcmVk${index}`;
+      google.payloads.set(`standard-shared-${index}`, verdictPayload({ requestHash: exchangeBinding(challenge, 'installation-0004'), timestampMillis: now }));
+      expect(await outcome(shared, input({ challenge, integrityToken: `standard-shared-${index}`, deviceId: 'installation-0004', type: 'standard' }))).to.deep.equal({ deviceId: 'pi:installation-0004', used: 1 });
+    }
+    expect(google.tokenRequests - before).to.equal(1);
+    // An hour on (by the plugin's clock), the token is renewed.
+    now += 3_600_000;
+    google.payloads.set('standard-later', verdictPayload({ requestHash: exchangeBinding('bGF0ZXI', 'installation-0004'), timestampMillis: now }));
+    expect(await outcome(shared, input({ challenge: 'bGF0ZXI', integrityToken: 'standard-later', deviceId: 'installation-0004', type: 'standard' }))).to.deep.equal({ deviceId: 'pi:installation-0004', used: 1 });
+    expect(google.tokenRequests - before).to.equal(2);
   });
 });

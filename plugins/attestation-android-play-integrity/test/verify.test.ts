@@ -254,6 +254,81 @@ describe('Play Integrity, verdict checks', () => {
   });
 });
 
+describe('Play Integrity, verdict checks (fields Play leaves out or sends otherwise)', () => {
+  const policy: IntegrityPolicy = { packageName: PACKAGE, now: NOW };
+  const reason = (value: unknown, expected: { nonce: string } | { requestHash: string } = { nonce: NONCE }, overrides: Partial<IntegrityPolicy> = {}) => {
+    try {
+      checkIntegrityPayload(value, { ...policy, ...overrides }, expected);
+      return 'accepted';
+    } catch (error) {
+      expect(error).to.be.instanceOf(PlayIntegrityError);
+      return (error as PlayIntegrityError).reason;
+    }
+  };
+
+  it('refuses a verdict without the binding, or with a nonce or certificate digest that is not base64, as a mismatch', () => {
+    expect(reason(payload(undefined, { requestHash: 'aGFzaA' }), { requestHash: 'aGFzaA' })).to.equal('accepted');
+    expect(reason(payload(undefined, {}), { requestHash: 'aGFzaA' })).to.equal('request_hash_mismatch');
+    expect(reason(payload(undefined, {}), { nonce: NONCE })).to.equal('nonce_mismatch');
+    expect(reason(payload(undefined, { nonce: '!!not base64!!' }))).to.equal('nonce_mismatch');
+    const certificate = (digest: string) => payload((p) => (p.appIntegrity.certificateSha256Digest = [digest]));
+    expect(reason(certificate('!!not a digest!!'), { nonce: NONCE }, { certificateSha256Digests: [CERTIFICATE_DIGEST] })).to.equal('certificate_mismatch');
+    expect(reason(certificate(Buffer.alloc(31, 0xab).toString('base64url')), { nonce: NONCE }, { certificateSha256Digests: [CERTIFICATE_DIGEST] })).to.equal('certificate_mismatch');
+    expect(reason(certificate('ab'.repeat(32)), { nonce: NONCE }, { certificateSha256Digests: [CERTIFICATE_DIGEST] })).to.equal('accepted');
+    expect(reason(payload((p) => delete p.appIntegrity.certificateSha256Digest), { nonce: NONCE }, { certificateSha256Digests: [CERTIFICATE_DIGEST] })).to.equal('certificate_mismatch');
+    // A policy digest that is neither hex nor base64 of 32 bytes is the operator's mistake, not a device's.
+    for (const digest of ['not a digest', `0${'ab'.repeat(32)}`, `${'ab'.repeat(32)}0`]) {
+      expect(() => checkIntegrityPayload(payload(), { ...policy, certificateSha256Digests: [digest] }, { nonce: NONCE }), digest).to.throw(Error, /neither a hex nor a base64url SHA-256 digest/).and.not.be.instanceOf(PlayIntegrityError);
+    }
+  });
+
+  it('reads null fields as absent, and refuses fields of another type as malformed', () => {
+    expect(reason(payload((p) => (p.requestDetails.nonce = null)))).to.equal('nonce_mismatch');
+    expect(reason(payload((p) => (p.deviceIntegrity.deviceRecognitionVerdict = null)))).to.equal('device_integrity_insufficient');
+    expect(reason(payload((p) => (p.appIntegrity.appRecognitionVerdict = 7)))).to.equal('malformed_token');
+    expect(reason(payload((p) => (p.requestDetails.requestPackageName = 7)))).to.equal('malformed_token');
+    expect(reason(payload((p) => (p.deviceIntegrity.deviceRecognitionVerdict = ['MEETS_DEVICE_INTEGRITY', 7])))).to.equal('malformed_token');
+  });
+
+  it('refuses a recognized app whose evaluated package is absent; takes its absence only for an app Play did not evaluate', () => {
+    expect(reason(payload((p) => delete p.appIntegrity.packageName))).to.equal('package_mismatch');
+    const unevaluated = payload((p) => {
+      p.appIntegrity = { appRecognitionVerdict: 'UNEVALUATED' };
+    });
+    expect(reason(unevaluated, { nonce: NONCE }, { requirePlayRecognized: false })).to.equal('accepted');
+    // No appRecognitionVerdict at all is malformed, even when the policy does not require Play recognition.
+    expect(reason(payload((p) => delete p.appIntegrity.appRecognitionVerdict), { nonce: NONCE }, { requirePlayRecognized: false })).to.equal('malformed_token');
+    expect(reason(payload((p) => delete p.appIntegrity.appRecognitionVerdict))).to.equal('malformed_token');
+  });
+
+  it('reports the licensing verdict and the version code when Play sends them (a version code as a string or a number)', () => {
+    expect(checkIntegrityPayload(payload(), policy, { nonce: NONCE })).to.deep.include({ appLicensingVerdict: 'LICENSED', versionCode: '42' });
+    const numeric = checkIntegrityPayload(payload((p) => (p.appIntegrity.versionCode = 42)), policy, { nonce: NONCE });
+    expect(numeric.versionCode).to.equal('42');
+    const bare = checkIntegrityPayload(payload((p) => {
+      delete p.appIntegrity.versionCode;
+      delete (p as Partial<Payload>).accountDetails;
+    }), policy, { nonce: NONCE });
+    expect(bare).to.not.have.property('versionCode');
+    expect(bare).to.not.have.property('appLicensingVerdict');
+    expect(checkIntegrityPayload(payload((p) => (p.appIntegrity.versionCode = { code: 42 })), policy, { nonce: NONCE })).to.not.have.property('versionCode');
+  });
+
+  it('takes Play Console keys pasted with surrounding white space, and names which key is unusable', async () => {
+    const keys = generatePlayConsoleKeys();
+    const token = await buildClassicToken(payload(), keys);
+    const policyWithCertificate = { ...policy, certificateSha256Digests: [CERTIFICATE_DIGEST] };
+    const verdict = await verifyClassicIntegrityToken({ token, decryptionKey: `  ${keys.decryptionKey}\n`, verificationKey: `\n${keys.verificationKey}  \n`, policy: policyWithCertificate, nonce: NONCE });
+    expect(verdict.valid).to.equal(true);
+    const message = async (bad: { decryptionKey: string; verificationKey: string }) =>
+      verifyClassicIntegrityToken({ token, ...bad, policy, nonce: NONCE }).then(() => 'accepted', (error: Error) => error.message);
+    expect(await message({ decryptionKey: Buffer.alloc(16).toString('base64'), verificationKey: keys.verificationKey })).to.equal('the Play Integrity decryption key must be the base64 of a 32-byte AES-256 key');
+    expect(await message({ decryptionKey: keys.decryptionKey, verificationKey: 'bm90IGEga2V5' })).to.equal('the Play Integrity verification key must be the base64 of a DER SubjectPublicKeyInfo');
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
+    expect(await message({ decryptionKey: keys.decryptionKey, verificationKey: rsa })).to.equal('the Play Integrity verification key must be an EC P-256 public key');
+  });
+});
+
 describe('Play Integrity, standard requests (decoded by Google)', () => {
   const REQUEST_HASH = 'k3f0Yq2Jc5n8v1mWfQ7rXx9s0eTg6hLbD4aKpZuV2yI';
   const INTEGRITY_TOKEN = `standard-${randomBytes(16).toString('hex')}`;
@@ -280,6 +355,10 @@ describe('Play Integrity, standard requests (decoded by Google)', () => {
   beforeEach(() => {
     google.unavailable = false;
     google.tokenRequests = 0;
+    google.expiresIn = 3599;
+    google.tokenAnswer = undefined;
+    google.decodeAnswer = undefined;
+    google.assertions.length = 0;
   });
 
   it('accepts a token Google decodes, and reuses the access token for the next decode', async () => {
@@ -349,6 +428,42 @@ describe('Play Integrity, standard requests (decoded by Google)', () => {
     expect(urls).to.deep.equal(['https://oauth2.googleapis.com/token']);
   });
 
+  it('names what is wrong with an unusable service-account key', () => {
+    const construct = (json: string) => {
+      try {
+        decoder({ serviceAccountJson: json });
+        return 'accepted';
+      } catch (error) {
+        return (error as Error).message;
+      }
+    };
+    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const privateKey = (JSON.parse(account.json) as { private_key: string }).private_key;
+    expect([
+      construct('not json'),
+      construct('null'),
+      construct('["a"]'),
+      construct(JSON.stringify({ private_key: privateKey })),
+      construct(JSON.stringify({ client_email: 7, private_key: privateKey })),
+      construct(JSON.stringify({ client_email: 'a@b' })),
+      construct(JSON.stringify({ client_email: 'a@b', private_key: 7 })),
+      construct(JSON.stringify({ client_email: 'a@b', private_key: 'not a key' })),
+      construct(JSON.stringify({ client_email: 'a@b', private_key: ec })),
+      construct(JSON.stringify({ client_email: 'a@b', private_key: privateKey })),
+    ]).to.deep.equal([
+      'the Play Integrity service-account key is not JSON',
+      'the Play Integrity service-account key lacks client_email or private_key',
+      'the Play Integrity service-account key lacks client_email or private_key',
+      'the Play Integrity service-account key lacks client_email or private_key',
+      'the Play Integrity service-account key lacks client_email or private_key',
+      'the Play Integrity service-account key lacks client_email or private_key',
+      'the Play Integrity service-account key lacks client_email or private_key',
+      'the Play Integrity service-account private_key cannot be imported',
+      'the Play Integrity service-account private_key is not an RSA key',
+      'accepted',
+    ]);
+  });
+
   it('rejects an unusable service-account key at construction, without echoing it', () => {
     for (const json of ['not json', '{"client_email":"a@b"}', JSON.stringify({ client_email: 'a@b', private_key: 'not a key' })]) {
       try {
@@ -358,6 +473,161 @@ describe('Play Integrity, standard requests (decoded by Google)', () => {
         expect((error as Error).message).to.not.include(json);
       }
     }
+  });
+
+  // Google's OAuth 2.0 for server-to-server applications, "Preparing to make an authorized API call" (HTTP/REST):
+  // https://developers.google.com/identity/protocols/oauth2/service-account#httprest — a JWT with header
+  // {"alg":"RS256","typ":"JWT"} naming the key (`kid`, the key file's private_key_id), claims iss, scope, aud (the token
+  // endpoint), iat and exp (at most an hour later), posted form-encoded with grant_type jwt-bearer; the answer carries
+  // access_token and expires_in (seconds).
+  it('signs the assertion as Google asks: kid from private_key_id, iss, scope, aud, iat now and exp an hour later, form-encoded', async () => {
+    // Google checks iat and exp against its own clock: the decoder's clock is the real one, at a known millisecond.
+    const now = Math.floor(Date.now() / 1000) * 1000 + 999;
+    await verify(decoder({ clock: () => now }));
+    expect(google.assertions).to.have.length(1);
+    const [sent] = google.assertions;
+    expect(sent!.header).to.deep.equal({ alg: 'RS256', typ: 'JWT', kid: 'test-key-1' });
+    expect(sent!.claims).to.deep.equal({ scope: 'https://www.googleapis.com/auth/playintegrity', iss: account.json.match(/"client_email":"([^"]+)"/)![1], sub: account.json.match(/"client_email":"([^"]+)"/)![1], aud: google.tokenUrl, iat: (now - 999) / 1000, exp: (now - 999) / 1000 + 3600 });
+    expect(sent!.contentType).to.equal('application/x-www-form-urlencoded');
+
+    // A key file without a private_key_id (or with one that is not a string) names no key.
+    const withoutId = JSON.parse(account.json) as Record<string, unknown>;
+    delete withoutId.private_key_id;
+    await verify(decoder({ serviceAccountJson: JSON.stringify(withoutId) }));
+    await verify(decoder({ serviceAccountJson: JSON.stringify({ ...withoutId, private_key_id: 42 }) }));
+    expect(google.assertions.slice(1).map((assertion) => assertion.header)).to.deep.equal([{ alg: 'RS256', typ: 'JWT' }, { alg: 'RS256', typ: 'JWT' }]);
+  });
+
+  it('reuses the access token until exactly a minute before expires_in runs out, and renews it from that millisecond', async () => {
+    const start = Date.now();
+    let now = start;
+    const dec = decoder({ clock: () => now });
+    await verify(dec);
+    now = start + 3599_000 - 60_000 - 1;
+    await verify(dec);
+    expect(google.tokenRequests).to.equal(1);
+    now = start + 3599_000 - 60_000;
+    await verify(dec);
+    expect(google.tokenRequests).to.equal(2);
+  });
+
+  it('takes an hour when expires_in is absent, zero, negative or not a number', async () => {
+    const start = Date.now();
+    const renewals: number[][] = [];
+    for (const expiresIn of [undefined, 0, -5, '3599']) {
+      google.expiresIn = expiresIn;
+      google.tokenRequests = 0;
+      let now = start;
+      const dec = decoder({ clock: () => now });
+      await verify(dec);
+      now = start + 3600_000 - 60_000 - 1;
+      await verify(dec);
+      const reused = google.tokenRequests;
+      now = start + 3600_000 - 60_000;
+      await verify(dec);
+      renewals.push([reused, google.tokenRequests]);
+    }
+    expect(renewals).to.deep.equal([[1, 2], [1, 2], [1, 2], [1, 2]]);
+  });
+
+  it('refuses a token answer without an access token, and asks again next time', async () => {
+    const dec = decoder();
+    for (const body of [{ expires_in: 3599 }, { access_token: '', expires_in: 3599 }, { access_token: 42, expires_in: 3599 }]) {
+      google.tokenAnswer = { status: 200, body };
+      expect(await failure(verify(dec))).to.equal('google_unavailable');
+    }
+    google.tokenAnswer = undefined;
+    await verify(dec);
+    expect(google.tokenRequests).to.equal(4);
+  });
+
+  it('after a failed exchange, concurrent decodes share the next one', async () => {
+    const dec = decoder();
+    google.tokenAnswer = { status: 400, body: { error: 'invalid_grant', error_description: 'Invalid JWT Signature.' } };
+    expect(await failure(verify(dec))).to.equal('google_rejected');
+    google.tokenAnswer = undefined;
+    await Promise.all([verify(dec), verify(dec), verify(dec)]);
+    expect(google.tokenRequests).to.equal(2);
+  });
+
+  it('drops an access token the API answers 401 to, and mints a new one for the next decode', async () => {
+    const dec = decoder();
+    await verify(dec);
+    google.revokeAccessTokens();
+    expect(await failure(verify(dec))).to.equal('google_rejected');
+    expect(google.tokenRequests).to.equal(1);
+    await verify(dec);
+    expect(google.tokenRequests).to.equal(2);
+  });
+
+  it('maps the API’s statuses and answers: 429 and 5xx unavailable, other 4xx rejected, an answer without tokenPayloadExternal unavailable', async () => {
+    const dec = decoder();
+    const reasons: string[] = [];
+    for (const answer of [
+      { status: 429, body: { error: { code: 429, status: 'RESOURCE_EXHAUSTED' } } },
+      { status: 500, body: { error: { code: 500, status: 'INTERNAL' } } },
+      { status: 499, body: {} },
+      { status: 403, body: { error: { code: 403, status: 'PERMISSION_DENIED' } } },
+      { status: 200, body: {} },
+      { status: 200, body: { tokenPayloadExternal: 'not an object' } },
+      { status: 200, body: [] },
+    ]) {
+      google.decodeAnswer = answer;
+      reasons.push(await failure(verify(dec)));
+    }
+    expect(reasons).to.deep.equal(['google_unavailable', 'google_unavailable', 'google_rejected', 'google_rejected', 'google_unavailable', 'google_unavailable', 'google_unavailable']);
+    expect(await failure(verify(dec, ''))).to.equal('malformed_token');
+    // The API base URL may end in slashes.
+    google.decodeAnswer = undefined;
+    expect(await verify(decoder({ apiBaseUrl: `${google.baseUrl}//` }))).to.include({ valid: true });
+  });
+
+  it('names Google’s error code in the message when it is a plain code, and nothing else of the answer', async () => {
+    const message = async (promise: Promise<unknown>) => {
+      const error = await rejection(promise);
+      errors.push(error);
+      return error.message;
+    };
+    google.tokenAnswer = { status: 400, body: { error: 'invalid_grant', error_description: 'Invalid JWT Signature.' } };
+    expect(await message(verify(decoder()))).to.equal('the OAuth token endpoint answered 400 (invalid_grant)');
+    google.tokenAnswer = { status: 400, body: { error: 'invalid grant for ya29.leaked' } };
+    expect(await message(verify(decoder()))).to.equal('the OAuth token endpoint answered 400');
+    google.tokenAnswer = { status: 400, body: { error: 'x'.repeat(65) } };
+    expect(await message(verify(decoder()))).to.equal('the OAuth token endpoint answered 400');
+    google.tokenAnswer = { status: 400, body: { error: 7 } };
+    expect(await message(verify(decoder()))).to.equal('the OAuth token endpoint answered 400');
+    google.tokenAnswer = undefined;
+    google.decodeAnswer = { status: 503, body: { error: { code: 503, status: 'UNAVAILABLE' } } };
+    expect(await message(verify(decoder()))).to.equal('the Play Integrity API answered 503 (UNAVAILABLE)');
+    google.decodeAnswer = { status: 503, body: 'not json' };
+    expect(await message(verify(decoder()))).to.equal('the Play Integrity API answered 503');
+    google.decodeAnswer = { status: 503, body: '<html>Service Unavailable</html>', raw: true };
+    expect(await message(verify(decoder()))).to.equal('the Play Integrity API answered 503');
+    // A 200 whose body is not JSON: unavailable, from either endpoint.
+    google.decodeAnswer = { status: 200, body: '<html>', raw: true };
+    expect(await failure(verify(decoder()))).to.equal('google_unavailable');
+    google.decodeAnswer = undefined;
+    google.tokenAnswer = { status: 200, body: '<html>', raw: true };
+    expect(await failure(verify(decoder()))).to.equal('google_unavailable');
+    google.tokenAnswer = undefined;
+    // The decode call is JSON, as the API reference gives it.
+    google.decodeContentTypes.length = 0;
+    await verify(decoder());
+    expect(google.decodeContentTypes).to.deep.equal(['application/json']);
+    // A network failure is named by its code, or by the error's name when it has no plain code.
+    const failing = (error: Error) => decoder({ fetch: async () => Promise.reject(error) });
+    const refused = Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }) });
+    expect(await message(verify(failing(refused)))).to.equal('the OAuth token endpoint cannot be reached (ECONNREFUSED)');
+    expect(await message(verify(failing(new TypeError('fetch failed'))))).to.equal('the OAuth token endpoint cannot be reached (TypeError)');
+    const odd = Object.assign(new TypeError('fetch failed'), { cause: { code: 'E 127.0.0.1' } });
+    expect(await message(verify(failing(odd)))).to.equal('the OAuth token endpoint cannot be reached');
+    const addressed = Object.assign(new TypeError('fetch failed'), { cause: { code: '10.0.0.1:ECONNREFUSED' } });
+    expect(await message(verify(failing(addressed)))).to.equal('the OAuth token endpoint cannot be reached');
+    const numeric = Object.assign(new TypeError('fetch failed'), { cause: { code: 7 } });
+    expect(await message(verify(failing(numeric)))).to.equal('the OAuth token endpoint cannot be reached (TypeError)');
+    // The API itself unreachable, once a token is at hand.
+    const apiDown = decoder({ fetch: async (url, init) => (String(url).includes(':decodeIntegrityToken') ? Promise.reject(refused) : fetch(url, init)) });
+    expect(await message(verify(apiDown))).to.equal('the Play Integrity API cannot be reached (ECONNREFUSED)');
   });
 
   it('never puts the service-account key or an access token in an error, nor shows them when the decoder is inspected', async () => {

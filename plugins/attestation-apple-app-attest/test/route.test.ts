@@ -13,6 +13,15 @@ import { FakeUpstream, respondJson } from '../../../test/support/fake-upstream';
 import { TestGateway } from '../../../test/support/gateway';
 import { requestDigest } from '../../../core/pipeline/verify-device';
 import { createTestAssertion, createTestAttestation, createTestAuthority, type TestAttestation, type TestAuthority } from './test-chain';
+import { GatewayError, type AppIdentity, type AttestationInput, type AttestationVerifier, type DeviceKeyStore } from '../../../core/contract';
+import { createTestKeyAuthority } from '../../attestation-android-key-attestation/test/test-chain';
+import { FakeGoogle, serviceAccount } from '../../attestation-android-play-integrity/test/fake-google';
+import { PACKAGE, verdictPayload } from '../../attestation-android-play-integrity/test/token-builder';
+import { exchangeBinding } from '../../attestation-android-play-integrity/index';
+import { AppleAppAttestVerifier } from '../index';
+import { tollgatePlugin as keyAttestationPlugin } from '../../attestation-android-key-attestation/index';
+import { tollgatePlugin as playIntegrityPlugin } from '../../attestation-android-play-integrity/index';
+import { tollgatePlugin as appAttestPlugin } from '../index';
 
 const APP_ID = 'ABCDE12345.com.example.attest';
 
@@ -150,5 +159,125 @@ describe('apple-app-attest route and every-request assertions', () => {
         expect(call.reached).to.equal(false);
       }
     });
+  });
+});
+
+describe('apple-app-attest verifier: bodies, the app id, and a counter another request advanced first', () => {
+  const at = new Date();
+  let authority: TestAuthority;
+  before(async () => {
+    authority = await createTestAuthority(at);
+  });
+  const app = (settings: Record<string, unknown> = { appleAppId: APP_ID }): AppIdentity => ({ id: 'app_1', name: 'App', settings, devicesRevokedBefore: 0 }) as unknown as AppIdentity;
+  function input(body: Record<string, unknown>, options: { settings?: Record<string, unknown>; devices?: DeviceKeyStore; secrets?: Record<string, string> } = {}) {
+    const used: string[] = [];
+    const value: AttestationInput = {
+      app: app(options.settings),
+      body,
+      production: false,
+      consumeChallenge: async () => true,
+      useChallenge: async (text) => {
+        used.push(text);
+      },
+      devices: options.devices ?? { find: async () => null, advanceCounter: async () => true },
+      readAttestationSecret: async (name) => options.secrets?.[name] ?? null,
+    };
+    return { value, used };
+  }
+  const outcome = async (verifier: AppleAppAttestVerifier, attestation: ReturnType<typeof input>) => {
+    try {
+      return { ...(await verifier.verify(attestation.value)), used: attestation.used.length };
+    } catch (error) {
+      if (!(error instanceof GatewayError)) throw error;
+      return { type: error.type, reason: error.reason, used: attestation.used.length };
+    }
+  };
+
+  it('registers each method under its own name; the test trust anchors and Google endpoints come from the settings, and production ignores the test roots', async () => {
+    const keyAuthority = await createTestKeyAuthority();
+    const account = serviceAccount();
+    const google = await new FakeGoogle(account).start();
+    const rootDirectory = mkdtempSync(path.join(os.tmpdir(), 'tollgate-register-'));
+    const rootFile = path.join(rootDirectory, 'root.pem');
+    writeFileSync(rootFile, authority.rootPem);
+    try {
+      const register = (production: boolean) => {
+        const registered = new Map<string, AttestationVerifier>();
+        const settings = { TOLLGATE_TEST_APPLE_ROOT_FILE: rootFile, TOLLGATE_TEST_ANDROID_ROOT_SPKI_SHA256: `${'00'.repeat(32)},${keyAuthority.rootSpkiSha256}`, TOLLGATE_PLAY_INTEGRITY_API_URL: google.baseUrl, TOLLGATE_PLAY_INTEGRITY_TOKEN_URL: google.tokenUrl };
+        const host = { production, settings, registerAttestationVerifier: (verifier: AttestationVerifier) => registered.set(verifier.method, verifier) };
+        for (const plugin of [appAttestPlugin, keyAttestationPlugin, playIntegrityPlugin]) plugin.register!(host as never);
+        return registered;
+      };
+      const attestBoth = async (registered: Map<string, AttestationVerifier>) => {
+        const challenge = 'cmVnaXN0ZXI';
+        const apple = await createTestAttestation({ authority, appId: APP_ID, clientDataHash: createHash('sha256').update(challenge, 'utf8').digest(), at: new Date() });
+        const android = await keyAuthority.attest({ challenge: Buffer.from(challenge, 'base64url'), packageName: 'com.example.app', signatureDigestHex: 'ab'.repeat(32) });
+        const results = [];
+        for (const [method, body, settings] of [
+          ['apple-app-attest', { keyId: apple.keyId, challenge, attestation: apple.attestation.toString('base64') }, { appleAppId: APP_ID }],
+          ['android-key-attestation', { challenge, chain: android.chain }, { androidPackage: 'com.example.app' }],
+        ] as const) {
+          results.push(await outcome(registered.get(method)! as AppleAppAttestVerifier, input(body, { settings })).then((result) => ('reason' in result ? result.reason : 'attested')));
+        }
+        return results;
+      };
+      const development = register(false);
+      expect([...development.keys()]).to.deep.equal(['apple-app-attest', 'android-key-attestation', 'android-play-integrity']);
+      expect(await attestBoth(development)).to.deep.equal(['attested', 'attested']);
+      expect(await attestBoth(register(true))).to.deep.equal(['untrusted_root', 'untrusted_root']);
+      // The Play Integrity endpoints named in the settings (a fake Google on loopback) are the ones asked.
+      google.payloads.set('standard-token', verdictPayload({ requestHash: exchangeBinding('cGxheQ', 'installation-0009'), timestampMillis: Date.now() }));
+      const play = await outcome(development.get('android-play-integrity')! as AppleAppAttestVerifier, input({ challenge: 'cGxheQ', integrityToken: 'standard-token', deviceId: 'installation-0009', type: 'standard' }, { settings: { androidPackage: PACKAGE }, secrets: { 'play-integrity-service-account': account.json } }));
+      expect(play).to.deep.equal({ deviceId: 'pi:installation-0009', used: 1 });
+      expect(google.decodeRequests).to.equal(1);
+    } finally {
+      rmSync(rootDirectory, { recursive: true, force: true });
+      await google.stop();
+    }
+  });
+
+  it('refuses a malformed body before consuming the challenge', async () => {
+    const verifier = new AppleAppAttestVerifier([authority.rootPem], () => at.getTime());
+    const good = { keyId: 'a2V5LWlk', challenge: 'Y2hhbGxlbmdl', attestation: 'YXR0ZXN0YXRpb24=' };
+    const refused = [
+      { ...good, keyId: 7 },
+      { ...good, keyId: 'not base64!' },
+      { ...good, keyId: 'A'.repeat(101) },
+      { ...good, challenge: 7 },
+      { keyId: good.keyId, challenge: good.challenge },
+      { ...good, attestation: 7 },
+      { ...good, attestation: 'not base64!' },
+      { ...good, attestation: 'A'.repeat(65_537) },
+      { ...good, assertion: 'YXNzZXJ0aW9u' },
+      { keyId: good.keyId, challenge: good.challenge, assertion: 'A'.repeat(65_537) },
+    ];
+    for (const body of refused) {
+      expect(await outcome(verifier, input(body)), JSON.stringify(body).slice(0, 80)).to.deep.equal({ type: 'invalidRequest', reason: 'attestation_body_invalid', used: 0 });
+    }
+    // At the bounds the body is read: the challenge is spent, then the attestation itself is refused.
+    for (const body of [{ ...good, keyId: 'A'.repeat(100) }, { ...good, attestation: 'A'.repeat(65_536) }]) {
+      expect(await outcome(verifier, input(body))).to.deep.equal({ type: 'attestationFailed', reason: 'malformed_attestation', used: 1 });
+    }
+    expect(await outcome(verifier, input(good, { settings: {} }))).to.deep.equal({ type: 'attestationFailed', reason: 'apple_app_not_configured', used: 0 });
+  });
+
+  it('refuses a valid assertion whose counter another request advanced first (counter_not_increased), and refreshes otherwise', async () => {
+    const verifier = new AppleAppAttestVerifier([authority.rootPem], () => at.getTime());
+    const challenge = 'cmVmcmVzaA';
+    const clientDataHash = createHash('sha256').update(challenge, 'utf8').digest();
+    const attested = await createTestAttestation({ authority, appId: APP_ID, clientDataHash, at });
+    const assertion = createTestAssertion({ privateKey: attested.privateKey, appId: APP_ID, counter: 5, clientDataHash }).toString('base64');
+    const advanced: Array<[number, number]> = [];
+    const devices = (wins: boolean): DeviceKeyStore => ({
+      find: async () => ({ publicKey: attested.publicKeyPem, counter: 4, revoked: false }),
+      advanceCounter: async (_appId, _deviceId, expected, next) => {
+        advanced.push([expected, next]);
+        return wins;
+      },
+    });
+    expect(await outcome(verifier, input({ keyId: attested.keyId, challenge, assertion }, { devices: devices(false) }))).to.deep.equal({ type: 'attestationFailed', reason: 'counter_not_increased', used: 1 });
+    expect(await outcome(verifier, input({ keyId: attested.keyId, challenge, assertion }, { devices: devices(true) }))).to.deep.equal({ deviceId: attested.keyId, used: 1 });
+    expect(advanced).to.deep.equal([[4, 5], [4, 5]]);
+    expect(await outcome(verifier, input({ keyId: attested.keyId, challenge, assertion }, { settings: {}, devices: devices(true) }))).to.deep.equal({ type: 'attestationFailed', reason: 'apple_app_not_configured', used: 0 });
   });
 });

@@ -45,8 +45,13 @@ export interface TestAuthority {
 export async function createTestAuthority(
   at: Date,
   names = { root: 'Test App Attestation Root CA', intermediate: 'Test App Attestation CA 1' },
-  /** false: the intermediate is issued as an end-entity certificate (BasicConstraints cA false), which may sign nothing. */
-  intermediateIsCa = true,
+  /**
+   * false: the intermediate is issued as an end-entity certificate (BasicConstraints cA false), which may sign nothing;
+   * 'unstated': it carries no BasicConstraints extension at all (not a CA either).
+   */
+  intermediateIsCa: boolean | 'unstated' = true,
+  /** The issuer name the intermediate carries (default: the root's subject); it is signed by the root's key either way. */
+  intermediateIssuer?: string,
 ): Promise<TestAuthority> {
   const rootKeys = (await webcrypto.subtle.generateKey(P384, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const intermediateKeys = (await webcrypto.subtle.generateKey(P384, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
@@ -64,15 +69,18 @@ export async function createTestAuthority(
   const intermediate = await x509.X509CertificateGenerator.create({
     serialNumber: serialNumber(),
     subject: `CN=${names.intermediate}, O=Tollgate Tests, ST=California`,
-    issuer: root.subject,
+    issuer: intermediateIssuer ?? root.subject,
     notBefore,
     notAfter,
     signingAlgorithm: ECDSA_SHA384,
     publicKey: intermediateKeys.publicKey,
     signingKey: rootKeys.privateKey,
-    extensions: intermediateIsCa
-      ? [new x509.BasicConstraintsExtension(true, 0, true), new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true)]
-      : [new x509.BasicConstraintsExtension(false, undefined, true)],
+    extensions:
+      intermediateIsCa === true
+        ? [new x509.BasicConstraintsExtension(true, 0, true), new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true)]
+        : intermediateIsCa === false
+          ? [new x509.BasicConstraintsExtension(false, undefined, true)]
+          : [new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true)],
   });
   return { rootPem: root.toString('pem'), root, intermediate, intermediateKeys };
 }
@@ -94,6 +102,8 @@ export interface TestAttestationOptions {
   readonly leafNotBefore?: Date;
   readonly leafNotAfter?: Date;
   readonly fmt?: string;
+  /** The issuer name the credCert carries (default: the intermediate's subject); the intermediate's key signs it either way. */
+  readonly leafIssuer?: string;
   /** Replaces the intermediate sent in x5c (to break the chain). */
   readonly x5cIntermediate?: x509.X509Certificate;
 }
@@ -150,7 +160,7 @@ export async function createTestAttestation(options: TestAttestationOptions): Pr
   const leaf = await x509.X509CertificateGenerator.create({
     serialNumber: serialNumber(),
     subject: `CN=${keyIdBytes.toString('hex')}, OU=AAA Certification, O=Tollgate Tests, ST=California`,
-    issuer: options.authority.intermediate.subject,
+    issuer: options.leafIssuer ?? options.authority.intermediate.subject,
     notBefore: options.leafNotBefore ?? new Date(options.at.getTime() - DAY),
     notAfter: options.leafNotAfter ?? new Date(options.at.getTime() + 2 * DAY),
     signingAlgorithm: ECDSA_SHA256,

@@ -222,6 +222,20 @@ describe('Apple App Attest: every rejection, on a test PKI', () => {
     expect(await rejection(verifyAppAttestAttestation(inputFor(attestation, { trustedRoots: [notCa.rootPem] })))).to.equal('chain_invalid');
   });
 
+  it('checks the issuer names along the chain, not only the signatures: a credCert or an intermediate signed by the right key under another issuer name is refused', async () => {
+    // Observable apart from the signature check: the signature verifies (the right key signed), only the name differs.
+    const renamed = await createTestAttestation({ authority, appId, clientDataHash, at, leafIssuer: 'CN=Some Other CA, O=Tollgate Tests, ST=California' });
+    expect(await rejection(verifyAppAttestAttestation(inputFor(renamed)))).to.equal('chain_invalid');
+    // The intermediate, signed by the trusted root's key but naming another issuer, does not end in that root.
+    const misnamed = await createTestAuthority(at, undefined, true, 'CN=Some Other Root, O=Tollgate Tests, ST=California');
+    const underMisnamed = await createTestAttestation({ authority: misnamed, appId, clientDataHash, at });
+    expect(await rejection(verifyAppAttestAttestation(inputFor(underMisnamed, { trustedRoots: [misnamed.rootPem] })))).to.equal('untrusted_root');
+    // An intermediate without a BasicConstraints extension is no CA either.
+    const unstated = await createTestAuthority(at, undefined, 'unstated');
+    const underUnstated = await createTestAttestation({ authority: unstated, appId, clientDataHash, at });
+    expect(await rejection(verifyAppAttestAttestation(inputFor(underUnstated, { trustedRoots: [unstated.rootPem] })))).to.equal('chain_invalid');
+  });
+
   it('accepts a credCert at the first and the last instant of its validity (both included), and not a millisecond outside', async () => {
     const from = await createTestAttestation({ authority, appId, clientDataHash, at, leafNotBefore: at });
     expect((await verifyAppAttestAttestation(inputFor(from))).valid).to.equal(true);
@@ -304,6 +318,28 @@ describe('Apple App Attest: every rejection, on a test PKI', () => {
     });
     expect(await rejection(verifyAppAttestAttestation(inputFor(good, { attestation: shortAuthData })))).to.equal('malformed_attestation');
   });
+
+  it('refuses an attestation object without its receipt or its authData, or with them as other than byte strings (the object itself is not signed)', async () => {
+    const edits: Array<(object: { attStmt: Record<string, unknown>; authData: unknown }) => void> = [
+      (object) => delete object.attStmt.receipt,
+      (object) => delete (object as Partial<typeof object>).authData,
+      (object) => (object.attStmt.receipt = 'a receipt as text'),
+      (object) => (object.authData = 'authData as text'),
+      (object) => (object.attStmt.x5c = [...(object.attStmt.x5c as Buffer[]), 'a third entry as text']),
+      (object) => delete (object as Partial<typeof object>).attStmt,
+      (object) => ((object as { attStmt: unknown }).attStmt = null),
+    ];
+    const reasons = [];
+    for (const edit of edits) {
+      const changed = reencodeAttestation(good.attestation, edit as never);
+      reasons.push(await rejection(verifyAppAttestAttestation(inputFor(good, { attestation: changed }))));
+    }
+    expect(reasons).to.deep.equal(edits.map(() => 'malformed_attestation'));
+    // Trusted roots that are not certificates are the caller's mistake.
+    const wrongRoots = await verifyAppAttestAttestation(inputFor(good, { trustedRoots: ['not a PEM certificate'] })).then(() => 'accepted', (error: Error) => error);
+    expect(wrongRoots).to.be.instanceOf(Error).and.not.be.instanceOf(AppAttestError);
+    expect((wrongRoots as Error).message).to.equal('trustedRoots[0] is not a PEM certificate');
+  });
 });
 
 describe('Apple App Attest: assertions on a test key', () => {
@@ -371,5 +407,19 @@ describe('Apple App Attest: assertions on a test key', () => {
     });
     expect(reasonOf(() => verifyWith(short, 0))).to.equal('malformed_assertion');
     expect(reasonOf(() => verifyWith(createTestAssertion({ privateKey: key.privateKey, appId, counter: 1, clientDataHash: requestHash }), 0, { publicKeyPem: 'not a key' }))).to.equal('invalid_public_key');
+    const assertion = createTestAssertion({ privateKey: key.privateKey, appId, counter: 1, clientDataHash: requestHash });
+    const edits: Array<(object: Record<string, unknown>) => void> = [
+      (object) => delete object.signature,
+      (object) => delete object.authenticatorData,
+      (object) => (object.signature = 'a signature as text'),
+      (object) => (object.authenticatorData = [1, 2, 3]),
+    ];
+    expect(edits.map((edit) => reasonOf(() => verifyWith(reencodeAssertion(assertion, edit as never), 0)))).to.deep.equal(edits.map(() => 'malformed_assertion'));
+    expect(reasonOf(() => verifyWith(Buffer.alloc(0), 0))).to.equal('malformed_assertion');
+    // CBOR null and a CBOR number are no map of fields.
+    expect(reasonOf(() => verifyWith(Buffer.from([0xf6]), 0))).to.equal('malformed_assertion');
+    expect(reasonOf(() => verifyWith(Buffer.from([0x05]), 0))).to.equal('malformed_assertion');
+    // The 37 bytes alone are an assertion's whole authenticator data.
+    expect(verifyWith(assertion, 0)).to.deep.equal({ valid: true, counter: 1 });
   });
 });
