@@ -62,8 +62,8 @@ const parts = {
       'core/proxy-exchange', 'core/secret-leaks', 'core/units', 'hardening/policies', 'hardening/signed-bodies',
       // App-token refusals (unknown, rotated, disabled) and credential routes with their lifetimes.
       'core/errors', 'hardening/provider-route-lists', 'core/account-routes',
-      // Signed-in users; realtime upgrades run the same stages.
-      'core/end-users', 'core/realtime-sessions',
+      // Signed-in users; realtime upgrades run the same stages; credential routes' lifetimes (credential-lifetime.ts).
+      'core/end-users', 'core/realtime-sessions', 'core/realtime-providers',
     ],
     // The key-set cache over 1,000 requests: a load test, not a check of these lines' decisions.
     grep: '^(?!.*fetches the key set once for 1,000 requests)',

@@ -7,6 +7,7 @@
  * meet. The user token never reaches the provider nor the logs. Two nodes on Redis: test/scale/end-users.test.ts.
  */
 import { expect } from 'chai';
+import { SignJWT } from 'jose';
 import { FakeUpstream, chatCompletion, respondJson } from '../support/fake-upstream';
 import { TestGateway, type Provisioned } from '../support/gateway';
 import { FakeSignInProvider, signingKey, type SigningKey } from '../support/sign-in-provider';
@@ -110,6 +111,40 @@ describe('end users (one node)', function () {
     expect(forwarded.body.toString()).not.to.include(token);
     expect(gateway.logText()).not.to.include(token);
     expect(gateway.logText()).not.to.include(token.split('.')[2]!);
+  });
+
+  it('refuses a token without sub or exp, with an empty or over-long subject, or over the size limit; admits a 255-character subject', async () => {
+    const device = await provision();
+    const now = Math.floor(Date.now() / 1000);
+    // Signed by the published key, issuer and audience right: only the claims differ.
+    const signed = (claims: Record<string, unknown>) =>
+      new SignJWT({ iss: signIn.issuer, aud: 'tollgate-test', iat: now, ...claims }).setProtectedHeader({ alg: 'RS256', kid: keyA.kid, typ: 'JWT' }).sign(keyA.privateKey);
+    expect(await chat(device, await signed({ sub: 'ada' })), 'no exp').to.include({ status: 401, reason: 'user_token_invalid' });
+    expect(await chat(device, await signed({ exp: now + 3600 })), 'no sub').to.include({ status: 401, reason: 'user_token_invalid' });
+    expect(await chat(device, await signed({ sub: '', exp: now + 3600 })), 'empty sub').to.include({ status: 401, reason: 'user_token_invalid' });
+    expect(await chat(device, await signed({ sub: 'a'.repeat(256), exp: now + 3600 })), '256 characters').to.include({ status: 401, reason: 'user_token_invalid' });
+    // Over 16,384 characters: refused before any signature check (a valid token padded with a large claim).
+    expect(await chat(device, await signIn.token(keyA, 'ada', { pad: 'x'.repeat(16_384) })), 'too long').to.include({ status: 401, reason: 'user_token_invalid' });
+    expect(upstream.requests).to.have.length(0);
+    expect((await chat(device, await signed({ sub: 'b'.repeat(255), exp: now + 3600 }))).status).to.equal(200);
+  });
+
+  it('trusts a verified token again only until its exp: once it passes, the same token is user_token_expired', async () => {
+    const device = await provision();
+    // exp is whole seconds: one to two seconds from now (the gateway allows 60 s of skew on exp: set it 61 s back).
+    const exp = Math.floor(Date.now() / 1000) + 2 - 60;
+    const token = await signIn.token(keyA, 'ada-expiring', {}, { expiresAt: exp });
+    expect((await chat(device, token)).status).to.equal(200);
+    // Still cached as verified: a second request within its life passes without a key fetch.
+    expect((await chat(device, token)).status).to.equal(200);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, (exp + 60) * 1000 - Date.now()) + 50));
+    expect(await chat(device, token)).to.include({ status: 401, reason: 'user_token_expired' });
+  });
+
+  it('an app that does not sign users in ignores a user token header, whatever it holds', async () => {
+    const device = await gateway.provision({ openai: 'sk-end-users-0123456789abcdef' });
+    expect((await chat(device, 'not-a-jwt')).status).to.equal(200);
+    expect(upstream.last().headers['tollgate-user-token']).to.equal(undefined);
   });
 
   it('optional mode serves a request without a user token and checks one that is sent', async () => {
