@@ -64,6 +64,8 @@ const parts = {
       'core/errors', 'hardening/provider-route-lists', 'core/account-routes',
       // Signed-in users; realtime upgrades run the same stages; credential routes' lifetimes (credential-lifetime.ts).
       'core/end-users', 'core/realtime-sessions', 'core/realtime-providers',
+      // Answers asked for uncompressed where usage is read (injectKey's Accept-Encoding), under a token budget.
+      'core/token-budget-reservations',
     ],
     // The key-set cache over 1,000 requests: a load test, not a check of these lines' decisions.
     grep: '^(?!.*fetches the key set once for 1,000 requests)',
