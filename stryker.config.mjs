@@ -66,6 +66,8 @@ const parts = {
       'core/end-users', 'core/realtime-sessions', 'core/realtime-providers',
       // Answers asked for uncompressed where usage is read (injectKey's Accept-Encoding), under a token budget.
       'core/token-budget-reservations',
+      // The app's allowedProviders and allowedRoutes (resolve-secret.ts), each refusal by its reason.
+      'providers/providers',
     ],
     // The key-set cache over 1,000 requests: a load test, not a check of these lines' decisions.
     grep: '^(?!.*fetches the key set once for 1,000 requests)',

@@ -126,6 +126,35 @@ describe('provider plugins', () => {
       expect(missing.headers['tollgate-error']).to.equal('invalidRequest');
       expect(upstream.requests).to.have.length(0);
     });
+
+    it('names each refusal (provider_not_allowed, route_not_allowed_for_app, secret_not_found) and matches allowedRoutes by whole segments of the decoded path', async () => {
+      const device = await gateway.provision(
+        { openai: 'sk-policy-0123456789abcdef', anthropic: 'sk-ant-policy-0123456789' },
+        { allowedProviders: ['openai', 'anthropic', 'gemini'], allowedRoutes: ['openai/chat/completions', 'anthropic', 'gemini/models/'] },
+      );
+      const call = async (route: string) => {
+        const response = await rawRequest(gateway.url, { method: 'POST', path: `/v1/proxy/${route}`, headers: device.headers, body: '{}' });
+        return `${response.status} ${(JSON.parse(response.body.toString() || '{}') as { error?: { reason?: string } }).error?.reason ?? ''}`.trim();
+      };
+      upstream.reset();
+      // A slug alone allows every route of that provider; a path entry, that path and what is below it.
+      expect(await call('anthropic/v1/messages')).to.equal('200');
+      expect(await call('openai/v1/chat/completions')).to.equal('200');
+      expect(upstream.requests).to.have.length(2);
+      upstream.reset();
+      // Not a whole segment, another route, or a path that does not decode: refused, nothing forwarded.
+      expect(await call('openai/v1/chat/completionsx')).to.equal('400 route_not_allowed_for_app');
+      expect(await call('openai/v1/embeddings')).to.equal('400 route_not_allowed_for_app');
+      expect(await call('openai/v1/chat/completions%E0%A4%A')).to.match(/^400 /);
+      // Allowed by the lists, but the app has no secret for it.
+      expect(await call('gemini/v1beta/models/x:generateContent')).to.equal('424 secret_not_found');
+      expect(upstream.requests).to.have.length(0);
+      const narrowed = await gateway.provision({ openai: 'sk-policy-0123456789abcdef', anthropic: 'sk-ant-policy-0123456789' }, { allowedProviders: ['anthropic'] });
+      const refused = await rawRequest(gateway.url, { method: 'POST', path: '/v1/proxy/openai/v1/chat/completions', headers: narrowed.headers, body: '{}' });
+      expect(refused.status).to.equal(400);
+      expect((JSON.parse(refused.body.toString()) as { error: { reason: string } }).error.reason).to.equal('provider_not_allowed');
+      expect(upstream.requests).to.have.length(0);
+    });
   });
 
   describe('external and run-time providers', () => {
