@@ -120,6 +120,23 @@ describe('hostile upstream: credentials and gateway headers never pass', () => {
     expect(response.headers['x-hop-b'], 'named by the second Connection field').to.equal(undefined);
   });
 
+  it('an answer to a request whose body arrived whole keeps the connection open (Connection: close only for an unread body)', async () => {
+    upstream.respond((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': '2' });
+      response.end('{}');
+    });
+    const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+    const response = await rawRequest(gateway.url, {
+      method: 'POST',
+      path: '/v1/proxy/openai/v1/chat/completions',
+      headers: { ...device.headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'keep-alive' },
+      body,
+    });
+    expect(response.status).to.equal(200);
+    expect(upstream.last().body.toString()).to.equal(body);
+    expect(response.headers.connection).to.not.equal('close');
+  });
+
   it('a WWW-Authenticate challenge and other headers echoing the Authorization it got are redacted', async () => {
     upstream.respond((request, response) => {
       const authorization = String(request.headers.authorization);
