@@ -208,6 +208,11 @@ describe('protocol errors', () => {
       expectError(await post(device.headers, chat, 'x'.repeat(2048)), 413, 'invalidRequest', 'body_too_large');
       expect(upstream.requests).to.have.length(0);
     });
+    it('413 for a declared body too long to be read whole (over 64 KiB), before any of it goes upstream', async () => {
+      expectError(await post(device.headers, chat, 'x'.repeat(70 * 1024)), 413, 'invalidRequest', 'body_too_large');
+      // Not a head, not a byte: a streamed body would have reached the provider before the gateway counted past the limit.
+      expect(upstream.requests).to.have.length(0);
+    });
     it('413 for a chunked body that grows over the limit while streaming', async () => {
       const response = await rawRequest(gateway.url, {
         method: 'POST',

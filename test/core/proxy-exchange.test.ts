@@ -10,6 +10,7 @@ import { GatewayError, type PipelineObserver, type ProxyContext } from '../../co
 import type { Pipeline } from '../../core/pipeline/pipeline';
 import type { ProviderRegistry } from '../../core/registry/provider-registry';
 import { createProxyHandler, type ProxyExchange } from '../../core/routes/proxy';
+import { classifyUpstreamError } from '../../core/pipeline/forward';
 
 interface OneRouteGateway {
   readonly url: string;
@@ -232,5 +233,30 @@ describe('proxy route bookkeeping (ProxyExchange)', () => {
         { observers: [throwingObserver((path) => path.endsWith('/r2'))], closeThrows: (exchange) => exchange.request.url!.endsWith('/r4') },
       );
     });
+  });
+});
+
+describe('upstream failures before the answer head, as typed errors (classifyUpstreamError)', () => {
+  // undici's error codes: https://undici.nodejs.org/#/docs/api/Errors
+  const undiciError = (code: string, cause?: string) => Object.assign(new Error(code), { code, ...(cause ? { cause: Object.assign(new Error(cause), { code: cause }) } : {}) });
+  const shape = (error: GatewayError) => ({ type: error.type, status: error.status, reason: error.reason, retryAfterSeconds: error.retryAfterSeconds });
+
+  it('names undici timeouts as the gateway deadlines they carry', () => {
+    expect(shape(classifyUpstreamError(undiciError('UND_ERR_CONNECT_TIMEOUT'), 1024))).to.deep.equal({ type: 'upstreamUnavailable', status: 502, reason: 'connect_timeout', retryAfterSeconds: undefined });
+    expect(shape(classifyUpstreamError(undiciError('UND_ERR_HEADERS_TIMEOUT'), 1024))).to.deep.equal({ type: 'upstreamTimeout', status: 504, reason: 'first_byte_timeout', retryAfterSeconds: undefined });
+  });
+
+  it('names a socket failure by its system cause, and out-of-descriptors as the gateway’s own limit', () => {
+    expect(classifyUpstreamError(undiciError('UND_ERR_SOCKET', 'EPIPE'), 1024).reason).to.equal('upstream_epipe');
+    expect(classifyUpstreamError(undiciError('UND_ERR_SOCKET'), 1024).reason).to.equal('upstream_econnreset');
+    expect(classifyUpstreamError(undiciError('ECONNREFUSED'), 1024).reason).to.equal('upstream_econnrefused');
+    expect(classifyUpstreamError(undiciError('UND_ERR_CLOSED'), 1024).reason).to.equal('upstream_closed');
+    expect(classifyUpstreamError(new Error('no code'), 1024).reason).to.equal('upstream_unknown');
+    expect(classifyUpstreamError(undefined, 1024).reason).to.equal('upstream_unknown');
+    for (const cause of ['EMFILE', 'ENFILE']) {
+      for (const error of [undiciError('UND_ERR_SOCKET', cause), undiciError(cause)]) {
+        expect(shape(classifyUpstreamError(error, 1024)), cause).to.deep.equal({ type: 'serviceUnavailable', status: 503, reason: 'descriptors_exhausted', retryAfterSeconds: 1 });
+      }
+    }
   });
 });

@@ -10,6 +10,7 @@ import { generateToken, hashToken, isWellFormedToken } from '../../core/security
 import { SecretCipher } from '../../core/storage/encryption';
 import { MemoryRateLimitStore } from '../../core/stores/memory-rate-limit-store';
 import { InFlightList } from '../../core/pipeline/in-flight-list';
+import { decodedForms, upstreamViews, versionRoots } from '../../core/pipeline/upstream-views';
 import { toGatewayError } from '../../core/routes/errors';
 import { BUILT_IN_PROVIDERS_DIRECTORY } from '../../core/server/plugin-loader';
 import { TestGateway } from '../support/gateway';
@@ -55,6 +56,42 @@ describe('InFlightList (what a node keeps per request in flight, without a hash 
     });
     expect(visited.sort()).to.deep.equal(entries.map((entry) => entry.name).sort());
     expect(names(list)).to.deep.equal(['1', '4', '7']);
+  });
+});
+
+describe('upstream views of a provider path (upstream-views.ts)', () => {
+  it('reads version roots case-insensitively, without trailing slashes, absolute targets by origin', () => {
+    expect(versionRoots({ v1: '/V1//', 'v1-root': '', abs: 'https://Upload.Example.com/Up/', plain: 'http://127.0.0.1:9/x' })).to.deep.equal([
+      { name: 'v1', host: 'base', prefix: '/v1' },
+      { name: 'v1-root', host: 'base', prefix: '' },
+      { name: 'abs', host: 'https://upload.example.com', prefix: '/up' },
+      { name: 'plain', host: 'http://127.0.0.1:9', prefix: '/x' },
+    ]);
+  });
+
+  it('lists every distinct decoded form, up to four rounds, without matrix parameters or trailing slashes', () => {
+    expect(decodedForms('files')).to.deep.equal(['files']);
+    expect(decodedForms('%2566iles')).to.deep.equal(['%66iles', 'files']);
+    expect(decodedForms('a;x=1/b//')).to.deep.equal(['a/b']);
+    // Two rounds that normalize to the same form count once.
+    expect(decodedForms('a;%2541')).to.deep.equal(['a']);
+    // Undecodable at once: no forms; undecodable at a later round: the forms so far.
+    expect(decodedForms('%E0%A4%A')).to.equal(undefined);
+    expect(decodedForms('%25E0%25A4%25A')).to.deep.equal(['%E0%A4%A']);
+    // `f` encoded five times: four rounds stop one short of it.
+    expect(decodedForms('%2525252566')).to.deep.equal(['%25252566', '%252566', '%2566', '%66']);
+  });
+
+  it('sees a path from every other version root on the same host', () => {
+    const roots = versionRoots({ v1: '/v1', alias: '/v1', 'v1-root': '', v1beta: '/v1beta', other: 'https://other.example.com/v1/x' });
+    expect(upstreamViews(roots, 'v1', 'files')).to.deep.equal(['files', 'v1/files']);
+    expect(upstreamViews(roots, 'v1', '')).to.deep.equal(['', 'v1']);
+    expect(upstreamViews(roots, 'v1-root', 'v1/Files')).to.deep.equal(['v1/Files', 'Files']);
+    expect(upstreamViews(roots, 'v1-root', 'V1')).to.deep.equal(['V1', '']);
+    expect(upstreamViews(roots, 'v1-root', 'v1betax/y')).to.deep.equal(['v1betax/y']);
+    // Another host's root with a matching prefix is not the same upstream call.
+    expect(upstreamViews(roots, 'v1-root', 'v1/x/y')).to.deep.equal(['v1/x/y', 'x/y']);
+    expect(upstreamViews(roots, 'unknown', 'files')).to.deep.equal(['files']);
   });
 });
 

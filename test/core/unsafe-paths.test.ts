@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import { checkProviderPath, joinUpstreamUrl } from '../../core/pipeline/proxy-path';
-import { gatewayUrlFor } from '../../core/pipeline/response-urls';
+import { gatewayUrlFor, rewriteResponseUrls } from '../../core/pipeline/response-urls';
 import { FakeUpstream } from '../support/fake-upstream';
 import { TestGateway, type Provisioned } from '../support/gateway';
 import { rawRequest, type ErrorBody } from '../support/http';
@@ -106,5 +106,37 @@ describe('provider URLs in response headers (response-urls.ts)', () => {
     expect(gatewayUrlFor('https://evil.example.com/upload/v1beta/files', rewrite)).to.equal(null);
     expect(gatewayUrlFor('https://user:pw@generativelanguage.googleapis.com/v1beta/files', rewrite)).to.equal(null);
     expect(gatewayUrlFor('not a url', rewrite)).to.equal(null);
+    // Either half of a userinfo is enough to refuse the URL.
+    expect(gatewayUrlFor('https://user@generativelanguage.googleapis.com/v1beta/files', rewrite)).to.equal(null);
+    expect(gatewayUrlFor('https://:pw@generativelanguage.googleapis.com/v1beta/files', rewrite)).to.equal(null);
+  });
+  it('matches a version prefix on whole path segments only', () => {
+    expect(gatewayUrlFor('https://generativelanguage.googleapis.com/v1beta', rewrite)).to.equal('https://gateway.example.com/v1/proxy/gemini/v1beta/');
+    // `/v1betafoo` is not under `/v1beta` (nor `/v1`): only the host-root version takes it.
+    expect(gatewayUrlFor('https://generativelanguage.googleapis.com/v1betafoo/x?a=1', rewrite)).to.equal('https://gateway.example.com/v1/proxy/gemini/v1-root/v1betafoo/x?a=1');
+    // Without a host-root version, a URL under no declared prefix is refused.
+    const noRoot = { ...rewrite, versions: rewrite.versions.filter((version) => version.prefix !== '') };
+    expect(gatewayUrlFor('https://generativelanguage.googleapis.com/upload/v1beta/files', noRoot)).to.equal(null);
+    expect(gatewayUrlFor('https://generativelanguage.googleapis.com/v1/files/abc', noRoot)).to.equal('https://gateway.example.com/v1/proxy/gemini/v1/files/abc');
+  });
+  it('rewrites the declared headers of an answer, removes the unmappable ones and leaves the others', () => {
+    const headers: Record<string, string | string[] | undefined> = {
+      'x-goog-upload-url': 'https://generativelanguage.googleapis.com/upload/v1beta/files?upload_id=u-2',
+      'x-goog-upload-status': 'active',
+      location: 'https://evil.example.com/x',
+    };
+    rewriteResponseUrls(headers, rewrite);
+    expect(headers).to.deep.equal({
+      'x-goog-upload-url': 'https://gateway.example.com/v1/proxy/gemini/v1-root/upload/v1beta/files?upload_id=u-2',
+      'x-goog-upload-status': 'active',
+      location: 'https://evil.example.com/x',
+    });
+    const foreign: Record<string, string | string[] | undefined> = { 'x-goog-upload-url': 'https://evil.example.com/upload', other: 'kept' };
+    rewriteResponseUrls(foreign, rewrite);
+    expect(foreign).to.deep.equal({ other: 'kept' });
+    // A repeated header is not a URL the gateway can vouch for.
+    const repeated: Record<string, string | string[] | undefined> = { 'x-goog-upload-url': ['https://generativelanguage.googleapis.com/v1beta/files/a', 'https://generativelanguage.googleapis.com/v1beta/files/b'] };
+    rewriteResponseUrls(repeated, rewrite);
+    expect(repeated).to.deep.equal({});
   });
 });

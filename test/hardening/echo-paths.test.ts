@@ -13,6 +13,7 @@
  * (https://serpapi.com/search-api).
  */
 import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import zlib from 'node:zlib';
 import fc from 'fast-check';
@@ -138,6 +139,16 @@ describe('hostile upstream and client: lower findings', function () {
       expect(response.status).to.equal(401);
       expect(response.body.length).to.equal(0);
       expect(response.headers['content-encoding']).to.equal(undefined);
+      expectNoKey(response, OPENAI_KEY);
+    });
+
+    it('a gzip error body longer than the gateway reads whole (64 KiB compressed) is withheld; the status passes', async () => {
+      // Incompressible padding keeps the compressed body past 64 KiB, with the key at its start.
+      const padding = randomBytes(150 * 1024).toString('base64');
+      upstream.respond(echo(401, (key) => zlib.gzipSync(`{"error":{"message":"bad key ${key}","padding":"${padding}"}}`), () => ({ 'content-encoding': 'gzip' })));
+      const response = await rawRequest(gateway.url, { method: 'POST', path: chat, headers: json, body: '{}' });
+      expect(response.status).to.equal(401);
+      expect(response.body.length).to.equal(0);
       expectNoKey(response, OPENAI_KEY);
     });
 

@@ -103,6 +103,40 @@ describe('hostile upstream: credentials and gateway headers never pass', () => {
     expectNoKey(response);
   });
 
+  it('a header the provider repeats passes with every value, and each field named by a repeated Connection is dropped', async () => {
+    upstream.respond((_request, response) => {
+      // Raw pairs: repeats stay separate fields on the wire (RFC 9110 §5.3).
+      response.writeHead(200, [
+        'content-type', 'application/json', 'content-length', '2',
+        'x-multi', 'a', 'x-multi', 'b', 'x-multi', 'c',
+        'connection', 'x-hop-a', 'connection', 'x-hop-b', 'x-hop-a', '1', 'x-hop-b', '2',
+      ]);
+      response.end('{}');
+    });
+    const response = await rawRequest(gateway.url, { method: 'GET', path: '/v1/proxy/openai/v1/models', headers: device.headers });
+    expect(response.status).to.equal(200);
+    expect(response.headers['x-multi']).to.equal('a, b, c');
+    expect(response.headers['x-hop-a'], 'named by the first Connection field').to.equal(undefined);
+    expect(response.headers['x-hop-b'], 'named by the second Connection field').to.equal(undefined);
+  });
+
+  it('an answer to a request whose body arrived whole keeps the connection open (Connection: close only for an unread body)', async () => {
+    upstream.respond((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': '2' });
+      response.end('{}');
+    });
+    const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+    const response = await rawRequest(gateway.url, {
+      method: 'POST',
+      path: '/v1/proxy/openai/v1/chat/completions',
+      headers: { ...device.headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'keep-alive' },
+      body,
+    });
+    expect(response.status).to.equal(200);
+    expect(upstream.last().body.toString()).to.equal(body);
+    expect(response.headers.connection).to.not.equal('close');
+  });
+
   it('a WWW-Authenticate challenge and other headers echoing the Authorization it got are redacted', async () => {
     upstream.respond((request, response) => {
       const authorization = String(request.headers.authorization);

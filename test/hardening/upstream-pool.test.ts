@@ -5,6 +5,7 @@
  * cut after TOLLGATE_UPSTREAM_IDLE_TIMEOUT_MS. Descriptor exhaustion is the gateway's fault, not the provider's.
  */
 import { expect } from 'chai';
+import http from 'node:http';
 import { classifyUpstreamError } from '../../core/pipeline/forward';
 import { FakeUpstream, respondChunks } from '../support/fake-upstream';
 import { TestGateway } from '../support/gateway';
@@ -64,6 +65,37 @@ describe('upstream pool: no silent queue', function () {
       expect(refused.json<{ error: { reason: string } }>().error.reason).to.equal('upstream_pool_exhausted');
       expect(upstream.requests.length).to.equal(before);
       held.close();
+    } finally {
+      await gateway.close();
+    }
+  });
+
+  it('a queued request whose client leaves never reaches the provider once a connection frees', async () => {
+    const gateway = await TestGateway.start({ upstreams: { openai: upstream.url }, env: { TOLLGATE_UPSTREAM_MAX_SOCKETS: '1', TOLLGATE_UPSTREAM_QUEUE_TIMEOUT_MS: '10000' } });
+    try {
+      const device = await gateway.provision({ openai: 'sk-pool-0123456789abcdef' });
+      const held = await openStream(gateway.url, CHAT, device.headers);
+      expect(held.status).to.equal(200);
+      const before = upstream.requests.length;
+      const url = new URL(CHAT, gateway.url);
+      const departing = http.request(url, { method: 'POST', headers: { ...device.headers, 'content-type': 'application/json', 'content-length': '2' } });
+      departing.on('error', () => undefined);
+      departing.end('{}');
+      let seen = 0;
+      for (let attempt = 0; attempt < 200 && seen === 0; attempt += 1) {
+        seen = await metric(gateway, 'tollgate_upstream_queued_requests');
+        if (seen === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect(seen, 'the request waits for the one connection').to.equal(1);
+      departing.destroy();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      // The connection frees: undici would start the queued request now.
+      held.close();
+      for (let attempt = 0; attempt < 100 && (await metric(gateway, 'tollgate_upstream_queued_requests')) !== 0; attempt += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(upstream.requests.length, 'nothing of the departed client reached the provider').to.equal(before);
     } finally {
       await gateway.close();
     }
