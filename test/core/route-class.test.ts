@@ -91,6 +91,15 @@ describe('route classes (units)', () => {
       expect(reason(() => decideRoute(table, settings({}), 'GET', 'other'))).to.equal('400 route_not_allowed');
     });
 
+    it('holds the allow-list for every decoded form: a segment a second decoding splits is no longer the allowed one', () => {
+      // `*` matches within one segment: once decoded, `a%2Fb` is one segment and matches; a server that decodes twice
+      // sees `models/a/b:generateContent`, outside the allow-list.
+      const wildcard: RouteTable = { ...table, policy: { methods: ['POST'], allow: ['models/*:generateContent'] } };
+      expect(decideRoute(wildcard, settings({}), 'POST', 'models/gemini-2.0-flash:generateContent')).to.equal('inference');
+      expect(reason(() => decideRoute(wildcard, settings({}), 'POST', 'models/a%252Fb:generateContent'))).to.equal('400 route_not_allowed');
+      expect(reason(() => decideRoute(wildcard, settings({}), 'POST', 'models/a%2Fb:generateContent'))).to.equal('400 route_not_allowed');
+    });
+
     it('lets an extra route allow its own method and pattern, even an account one, but never a denied prefix', () => {
       const extra = settings({ extraRoutes: [{ provider: 'acme', methods: ['GET'], path: 'files' }, { provider: 'acme', methods: ['PUT'], path: 'jobs/*' }, { provider: 'acme', methods: ['GET'], path: 'admin/**' }, { provider: 'other', methods: ['GET'], path: 'reports' }] });
       expect(decideRoute(table, extra, 'GET', 'files')).to.equal('extra');
