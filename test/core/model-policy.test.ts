@@ -7,6 +7,8 @@
  * https://docs.anthropic.com/en/api/messages.
  */
 import { expect } from 'chai';
+import { GatewayError } from '../../core/contract';
+import { applyPolicyToQuery } from '../../core/pipeline/model-policy';
 import { FakeUpstream } from '../support/fake-upstream';
 import { TestGateway, type Provisioned } from '../support/gateway';
 import { FakeSignInProvider, signingKey, type SigningKey } from '../support/sign-in-provider';
@@ -129,5 +131,26 @@ describe('model policy', function () {
     expect(upstream.last().body.toString('utf8')).to.equal(moderation);
     // Embeddings name their model where chat does (the manifest declares it): the allow-list holds there too.
     expect((await send(policed, 'openai/v1/embeddings', '{"model":"text-embedding-3-small","input":"hi"}')).reason).to.equal('model_not_allowed');
+  });
+
+  it('a realtime URL naming its model parameter without a value, or a JSON body that is not an object, is refused', async () => {
+    const policy = { allow: ['gpt-realtime'], aliases: { voice: 'gpt-realtime' } };
+    const reason = (query: string) => {
+      try {
+        return applyPolicyToQuery(query, 'model', policy, 'openai');
+      } catch (error) {
+        return (error as GatewayError).reason;
+      }
+    };
+    // A bare `model` (no `=`) reads as an empty model upstream, the provider's default: not an allowed one.
+    expect(reason('model')).to.equal('model_not_allowed');
+    expect(reason('x=1&model')).to.equal('model_not_allowed');
+    expect(reason('model=')).to.equal('model_not_allowed');
+    expect(reason('modelx=1&model=gpt-realtime')).to.equal('modelx=1&model=gpt-realtime');
+    expect(reason('x=1&model=voice&y')).to.equal('x=1&model=gpt-realtime&y');
+    expect(reason('mod%65l=gpt-4o')).to.equal('model_not_allowed');
+    const device = await gateway.provision({ openai: 'sk-policy-0123456789abcdef' }, { modelPolicy: { openai: { allow: ['gpt-4o-mini'] } } });
+    for (const body of ['[]', '"gpt-4o-mini"', 'null', '1']) expect(await send(device, 'openai/v1/chat/completions', body), body).to.deep.equal({ status: 400, reason: 'body_not_json' });
+    expect(upstream.requests).to.have.length(0);
   });
 });
