@@ -38,6 +38,27 @@ describe('route classes (units)', () => {
     expect(normalizeForMatching('%E0%A4%A')).to.equal(undefined);
   });
 
+  it('names what is wrong with each malformed pattern (one check each, not the first that happens to fire)', () => {
+    const problems: Array<[unknown, string]> = [
+      ['', 'must be 1 to 300 characters'],
+      ['x'.repeat(301), 'must be 1 to 300 characters'],
+      [5, 'must be 1 to 300 characters'],
+      ['/files', 'must not start with "/"'],
+      ['a//b', 'must not start with "/"'],
+      ['..', 'must not contain "." or ".." segments'],
+      ['./a', 'must not contain "." or ".." segments'],
+      // Dots hidden behind "*" (a segment of dots once the wildcard matches nothing) and more than two dots.
+      ['a/.*', 'must not contain "." or ".." segments'],
+      ['...', 'must not contain "." or ".." segments'],
+      ['**/x', '"**" may only be the last segment'],
+      ['a/**b', '"**" must be a whole segment'],
+      ['a?b', 'may hold letters, digits'],
+    ];
+    for (const [pattern, problem] of problems) expect(routePatternProblem(pattern as string), JSON.stringify(pattern)).to.include(problem);
+    expect(routePatternProblem('x'.repeat(300))).to.equal(null);
+    expect(() => compileRoutePattern('a//b')).to.throw('route pattern "a//b" must not start with "/"');
+  });
+
   it('refuses malformed or unsafe patterns', () => {
     for (const pattern of ['', '/files', 'files/', 'a//b', '..', 'a/../b', './a', 'a\\b', '**/x', 'a**', 'a/**b', 'http://evil', 'a\u0000b', 'a b', 'a?b', 'a#b', 'x'.repeat(301)]) {
       expect(routePatternProblem(pattern), JSON.stringify(pattern)).to.be.a('string');
