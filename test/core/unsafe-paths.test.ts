@@ -3,7 +3,7 @@
  * `invalidRequest` and nothing is sent upstream (protocol.md, "Addresses"; style.md, "Known traps").
  */
 import { expect } from 'chai';
-import { checkProviderPath, joinUpstreamUrl } from '../../core/pipeline/proxy-path';
+import { checkProviderPath, hostMatches, joinUpstreamUrl } from '../../core/pipeline/proxy-path';
 import { gatewayUrlFor, rewriteResponseUrls } from '../../core/pipeline/response-urls';
 import { FakeUpstream } from '../support/fake-upstream';
 import { TestGateway, type Provisioned } from '../support/gateway';
@@ -138,5 +138,38 @@ describe('provider URLs in response headers (response-urls.ts)', () => {
     const repeated: Record<string, string | string[] | undefined> = { 'x-goog-upload-url': ['https://generativelanguage.googleapis.com/v1beta/files/a', 'https://generativelanguage.googleapis.com/v1beta/files/b'] };
     rewriteResponseUrls(repeated, rewrite);
     expect(repeated).to.deep.equal({});
+  });
+
+  it('a secret\'s base URL host must match the provider\'s declared host patterns, label by label', () => {
+    // The patterns the manifests declare (Azure resources, Bedrock regions, Vertex AI regional hosts).
+    const cases: Array<[string, string, boolean]> = [
+      ['api.elevenlabs.io', 'api.elevenlabs.io', true],
+      ['API.ElevenLabs.IO', 'api.elevenlabs.io', true],
+      ['api.elevenlabs.io.evil.example', 'api.elevenlabs.io', false],
+      ['evil.example', 'api.elevenlabs.io', false],
+      // A leading `*.` is one or more labels, never none.
+      ['acme.openai.azure.com', '*.openai.azure.com', true],
+      ['a.b.openai.azure.com', '*.openai.azure.com', true],
+      ['openai.azure.com', '*.openai.azure.com', false],
+      ['acme.openai.azure.com.evil.example', '*.openai.azure.com', false],
+      ['acme.openai-azure.com', '*.openai.azure.com', false],
+      // A `*` label elsewhere is exactly one label.
+      ['bedrock-runtime.us-east-1.amazonaws.com', 'bedrock-runtime.*.amazonaws.com', true],
+      ['bedrock-runtime.amazonaws.com', 'bedrock-runtime.*.amazonaws.com', false],
+      ['bedrock-runtime.a.b.amazonaws.com', 'bedrock-runtime.*.amazonaws.com', false],
+      ['bedrock.us-east-1.amazonaws.com', 'bedrock-runtime.*.amazonaws.com', false],
+      // A `*` inside a label is one or more label characters.
+      ['us-central1-aiplatform.googleapis.com', '*-aiplatform.googleapis.com', true],
+      ['-aiplatform.googleapis.com', '*-aiplatform.googleapis.com', false],
+      ['us.central1-aiplatform.googleapis.com', '*-aiplatform.googleapis.com', false],
+      ['us-central1-aiplatformx.googleapis.com', '*-aiplatform.googleapis.com', false],
+      // Labels must be labels: no empty ones, no leading or trailing hyphen, nothing else.
+      ['acme..openai.azure.com', '*.openai.azure.com', false],
+      ['-acme.openai.azure.com', '*.openai.azure.com', false],
+      ['acme-.openai.azure.com', '*.openai.azure.com', false],
+      ['ac_me.openai.azure.com', '*.openai.azure.com', false],
+      ['a.openai.azure.com', '*.openai.azure.com', true],
+    ];
+    for (const [host, pattern, expected] of cases) expect(hostMatches(host, pattern), `${host} ~ ${pattern}`).to.equal(expected);
   });
 });
