@@ -86,7 +86,7 @@ const parts = {
     ],
     // The unit specs first: a mutant stops at its first failing test, and a survivor runs them all.
     spec: [
-      'core/header-hygiene', 'core/usage-tap', 'core/usage-tokens', 'core/request-fields', 'core/error-reasons',
+      'core/response-scrub', 'core/header-hygiene', 'core/usage-tap', 'core/usage-tokens', 'core/request-fields', 'core/error-reasons',
       'core/proxy-exchange', 'core/streaming', 'core/secret-leaks', 'hardening/hostile-upstream', 'hardening/client-faults',
       'hardening/echo-paths', 'hardening/unread-bodies',
     ],
