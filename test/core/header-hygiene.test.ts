@@ -6,6 +6,8 @@ import { expect } from 'chai';
 import { FakeUpstream } from '../support/fake-upstream';
 import { TestGateway, type Provisioned } from '../support/gateway';
 import { rawRequest } from '../support/http';
+import { forwardableRequestHeaders, isDroppedResponseHeader, scrubResponseHeaders, withoutCredentialParameters } from '../../core/pipeline/header-hygiene';
+import { credentialFormsOf } from '../../core/pipeline/response-scrub';
 
 describe('header hygiene and key injection', () => {
   let upstream: FakeUpstream;
@@ -143,5 +145,84 @@ describe('header hygiene and key injection', () => {
     await send('/v1/proxy/openai/v1/chat/completions', ['Host', 'evil.example', 'X-Forwarded-Host', 'evil.example']);
     expect(upstream.last().headers.host).to.equal(new URL(upstream.url).host);
     expect(upstream.last().headers['x-forwarded-host']).to.equal(undefined);
+  });
+});
+
+describe('header hygiene, function by function', () => {
+  const key = 'sk-unit/hygiene:0123456789abcdef';
+  const credentials = credentialFormsOf([key, `Bearer ${key}`]);
+
+  it('client headers: declared credential prefixes, fields named in Connection (any case, listed or repeated) and unset values stay behind', () => {
+    const headers = {
+      'x-goog-api-key': 'k', 'x-goog-user-project': 'p', 'x-kept': 'yes', 'x-unset': undefined,
+      connection: 'close, X-Hop-Custom', 'x-hop-custom': 'hop',
+    };
+    expect(forwardableRequestHeaders(headers, new Set(), ['x-goog-'])).to.deep.equal({ 'x-kept': 'yes' });
+    expect(forwardableRequestHeaders({ connection: ['x-hop-a', 'X-Hop-B'], 'x-hop-a': '1', 'x-hop-b': '2', 'x-kept': 'yes' } as never, new Set())).to.deep.equal({ 'x-kept': 'yes' });
+    expect(forwardableRequestHeaders({ connection: 'Keep-Alive', 'x-kept': 'yes' }, new Set())).to.deep.equal({ 'x-kept': 'yes' });
+  });
+
+  it('response headers dropped whatever their value', () => {
+    for (const name of ['proxy-authenticate', 'tollgate-app', 'ratelimit', 'set-cookie', 'alt-svc']) expect(isDroppedResponseHeader(name), name).to.equal(true);
+    expect(isDroppedResponseHeader('x-proxy-')).to.equal(false);
+    expect(isDroppedResponseHeader('content-type')).to.equal(false);
+  });
+
+  it('Retry-After: delta-seconds up to an hour (spaces around allowed), unless the gateway set its own', () => {
+    const scrub = (value: string, gatewayRetryAfter = false) => {
+      const headers: Record<string, string> = { 'retry-after': value };
+      scrubResponseHeaders(headers, { gatewayRetryAfter });
+      return headers['retry-after'];
+    };
+    expect(scrub(' 30 ')).to.equal(' 30 ');
+    expect(scrub('3600')).to.equal('3600');
+    expect(scrub('3601')).to.equal(undefined);
+    expect(scrub('30s')).to.equal(undefined);
+    expect(scrub('x30')).to.equal(undefined);
+    expect(scrub('30', true)).to.equal(undefined);
+  });
+
+  it('the credential in a header value: redacted in place, in single and repeated headers', () => {
+    const headers: Record<string, string | string[] | undefined> = {
+      'www-authenticate': `Bearer ${key}`,
+      link: [`<https://x/?key=${key}>`, '<https://x/next>'],
+      'x-plain-list': ['a', 'b'],
+      location: 'https://example.com/a%20b',
+      'x-very-long-but-harmless-header-name-0123456789': 'fine',
+      'x-unset': undefined,
+    };
+    scrubResponseHeaders(headers as never, { credentials });
+    expect(headers).to.deep.equal({
+      'www-authenticate': 'REDACTED',
+      link: ['<https://x/?key=REDACTED>', '<https://x/next>'],
+      'x-plain-list': ['a', 'b'],
+      location: 'https://example.com/a%20b',
+      'x-very-long-but-harmless-header-name-0123456789': 'fine',
+      'x-unset': undefined,
+    });
+  });
+
+  it('the credential in a form that cannot be redacted in place: the header goes (single or repeated)', () => {
+    const twice = encodeURIComponent(encodeURIComponent(key));
+    const thrice = encodeURIComponent(twice);
+    const shortestBase64 = [...credentials.encoded!].sort((a, b) => a.length - b.length)[0]!;
+    const headers: Record<string, string | string[]> = {
+      location: `https://x/?next=${twice}`,
+      'x-thrice': thrice,
+      'x-list-encoded': ['fine', `next=${twice}`],
+      'x-list-base64': ['fine', shortestBase64],
+      'x-exact-base64': shortestBase64,
+      [key.toLowerCase()]: '1',
+      'x-kept': 'yes',
+    };
+    scrubResponseHeaders(headers as never, { credentials });
+    expect(headers).to.deep.equal({ 'x-kept': 'yes' });
+  });
+
+  it('credential query parameters: by decoded name in any case, or by prefix; undecodable names go; the rest keep their order', () => {
+    const names = new Set(['key', 'api_key']);
+    expect(withoutCredentialParameters('a=1&Key=2&%61pi_key=3&b=4&x-goog-token=5&ke+y=6', names, ['x-goog-'])).to.equal('a=1&b=4&ke+y=6');
+    expect(withoutCredentialParameters('a=1&%E0%A4%A=2&b=3', names, [])).to.equal('a=1&b=3');
+    expect(withoutCredentialParameters('', names, [])).to.equal('');
   });
 });
