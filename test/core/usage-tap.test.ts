@@ -383,15 +383,35 @@ describe('usage tap: readings that must not come out short', () => {
     expect(read([Buffer.from(`{"a":"${'x'.repeat(17 * 1024)}","model":"too-far"}`)])).to.equal(undefined);
   });
 
-  it('reads a JSON answer of exactly the parsed-whole bound with its usage in the middle', () => {
-    const head = '{"model":"m","usage":{"prompt_tokens":70,"completion_tokens":80},"a":"';
+  it('reads a JSON answer of exactly the parsed-whole bound for its top-level usage, not a nested one near its end', () => {
     const size = 64 * 1024;
-    const half = Buffer.from(`{"x":"${'p'.repeat(size / 2)}",${head.slice(1)}`);
-    const body = Buffer.concat([half, Buffer.alloc(size - half.length - 2, 0x71), Buffer.from('"}')]);
+    const head = Buffer.from('{"model":"m","usage":{"prompt_tokens":70,"completion_tokens":80},"data":[{"usage":{"prompt_tokens":1,"completion_tokens":1}},"');
+    const body = Buffer.concat([head, Buffer.alloc(size - head.length - 3, 0x71), Buffer.from('"]}')]);
     expect(body.length).to.equal(size);
     const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'application/json' }, 'chat/completions');
     feed(tap, body, 4096);
     expect(tap.finish()).to.deep.equal({ inputTokens: 70, outputTokens: 80, model: 'm' });
+  });
+
+  it('reads every element of a JSON array answer, those without usage included', () => {
+    const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'application/json' }, 'chat/completions');
+    tap.observe(Buffer.from('[{"id":"a"},{"model":"m","usage":{"prompt_tokens":3,"completion_tokens":4}}]'));
+    expect(tap.finish()).to.deep.equal({ inputTokens: 3, outputTokens: 4, model: 'm' });
+  });
+
+  it('reads nothing from an answer of another media type, even one shaped like an event stream', () => {
+    const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'text/plain' }, 'chat/completions');
+    tap.observe(Buffer.from('data: {"usage":{"prompt_tokens":3,"completion_tokens":4}}\n\n'));
+    expect(tap.finish()).to.equal(undefined);
+  });
+
+  it('an event of two JSON documents on two data lines is not read, the unmarked line in the same write or an earlier one', () => {
+    for (const chunks of [['data: {"x":1}\ndata: {"outputTokens":9}\n\n'], ['data: {"x":1}\n', 'data: {"outputTokens":9}\n\n']]) {
+      const tap = new UsageTap({ read: (document) => document as never, markers: ['Tokens'] }, { 'content-type': 'text/event-stream' }, 'x');
+      tap.observe(Buffer.from('data: {"outputTokens":1}\n\n'));
+      for (const chunk of chunks) tap.observe(Buffer.from(chunk));
+      expect(tap.finish(), JSON.stringify(chunks)).to.deep.equal({ outputTokens: 1 });
+    }
   });
 });
 
