@@ -461,7 +461,7 @@ describe('usage-only event filter', () => {
   });
 
   it('drops an event with input tokens alone or output tokens alone; relays one with no tokens, or with content', () => {
-    const reader: UsageExtractor = { read: (document) => document as never, markers: ['Tokens'] };
+    const reader: UsageExtractor = { read: (document) => (Array.isArray(document) ? document[0] : document) as never, markers: ['Tokens'] };
     for (const data of ['{"inputTokens":3}', '{"outputTokens":3,"choices":[]}']) expect(run(new UsageEventFilter(reader), `data: ${data}\n\n`, 5), data).to.equal('');
     for (const data of ['{"cachedTokens":3,"model":"Tokens"}', '{"outputTokens":3,"choices":[1]}', '[{"outputTokens":3}]', '{"outputTokens":3', '{"outputTokens":3,"model":"a\ndata: b"}']) {
       expect(run(new UsageEventFilter(reader), `data: ${data}\n\n`, 5), data).to.equal(`data: ${data}\n\n`);
