@@ -393,6 +393,15 @@ describe('usage tap: readings that must not come out short', () => {
     expect(tap.finish()).to.deep.equal({ inputTokens: 70, outputTokens: 80, model: 'm' });
   });
 
+  it('reads a JSON answer of exactly the kept-body bound (its usage in the tail)', () => {
+    const head = Buffer.from('{"data":"');
+    const tail = Buffer.from('","model":"e","usage":{"prompt_tokens":900,"total_tokens":900}}');
+    const body = Buffer.concat([head, Buffer.alloc(MAX_JSON_BODY_BYTES - head.length - tail.length, 0x61), tail]);
+    const tap = new UsageTap(EMBEDDINGS_USAGE, { 'content-type': 'application/json' }, 'embeddings');
+    feed(tap, body, 64 * 1024);
+    expect(tap.finish()).to.deep.include({ inputTokens: 900, model: 'e' });
+  });
+
   it('reads every element of a JSON array answer, those without usage included', () => {
     const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'application/json' }, 'chat/completions');
     tap.observe(Buffer.from('[{"id":"a"},{"model":"m","usage":{"prompt_tokens":3,"completion_tokens":4}}]'));
@@ -411,6 +420,49 @@ describe('usage tap: readings that must not come out short', () => {
       tap.observe(Buffer.from('data: {"outputTokens":1}\n\n'));
       for (const chunk of chunks) tap.observe(Buffer.from(chunk));
       expect(tap.finish(), JSON.stringify(chunks)).to.deep.equal({ outputTokens: 1 });
+    }
+  });
+});
+
+describe('usage tap: AWS event-stream headers', () => {
+  /** One message with these headers (name, type, value bytes), in the layout of https://docs.aws.amazon.com/transcribe/latest/dg/streaming-setting-up.html#streaming-event-stream. */
+  function message(headers: Array<[string, number, Buffer]>, payload: unknown): Buffer {
+    const encoded = Buffer.concat(headers.map(([name, type, value]) => Buffer.concat([Buffer.from([name.length]), Buffer.from(name), Buffer.from([type]), value])));
+    const body = Buffer.from(JSON.stringify(payload));
+    const prelude = Buffer.alloc(12);
+    prelude.writeUInt32BE(12 + encoded.length + body.length + 4, 0);
+    prelude.writeUInt32BE(encoded.length, 4);
+    prelude.writeUInt32BE(crc32(prelude.subarray(0, 8)), 8);
+    const whole = Buffer.concat([prelude, encoded, body]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(whole));
+    return Buffer.concat([whole, crc]);
+  }
+  const string = (value: string) => {
+    const length = Buffer.alloc(2);
+    length.writeUInt16BE(Buffer.byteLength(value));
+    return Buffer.concat([length, Buffer.from(value)]);
+  };
+
+  it('finds the :event-type header after headers of every other type, string ones included', () => {
+    const headers: Array<[string, number, Buffer]> = [
+      [':message-type', 7, string('event')],
+      [':content-type', 7, string('application/json')],
+      ['t', 0, Buffer.alloc(0)],
+      ['f', 1, Buffer.alloc(0)],
+      ['b', 2, Buffer.alloc(1)],
+      ['s', 3, Buffer.alloc(2)],
+      ['i', 4, Buffer.alloc(4)],
+      ['l', 5, Buffer.alloc(8)],
+      ['bytes', 6, string('xy')],
+      ['ts', 8, Buffer.alloc(8)],
+      ['id', 9, Buffer.alloc(16)],
+      [':event-type', 7, string('metadata')],
+    ];
+    for (const size of [1, 13, 4096]) {
+      const tap = new UsageTap(BEDROCK_USAGE, { 'content-type': 'application/vnd.amazon.eventstream' }, 'model/amazon.nova-micro-v1%3A0/converse-stream');
+      feed(tap, message(headers, { usage: { inputTokens: 21, outputTokens: 34, totalTokens: 55 } }), size);
+      expect(tap.finish(), `by ${size}`).to.deep.equal({ inputTokens: 21, outputTokens: 34, model: 'amazon.nova-micro-v1:0' });
     }
   });
 });
