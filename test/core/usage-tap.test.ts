@@ -444,6 +444,19 @@ describe('usage tap: AWS event-stream headers', () => {
     return Buffer.concat([length, Buffer.from(value)]);
   };
 
+  it('stops at a prelude that cannot be a message (too short, or headers longer than the message), and passes over the shortest ones that can', () => {
+    const good = message([[':event-type', 7, string('metadata')]], { usage: { inputTokens: 2, outputTokens: 3, totalTokens: 5 } });
+    // [total length, headers length, readable]: 16 bytes is prelude and CRC alone; 24 header bytes are 12 empty boolean headers.
+    for (const [total, headersLength, readable] of [[12, 0, false], [15, 0, false], [40, 26, false], [16, 0, true], [40, 24, true]] as const) {
+      const prelude = Buffer.alloc(12);
+      prelude.writeUInt32BE(total, 0);
+      prelude.writeUInt32BE(headersLength, 4);
+      const tap = new UsageTap(BEDROCK_USAGE, { 'content-type': 'application/vnd.amazon.eventstream' }, 'x');
+      tap.observe(Buffer.concat([prelude, Buffer.alloc(Math.max(0, total - 12)), good]));
+      expect(tap.finish(), `${total}/${headersLength}`).to.deep.equal(readable ? { inputTokens: 2, outputTokens: 3 } : undefined);
+    }
+  });
+
   it('finds the :event-type header after headers of every other type, string ones included', () => {
     const headers: Array<[string, number, Buffer]> = [
       [':message-type', 7, string('event')],
