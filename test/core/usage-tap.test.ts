@@ -8,6 +8,7 @@ import { crc32 } from 'node:zlib';
 import { MAX_FRAME_BYTES, MAX_JSON_BODY_BYTES, UsageTap, topLevelMembers } from '../../core/pipeline/usage-tap';
 import { ANTHROPIC_USAGE, BEDROCK_USAGE, EMBEDDINGS_USAGE, GEMINI_USAGE, OPENAI_USAGE } from '../../providers/_shared';
 import type { UsageExtractor } from '../../core/contract';
+import { MAX_HELD_EVENT_BYTES, UsageEventFilter, usageEventFilterFor } from '../../core/pipeline/usage-event-filter';
 
 function feed(tap: UsageTap, bytes: Buffer, size: number): void {
   for (let offset = 0; offset < bytes.length; offset += size) tap.observe(bytes.subarray(offset, offset + size));
@@ -226,5 +227,322 @@ describe('usage tap', () => {
     tap.observeRequest(Buffer.from('{"messages":[{"role":"user","content":"hi"}],"model":"my-model"}'));
     tap.observe(Buffer.from('{"usage":{"prompt_tokens":4,"completion_tokens":5}}'));
     expect(tap.finish()).to.deep.equal({ inputTokens: 4, outputTokens: 5, model: 'my-model' });
+  });
+});
+
+/**
+ * Readings that must not come out short (a short reading under-charges a token budget) and the framing decisions
+ * behind them: which answers are read at all, how SSE `data:` lines are cut and joined
+ * (https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation), the last line of an
+ * answer that ends without its newline, and the model name a reading is filed under.
+ */
+describe('usage tap: readings that must not come out short', () => {
+  const openAiUsage = '{"model":"m","usage":{"prompt_tokens":11,"completion_tokens":22}}';
+  /** A reader handing back the document as the reading: what the tap does with a reading, the provider aside. */
+  const asReading: UsageExtractor = { read: (document) => document as never };
+
+  it('reads an answer whose encoding is identity, however written, and no answer in another encoding', () => {
+    for (const encoding of ['identity', ' IDENTITY ', '']) {
+      const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'application/json', 'content-encoding': encoding }, 'chat/completions');
+      tap.observe(Buffer.from(openAiUsage));
+      expect(tap.finish(), JSON.stringify(encoding)).to.deep.equal({ inputTokens: 11, outputTokens: 22, model: 'm' });
+    }
+    for (const encoding of ['br', 'gzip, identity']) {
+      const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'application/json', 'content-encoding': encoding }, 'chat/completions');
+      tap.observe(Buffer.from(openAiUsage));
+      expect(tap.finish(), encoding).to.equal(undefined);
+    }
+  });
+
+  it('reads JSON whatever the media type\'s case, parameters or +json suffix', () => {
+    for (const type of [' Application/JSON ', 'application/json;charset=utf-8', 'application/vnd.api+json; charset=utf-8']) {
+      const tap = new UsageTap(OPENAI_USAGE, { 'content-type': type }, 'chat/completions');
+      tap.observe(Buffer.from(openAiUsage));
+      expect(tap.finish(), type).to.deep.equal({ inputTokens: 11, outputTokens: 22, model: 'm' });
+    }
+  });
+
+  it('reads every line of a line-delimited JSON stream, each media type, the last line without its newline, later values winning', () => {
+    const lines = '{"model":"m","usage":{"prompt_tokens":1,"completion_tokens":1}}\r\nnot json\n{"usage":{"prompt_tokens":7,"completion_tokens":30}}\n{"usage":{"prompt_tokens":7,"completion_tokens":45}}';
+    for (const type of ['application/x-ndjson', 'application/jsonl', 'application/x-jsonlines', 'application/stream+json']) {
+      for (const size of [1, 5, lines.length]) {
+        const tap = new UsageTap(OPENAI_USAGE, { 'content-type': type }, 'chat/completions');
+        feed(tap, Buffer.from(lines), size);
+        expect(tap.finish(), `${type} by ${size}`).to.deep.equal({ inputTokens: 7, outputTokens: 45, model: 'm' });
+      }
+    }
+  });
+
+  it('reads the last SSE event when the stream ends without its blank line, or without its newline', () => {
+    for (const end of ['\n', '\r\n', '']) {
+      const stream = `data: {"model":"m","choices":[{"delta":{"content":"a"}}]}\n\ndata: {"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":9}}${end}`;
+      for (const size of [1, 3, stream.length]) {
+        const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'text/event-stream' }, 'chat/completions');
+        feed(tap, Buffer.from(stream), size);
+        expect(tap.finish(), `${JSON.stringify(end)} by ${size}`).to.deep.equal({ inputTokens: 5, outputTokens: 9, model: 'm' });
+      }
+    }
+  });
+
+  it('reads SSE data lines with or without the space after the colon, joined by a line feed, and the last event\'s counts', () => {
+    const stream = [
+      'data:{"model":"m","choices":[{"delta":{"content":"a"}}]}\n\n',
+      // One JSON document over three data lines (the first empty): joined with line feeds it parses.
+      'event: usage\ndata:\ndata: {"choices":[],\ndata:"usage":{"prompt_tokens":4,"completion_tokens":6}}\n\n',
+      'data:{"choices":[],"usage":{"prompt_tokens":4,"completion_tokens":60}}\r\n\r\n',
+      'data: [DONE]\n\n',
+    ].join('');
+    for (const size of [1, 2, 9, stream.length]) {
+      const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'text/event-stream' }, 'chat/completions');
+      feed(tap, Buffer.from(stream), size);
+      expect(tap.finish(), `by ${size}`).to.deep.equal({ inputTokens: 4, outputTokens: 60, model: 'm' });
+    }
+    // Joined without the line feed the two halves of a string would parse: they must not (a string holds no raw newline).
+    const tap = new UsageTap(asReading, { 'content-type': 'text/event-stream' }, 'x');
+    tap.observe(Buffer.from('data: {"inputTokens":3,"model":"a\ndata: b"}\n\n'));
+    expect(tap.finish()).to.equal(undefined);
+  });
+
+  it('an unmarked event after the first, one provider write at a time, is skipped; a marked one in a CRLF-framed write is read', () => {
+    const first = 'data: {"model":"m","choices":[{"delta":{"content":"a"}}]}\n\n';
+    for (const usageEvent of [
+      'data: {"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":8}}\r\n\r\n',
+      'data: {"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":8}}\n\n',
+      'data: {"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":8}}\n',
+    ]) {
+      const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'text/event-stream' }, 'chat/completions');
+      tap.observe(Buffer.from(first));
+      // Unmarked writes: a whole event, a comment, an event cut before its blank line, CRLF framed.
+      tap.observe(Buffer.from('data: {"choices":[{"delta":{"content":"b"}}]}\r\n\r\n'));
+      tap.observe(Buffer.from(': ping\n'));
+      tap.observe(Buffer.from('\n'));
+      tap.observe(Buffer.from(usageEvent));
+      expect(tap.finish(), JSON.stringify(usageEvent)).to.deep.equal({ inputTokens: 2, outputTokens: 8, model: 'm' });
+    }
+  });
+
+  it('an event whose marked data line follows an unmarked one in the same write is not read whole (cut JSON), the next is', () => {
+    const tap = new UsageTap(asReading, { 'content-type': 'text/event-stream' }, 'x');
+    const marked: UsageExtractor = { read: (document) => document as never, markers: ['Tokens'] };
+    const markedTap = new UsageTap(marked, { 'content-type': 'text/event-stream' }, 'x');
+    for (const each of [tap, markedTap]) {
+      each.observe(Buffer.from('data: {"outputTokens":1}\n\n'));
+      each.observe(Buffer.from('data: {"a":\ndata: 1, "outputTokens":5}\n\ndata: {"inputTokens":3}\n\n'));
+    }
+    expect(tap.finish()).to.deep.equal({ outputTokens: 5, inputTokens: 3 });
+    expect(markedTap.finish()).to.deep.equal({ outputTokens: 1, inputTokens: 3 });
+  });
+
+  it('takes only finite, non-negative numbers, rounded down, and a reading of tokens alone (no model) counts', () => {
+    const tap = new UsageTap(asReading, { 'content-type': 'text/event-stream' }, 'x');
+    tap.observe(Buffer.from('data: {"inputTokens":9,"outputTokens":12.9,"cachedTokens":2,"reasoningTokens":1}\n\n'));
+    tap.observe(Buffer.from('data: {"inputTokens":-1,"outputTokens":"99","cachedTokens":null,"reasoningTokens":1e400}\n\n'));
+    expect(tap.finish()).to.deep.equal({ inputTokens: 9, outputTokens: 12, cachedTokens: 2, reasoningTokens: 1 });
+  });
+
+  it('a reader that returns nothing for one event still has the later events read', () => {
+    const reader: UsageExtractor = { read: (document) => ((document as { n?: number }).n === undefined ? undefined : { outputTokens: (document as { n: number }).n }) };
+    const tap = new UsageTap(reader, { 'content-type': 'text/event-stream' }, 'x');
+    tap.observe(Buffer.from('data: {"skip":true}\n\ndata: {"n":14}\n\n'));
+    expect(tap.finish()).to.deep.equal({ outputTokens: 14 });
+  });
+
+  it('files the reading under the model the path names when the answer and the request name none, else under no model', () => {
+    const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'application/json' }, 'chat/completions', undefined, () => 'path-model');
+    tap.observe(Buffer.from('{"usage":{"prompt_tokens":1,"completion_tokens":2}}'));
+    expect(tap.finish()).to.deep.equal({ inputTokens: 1, outputTokens: 2, model: 'path-model' });
+    const none = new UsageTap(OPENAI_USAGE, { 'content-type': 'application/json' }, 'chat/completions');
+    none.observe(Buffer.from('{"usage":{"prompt_tokens":1,"completion_tokens":2}}'));
+    expect(none.finish()).to.deep.equal({ inputTokens: 1, outputTokens: 2 });
+  });
+
+  it('a model name is trimmed and cut to 200 characters; one left empty falls back to the request\'s', () => {
+    const long = new UsageTap(asReading, { 'content-type': 'application/json' }, 'x');
+    long.observe(Buffer.from(JSON.stringify({ inputTokens: 1, model: `  ${'m'.repeat(300)}` })));
+    expect(long.finish()?.model).to.equal('m'.repeat(200));
+    const blank = new UsageTap(asReading, { 'content-type': 'application/json' }, 'x');
+    blank.observeRequest(Buffer.from('{ "stream": false, "model": "from-request" }'));
+    blank.observe(Buffer.from(JSON.stringify({ inputTokens: 1, model: ' \u0000 ' })));
+    expect(blank.finish()).to.deep.equal({ inputTokens: 1, model: 'from-request' });
+  });
+
+  it('the request\'s model is looked for only at the start of a JSON object body, in its first 16 KiB', () => {
+    const read = (chunks: Buffer[]) => {
+      const tap = new UsageTap(asReading, { 'content-type': 'application/json' }, 'x');
+      for (const chunk of chunks) tap.observeRequest(chunk);
+      tap.observe(Buffer.from('{"inputTokens":1}'));
+      return tap.finish()?.model;
+    };
+    expect(read([Buffer.from('x={"model":"not-a-body"}')])).to.equal(undefined);
+    // Within the first 16 KiB, over several chunks (each in a buffer of its own).
+    expect(read([Buffer.from(`{"a":"${'x'.repeat(10 * 1024)}", `), Buffer.from(`"b": 1, "model": "found"}`)])).to.equal('found');
+    const filler = (size: number) => Buffer.from(`{"a":"${'x'.repeat(size)}",`);
+    expect(read([filler(10 * 1024), Buffer.alloc(7 * 1024, 0x20), Buffer.from('"model":"too-far"}')])).to.equal(undefined);
+    expect(read([filler(10 * 1024), Buffer.from(`"b":"${'y'.repeat(7 * 1024)}","model":"too-far"}`)])).to.equal(undefined);
+    expect(read([filler(20 * 1024), Buffer.from('"model":"too-far"}')])).to.equal(undefined);
+    expect(read([Buffer.from(`{"a":"${'x'.repeat(17 * 1024)}","model":"too-far"}`)])).to.equal(undefined);
+  });
+
+  it('reads a JSON answer of exactly the parsed-whole bound for its top-level usage, not a nested one near its end', () => {
+    const size = 64 * 1024;
+    const head = Buffer.from('{"model":"m","usage":{"prompt_tokens":70,"completion_tokens":80},"data":[{"usage":{"prompt_tokens":1,"completion_tokens":1}},"');
+    const body = Buffer.concat([head, Buffer.alloc(size - head.length - 3, 0x71), Buffer.from('"]}')]);
+    expect(body.length).to.equal(size);
+    const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'application/json' }, 'chat/completions');
+    feed(tap, body, 4096);
+    expect(tap.finish()).to.deep.equal({ inputTokens: 70, outputTokens: 80, model: 'm' });
+  });
+
+  it('reads a JSON answer of exactly the kept-body bound (its usage in the tail)', () => {
+    const head = Buffer.from('{"data":"');
+    const tail = Buffer.from('","model":"e","usage":{"prompt_tokens":900,"total_tokens":900}}');
+    const body = Buffer.concat([head, Buffer.alloc(MAX_JSON_BODY_BYTES - head.length - tail.length, 0x61), tail]);
+    const tap = new UsageTap(EMBEDDINGS_USAGE, { 'content-type': 'application/json' }, 'embeddings');
+    feed(tap, body, 64 * 1024);
+    expect(tap.finish()).to.deep.include({ inputTokens: 900, model: 'e' });
+  });
+
+  it('reads every element of a JSON array answer, those without usage included', () => {
+    const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'application/json' }, 'chat/completions');
+    tap.observe(Buffer.from('[{"id":"a"},{"model":"m","usage":{"prompt_tokens":3,"completion_tokens":4}}]'));
+    expect(tap.finish()).to.deep.equal({ inputTokens: 3, outputTokens: 4, model: 'm' });
+  });
+
+  it('reads nothing from an answer of another media type, even one shaped like an event stream', () => {
+    const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'text/plain' }, 'chat/completions');
+    tap.observe(Buffer.from('data: {"usage":{"prompt_tokens":3,"completion_tokens":4}}\n\n'));
+    expect(tap.finish()).to.equal(undefined);
+  });
+
+  it('an event of two JSON documents on two data lines is not read, the unmarked line in the same write or an earlier one', () => {
+    for (const chunks of [['data: {"x":1}\ndata: {"outputTokens":9}\n\n'], ['data: {"x":1}\n', 'data: {"outputTokens":9}\n\n']]) {
+      const tap = new UsageTap({ read: (document) => document as never, markers: ['Tokens'] }, { 'content-type': 'text/event-stream' }, 'x');
+      tap.observe(Buffer.from('data: {"outputTokens":1}\n\n'));
+      for (const chunk of chunks) tap.observe(Buffer.from(chunk));
+      expect(tap.finish(), JSON.stringify(chunks)).to.deep.equal({ outputTokens: 1 });
+    }
+  });
+});
+
+describe('usage tap: AWS event-stream headers', () => {
+  /** One message with these headers (name, type, value bytes), in the layout of https://docs.aws.amazon.com/transcribe/latest/dg/streaming-setting-up.html#streaming-event-stream. */
+  function message(headers: Array<[string, number, Buffer]>, payload: unknown): Buffer {
+    const encoded = Buffer.concat(headers.map(([name, type, value]) => Buffer.concat([Buffer.from([name.length]), Buffer.from(name), Buffer.from([type]), value])));
+    const body = Buffer.from(JSON.stringify(payload));
+    const prelude = Buffer.alloc(12);
+    prelude.writeUInt32BE(12 + encoded.length + body.length + 4, 0);
+    prelude.writeUInt32BE(encoded.length, 4);
+    prelude.writeUInt32BE(crc32(prelude.subarray(0, 8)), 8);
+    const whole = Buffer.concat([prelude, encoded, body]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(whole));
+    return Buffer.concat([whole, crc]);
+  }
+  const string = (value: string) => {
+    const length = Buffer.alloc(2);
+    length.writeUInt16BE(Buffer.byteLength(value));
+    return Buffer.concat([length, Buffer.from(value)]);
+  };
+
+  it('stops at a prelude that cannot be a message (too short, or headers longer than the message), and passes over the shortest ones that can', () => {
+    const good = message([[':event-type', 7, string('metadata')]], { usage: { inputTokens: 2, outputTokens: 3, totalTokens: 5 } });
+    // [total length, headers length, readable]: 16 bytes is prelude and CRC alone; 24 header bytes are 12 empty boolean headers.
+    for (const [total, headersLength, readable] of [[12, 0, false], [15, 0, false], [40, 26, false], [16, 0, true], [40, 24, true]] as const) {
+      const prelude = Buffer.alloc(12);
+      prelude.writeUInt32BE(total, 0);
+      prelude.writeUInt32BE(headersLength, 4);
+      const tap = new UsageTap(BEDROCK_USAGE, { 'content-type': 'application/vnd.amazon.eventstream' }, 'x');
+      tap.observe(Buffer.concat([prelude, Buffer.alloc(Math.max(0, total - 12)), good]));
+      expect(tap.finish(), `${total}/${headersLength}`).to.deep.equal(readable ? { inputTokens: 2, outputTokens: 3 } : undefined);
+    }
+  });
+
+  it('finds the :event-type header after headers of every other type, string ones included', () => {
+    const headers: Array<[string, number, Buffer]> = [
+      [':message-type', 7, string('event')],
+      [':content-type', 7, string('application/json')],
+      ['t', 0, Buffer.alloc(0)],
+      ['f', 1, Buffer.alloc(0)],
+      ['b', 2, Buffer.alloc(1)],
+      ['s', 3, Buffer.alloc(2)],
+      ['i', 4, Buffer.alloc(4)],
+      ['l', 5, Buffer.alloc(8)],
+      ['bytes', 6, string('xy')],
+      ['ts', 8, Buffer.alloc(8)],
+      ['id', 9, Buffer.alloc(16)],
+      [':event-type', 7, string('metadata')],
+    ];
+    for (const size of [1, 13, 4096]) {
+      const tap = new UsageTap(BEDROCK_USAGE, { 'content-type': 'application/vnd.amazon.eventstream' }, 'model/amazon.nova-micro-v1%3A0/converse-stream');
+      feed(tap, message(headers, { usage: { inputTokens: 21, outputTokens: 34, totalTokens: 55 } }), size);
+      expect(tap.finish(), `by ${size}`).to.deep.equal({ inputTokens: 21, outputTokens: 34, model: 'amazon.nova-micro-v1:0' });
+    }
+  });
+});
+
+describe('usage-only event filter', () => {
+  const usageOnly = 'data: {"id":"c","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}\n\n';
+  const content = 'data: {"id":"c","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n';
+  const run = (filter: UsageEventFilter, stream: string, size: number) => {
+    const out: Buffer[] = [];
+    const bytes = Buffer.from(stream);
+    for (let offset = 0; offset < bytes.length; offset += size) out.push(filter.push(bytes.subarray(offset, offset + size)));
+    out.push(filter.flush());
+    return Buffer.concat(out).toString();
+  };
+
+  it('filters only an uncompressed event stream', () => {
+    for (const headers of [{ 'content-type': 'text/event-stream' }, { 'content-type': 'Text/Event-Stream; charset=utf-8', 'content-encoding': 'identity' }, { 'content-type': 'text/event-stream', 'content-encoding': ' Identity ' }]) {
+      expect(usageEventFilterFor(headers, OPENAI_USAGE), JSON.stringify(headers)).to.be.instanceOf(UsageEventFilter);
+    }
+    for (const headers of [{ 'content-type': 'text/event-stream', 'content-encoding': 'gzip' }, { 'content-type': 'application/json' }, {}]) {
+      expect(usageEventFilterFor(headers, OPENAI_USAGE), JSON.stringify(headers)).to.equal(undefined);
+    }
+  });
+
+  it('drops the usage-only event, LF or CRLF framed, whatever the chunking, and relays every other byte', () => {
+    for (const eol of ['\n', '\r\n']) {
+      const stream = (content + 'event: message\n' + usageOnly.replace('data: {', 'data:{') + 'data: [DONE]\n\n').replace(/\n/g, eol);
+      const expected = (content + 'data: [DONE]\n\n').replace(/\n/g, eol);
+      for (const size of [1, 3, 64, stream.length]) expect(run(new UsageEventFilter(OPENAI_USAGE), stream, size), `${JSON.stringify(eol)} by ${size}`).to.equal(expected);
+    }
+    // LF- and CRLF-ended events in one chunk, either first.
+    expect(run(new UsageEventFilter(OPENAI_USAGE), content.replace(/\n/g, '\r\n') + usageOnly, 1 << 20)).to.equal(content.replace(/\n/g, '\r\n'));
+    expect(run(new UsageEventFilter(OPENAI_USAGE), usageOnly + content.replace(/\n/g, '\r\n'), 1 << 20)).to.equal(content.replace(/\n/g, '\r\n'));
+    expect(run(new UsageEventFilter(OPENAI_USAGE), '\r\n\r\n' + usageOnly, 1 << 20)).to.equal('\r\n\r\n');
+  });
+
+  it('relays a blank line at once, and an event as soon as its blank line is there', () => {
+    for (const blank of ['\n\n', '\r\n\r\n']) expect(new UsageEventFilter(OPENAI_USAGE).push(Buffer.from(blank)).toString()).to.equal(blank);
+    const filter = new UsageEventFilter(OPENAI_USAGE);
+    expect(filter.push(Buffer.from(content.slice(0, -1))).length).to.equal(0);
+    expect(filter.push(Buffer.from('\n')).toString()).to.equal(content);
+  });
+
+  it('drops a usage-only event whose data starts on an empty line, or that ends the stream without its blank line', () => {
+    expect(run(new UsageEventFilter(OPENAI_USAGE), content + 'data:\n' + usageOnly, 7)).to.equal(content);
+    expect(run(new UsageEventFilter(OPENAI_USAGE), content + usageOnly.trimEnd(), 7)).to.equal(content);
+    expect(run(new UsageEventFilter(OPENAI_USAGE), usageOnly + content.trimEnd(), 7)).to.equal(content.trimEnd());
+  });
+
+  it('drops an event with input tokens alone or output tokens alone; relays one with no tokens, or with content', () => {
+    const reader: UsageExtractor = { read: (document) => (Array.isArray(document) ? document[0] : document) as never, markers: ['Tokens'] };
+    for (const data of ['{"inputTokens":3}', '{"outputTokens":3,"choices":[]}']) expect(run(new UsageEventFilter(reader), `data: ${data}\n\n`, 5), data).to.equal('');
+    for (const data of ['{"cachedTokens":3,"model":"Tokens"}', '{"outputTokens":3,"choices":[1]}', '[{"outputTokens":3}]', '{"outputTokens":3', '{"outputTokens":3,"model":"a\ndata: b"}']) {
+      expect(run(new UsageEventFilter(reader), `data: ${data}\n\n`, 5), data).to.equal(`data: ${data}\n\n`);
+    }
+  });
+
+  it('relays an event without any of the reader\'s markers, one the reader throws on, and one past the held bound', () => {
+    const reader: UsageExtractor = { read: (document) => ({ outputTokens: (document as { n: number }).n }), markers: ['"usage"', '"meta"'] };
+    expect(run(new UsageEventFilter(reader), 'data: {"n":5}\n\n', 3)).to.equal('data: {"n":5}\n\n');
+    expect(run(new UsageEventFilter(reader), 'data: {"n":5,"usage":1}\n\n', 3)).to.equal('');
+    const throwing: UsageExtractor = { read: () => { throw new Error('reader bug'); } };
+    expect(run(new UsageEventFilter(throwing), usageOnly, 3)).to.equal(usageOnly);
+    const filter = new UsageEventFilter(OPENAI_USAGE);
+    const held = Buffer.alloc(MAX_HELD_EVENT_BYTES, 0x61);
+    expect(filter.push(held).length).to.equal(0);
+    expect(filter.push(Buffer.from('b')).length).to.equal(MAX_HELD_EVENT_BYTES + 1);
+    expect(filter.push(Buffer.from(usageOnly)).length).to.equal(0);
   });
 });
