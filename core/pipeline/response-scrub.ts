@@ -23,7 +23,7 @@ import { REDACTED, redactCredentials } from './header-hygiene';
 
 /** Largest non-2xx response body buffered to look for the credential. */
 export const ERROR_BODY_INSPECT_BYTES = 64 * 1024;
-/** Largest decompressed size of such a body (a compressed body that inflates past this passes untouched). */
+/** Largest decompressed size of such a body (past it, the body is withheld, as one that does not decode). */
 const INFLATED_LIMIT = 1024 * 1024;
 /** Shorter strings are not searched for: they would redact ordinary text. */
 const MIN_CREDENTIAL_LENGTH = 8;
@@ -229,12 +229,16 @@ function decode(body: Buffer, encoding: string): Buffer | null {
   return current;
 }
 
-/** A body that is itself compressed (gzip or zlib magic bytes), as a careless or hostile provider may nest it. */
-function nestedLayer(body: Buffer): Buffer | null {
-  if (body.length < 3) return null;
+/**
+ * A body that is itself compressed (gzip or zlib magic bytes), as a careless or hostile provider may nest it: its
+ * content; `undefined` when the body does not start like a compressed one; null when it does but cannot be read (broken,
+ * or over INFLATED_LIMIT once inflated), which the caller withholds rather than pass unsearched.
+ */
+function nestedLayer(body: Buffer): Buffer | null | undefined {
+  if (body.length < 3) return undefined;
   if (body[0] === 0x1f && body[1] === 0x8b) return decodeOne(body, 'gzip');
   if (body[0] === 0x78 && (body[0]! * 256 + body[1]!) % 31 === 0) return decodeOne(body, 'deflate');
-  return null;
+  return undefined;
 }
 
 /** JSON `\uXXXX` escapes of printable ASCII (but `"` and `\\`) and `\/` undone: the text a JSON reader sees. */
@@ -270,8 +274,10 @@ export function redactErrorBody(body: Buffer, headers: IncomingHttpHeaders, cred
     return { kind: 'withheld' };
   }
   const forms = bodyForms(credentials);
-  // The body, and each compressed layer inside it: the first that holds a form is sent redacted, decoded that far.
-  for (let round = 0; layer && round < MAX_CODINGS; round += 1) {
+  // The body, and each compressed layer inside it: the first that holds a form is sent redacted, decoded that far. A
+  // layer that looks compressed but cannot be read, or one nested deeper than MAX_CODINGS, is withheld: the client
+  // could decode what the gateway could not search.
+  for (let round = 0; ; round += 1) {
     // latin1 maps bytes 1:1, so bytes around a match survive exactly.
     const text = unescapedJson(layer.toString('latin1'));
     const redacted = redactCredentials(text, forms);
@@ -280,9 +286,14 @@ export function redactErrorBody(body: Buffer, headers: IncomingHttpHeaders, cred
       replaceBody(headers, out.length);
       return { kind: 'redacted', body: out };
     }
-    layer = nestedLayer(layer);
+    const nested = nestedLayer(layer);
+    if (nested === undefined) return { kind: 'clean' };
+    if (nested === null || round + 1 >= MAX_CODINGS) {
+      replaceBody(headers, 0);
+      return { kind: 'withheld' };
+    }
+    layer = nested;
   }
-  return { kind: 'clean' };
 }
 
 /** Headers for a body the gateway replaced (`length` bytes, no coding, no digest of the provider's bytes). */

@@ -257,10 +257,24 @@ describe('response scrub: an error body read whole', () => {
     expectRedacted(zlib.gzipSync(zlib.gzipSync(body(leaked))), 'gzip');
   });
 
-  it('a body starting like a compressed one that is not is searched as it is', () => {
-    const headers = headersFor();
-    expect(redactErrorBody(Buffer.from([0x78, 0x01, 0x02, 0x03]), headers, forms)).to.deep.equal({ kind: 'clean' });
+  it('a body starting like a compressed one that does not decode, inflates past 1 MiB or nests too deep is withheld; a short one is searched as it is', () => {
+    // Too short to be a compressed stream: searched as text.
     expect(redactErrorBody(Buffer.from([0x1f, 0x8b]), headersFor(), forms)).to.deep.equal({ kind: 'clean' });
+    expect(redactErrorBody(Buffer.from('{"error":"clean"}'), headersFor(), forms)).to.deep.equal({ kind: 'clean' });
+    for (const [name, raw] of [
+      ['zlib magic that is not zlib', Buffer.from([0x78, 0x01, 0x02, 0x03])],
+      ['gzip magic that is not gzip', Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0x01])],
+      // The key behind 2 MiB of padding, nested in an uncompressed answer: the client could inflate it, the gateway stops at 1 MiB.
+      ['a nested bomb', zlib.gzipSync(Buffer.concat([Buffer.alloc(2 * 1024 * 1024, 0x20), body(leaked)]))],
+      // Four nested layers (none declared): the gateway undoes three.
+      ['four nested layers', zlib.gzipSync(zlib.gzipSync(zlib.gzipSync(zlib.gzipSync(body(leaked)))))],
+    ] as Array<[string, Buffer]>) {
+      const headers = headersFor();
+      expect(redactErrorBody(raw, headers, forms), name).to.deep.equal({ kind: 'withheld' });
+      expect(headers['content-length'], name).to.equal('0');
+    }
+    // Three nested layers are undone and redacted.
+    expectRedacted(zlib.gzipSync(zlib.gzipSync(zlib.gzipSync(body(leaked)))), undefined);
   });
 
   it('JSON \\uXXXX and \\/ escapes of the credential are undone; other escapes are kept as they were', () => {
