@@ -7,6 +7,7 @@
  * test/faults/shared-store-local.test.ts.
  */
 import { expect } from 'chai';
+import { rejection } from '../support/refusals';
 import type { Logger } from 'pino';
 import type { RateLimitRule } from '../../core/contract';
 import { MemoryRateLimitStore } from '../../core/stores/memory-rate-limit-store';
@@ -476,15 +477,6 @@ describe('the limitRate stage with stores that answer by promise, and its stream
     return { context, response };
   }
   const stage = (store: RateLimitStore) => new LimitRateStage(store, () => NOW, { maxBodyBytes: 1_000, streamLeaseMs: LEASE_MS } as Configuration);
-  const rejection = async (pending: unknown): Promise<GatewayError> => {
-    expect(pending).to.be.an.instanceOf(Promise);
-    return (pending as Promise<unknown>).then(
-      () => {
-        throw new Error('not refused');
-      },
-      (error: unknown) => error as GatewayError,
-    );
-  };
 
   it('decides on the rules a store answers by promise: refuses, naming the policy, or admits and takes the slot', async () => {
     const refusing = scriptedStore({

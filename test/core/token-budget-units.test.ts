@@ -7,6 +7,7 @@
  * and token-budget-reservations.test.ts.
  */
 import { expect } from 'chai';
+import { rejection } from '../support/refusals';
 import { GatewayError, ProxyContext, type AppSettings, type ProviderManifest, type RateLimitStore } from '../../core/contract';
 import {
   budgetExpiresAt,
@@ -422,15 +423,6 @@ describe('token reservations: reserving a request\'s estimate and settling it, f
     context.set('device', { deviceId: 'dev' } as never);
     return context;
   }
-  const rejection = async (pending: unknown): Promise<GatewayError> => {
-    expect(pending).to.be.an.instanceOf(Promise);
-    return (pending as Promise<unknown>).then(
-      () => {
-        throw new Error('not refused');
-      },
-      (error: unknown) => error as GatewayError,
-    );
-  };
   const thrown = (run: () => unknown): GatewayError => {
     try {
       run();
