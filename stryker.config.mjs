@@ -68,6 +68,9 @@ const parts = {
       'core/token-budget-reservations',
       // The app's allowedProviders and allowedRoutes (resolve-secret.ts), each refusal by its reason.
       'providers/providers',
+      // Every provider's documented exchanges through the gateway: tenant base URLs, selectBaseUrl, default headers,
+      // computed (signed) auth in inject-key.ts. The stage runner on its own (pipeline.ts).
+      'conformance/providers', 'core/pipeline-stages',
     ],
     // The key-set cache over 1,000 requests: a load test, not a check of these lines' decisions.
     grep: '^(?!.*fetches the key set once for 1,000 requests)',

@@ -10,6 +10,7 @@ import { versionRoots } from './upstream-views';
 import { clampBodyLifetime, clampQueryLifetime } from './credential-lifetime';
 import { isRealtimeUpgrade } from './realtime-upgrades';
 import { inspectableAcceptEncoding } from './response-scrub';
+import { ProcessWeakMap } from './process-caches';
 
 /**
  * The base URL for a request with this secret: the operator's override, a tenant URL from the secret, or the manifest's
@@ -47,8 +48,8 @@ export function versionBase(provider: RegisteredProvider, secret: ResolvedSecret
  * routes, and a settings change arrives as a new object. Refusals are never remembered (they are recomputed, and cheap
  * enough for what they are).
  */
-const admittedRoutes = new WeakMap<object, Map<string, RouteClass>>();
-const routeTables = new WeakMap<RegisteredProvider, Parameters<typeof decideRoute>[0]>();
+const admittedRoutes = new ProcessWeakMap<object, Map<string, RouteClass>>();
+const routeTables = new ProcessWeakMap<RegisteredProvider, Parameters<typeof decideRoute>[0]>();
 const MAX_ADMITTED_PER_APP = 1000;
 
 function admitRoute(provider: RegisteredProvider, settings: Parameters<typeof decideRoute>[1], method: string, version: string, providerPath: string, upgrade: boolean): RouteClass {

@@ -20,13 +20,14 @@ import { applyPolicyToPath } from './path-model';
 import { isRealtimeUpgrade } from './realtime-upgrades';
 import { readRequestBody } from './request-body';
 import { compileRealtimeRoutes, compileRoutePattern, findRealtimeRoute, normalizeForMatching, type CompiledRealtimeRoute } from './route-class';
+import { ProcessWeakMap } from './process-caches';
 
 interface CompiledFields {
   readonly fields: RequestBodyFields;
   readonly pattern: RegExp;
 }
 
-const compiled = new WeakMap<ProviderManifest, CompiledFields[]>();
+const compiled = new ProcessWeakMap<ProviderManifest, CompiledFields[]>();
 
 /** The declared body fields of the route `method providerPath`, or undefined. */
 export function requestFieldsFor(manifest: ProviderManifest, method: string, providerPath: string): RequestBodyFields | undefined {
@@ -172,7 +173,7 @@ export function applyPolicyToQuery(query: string, parameter: string, policy: Mod
   return changed ? pairs.join('&') : query;
 }
 
-const realtimeRoutes = new WeakMap<ProviderManifest, CompiledRealtimeRoute[]>();
+const realtimeRoutes = new ProcessWeakMap<ProviderManifest, CompiledRealtimeRoute[]>();
 
 /**
  * A realtime upgrade (it has no body): the model its URL names, where the route declares the query parameter, is

@@ -19,6 +19,7 @@ import { GatewayError, type PathModelRoute, type ProviderManifest } from '../con
 import { checkProviderPath, escapeRegExp } from './proxy-path';
 import { routePatternProblem } from './route-class';
 import { versionRoots, type VersionRoot } from './upstream-views';
+import { ProcessWeakMap } from './process-caches';
 
 /** One pattern segment: a literal (with `*` and `{name}` wildcards), `**`, or one holding a `{model}` placeholder. */
 interface SegmentMatcher {
@@ -73,7 +74,7 @@ export function compilePathModel(route: PathModelRoute): CompiledPathModel {
   return { route, methods: new Set(route.methods), versions: route.versions ? new Set(route.versions) : undefined, segments, rest };
 }
 
-const compiledManifests = new WeakMap<ProviderManifest, CompiledManifest>();
+const compiledManifests = new ProcessWeakMap<ProviderManifest, CompiledManifest>();
 
 function compiledFor(manifest: ProviderManifest): CompiledManifest {
   let compiled = compiledManifests.get(manifest);

@@ -8,6 +8,7 @@
  */
 import { GatewayError, type ProxyRoute } from '../contract';
 import { SLUG_PATTERN, VERSION_PATTERN } from '../registry/provider-registry';
+import { processMap, processSet } from './process-caches';
 
 /** Control characters (C0, DEL, C1). */
 // eslint-disable-next-line no-control-regex
@@ -89,7 +90,7 @@ export function parseProxyRoute(rest: string): ProxyRoute {
  * text). Refusals are not kept. Bounded in count and in key length; when full it starts again, so a flood of distinct
  * URLs costs only the parse it would cost anyway.
  */
-const parsedRoutes = new Map<string, ProxyRoute>();
+const parsedRoutes = processMap<string, ProxyRoute>();
 const MAX_REMEMBERED_ROUTES = 4096;
 const MAX_REMEMBERED_ROUTE_LENGTH = 512;
 
@@ -118,7 +119,7 @@ function parseRoute(rest: string): ProxyRoute {
 }
 
 /** Provider paths that passed {@link checkProviderPath}. */
-const safePaths = new Set<string>();
+const safePaths = processSet<string>();
 const MAX_REMEMBERED_PATHS = 10_000;
 
 /** Whole-segment prefix match: `audio/` matches `audio/speech`; `models` matches `models` and `models/x` (and `models:x`). */
@@ -146,7 +147,7 @@ function matchesWildcardPrefix(path: string, prefix: string): boolean {
   });
 }
 
-const segmentGlobs = new Map<string, RegExp>();
+const segmentGlobs = processMap<string, RegExp>();
 /** A prefix segment with `*` inside, as an anchored expression (cached: prefixes come from manifests, few). */
 function segmentGlob(want: string): RegExp {
   let glob = segmentGlobs.get(want);
@@ -186,10 +187,10 @@ export function joinUpstreamUrl(baseUrl: string, versionPrefix: string, provider
   return { origin: base.origin, path };
 }
 
-const checkedPaths = new Map<string, string>();
+const checkedPaths = processMap<string, string>();
 
 /** Base URLs are few (one per provider or tenant): parse each once. */
-const parsedBases = new Map<string, { origin: string; pathname: string }>();
+const parsedBases = processMap<string, { origin: string; pathname: string }>();
 
 /**
  * True when `host` matches a pattern: an exact host; a leading `*.` matches one or more labels

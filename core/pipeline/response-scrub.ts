@@ -20,6 +20,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import zlib from 'node:zlib';
 import type { ProxyContext } from '../contract';
 import { REDACTED, redactCredentials } from './header-hygiene';
+import { ProcessWeakMap, processMap } from './process-caches';
 
 /** Largest non-2xx response body buffered to look for the credential. */
 export const ERROR_BODY_INSPECT_BYTES = 64 * 1024;
@@ -155,7 +156,7 @@ function sentText(value: string | string[] | undefined): string {
 const NO_FORMS: CredentialForms = withExtras([]);
 
 /** Credential forms per secret object (weakly held: a replaced or evicted secret takes its entry with it). */
-const FORMS_CACHE = new WeakMap<object, { readonly sent: readonly string[]; readonly forms: CredentialForms }>();
+const FORMS_CACHE = new ProcessWeakMap<object, { readonly sent: readonly string[]; readonly forms: CredentialForms }>();
 
 const STREAMED = /^(text\/event-stream|application\/(x-)?ndjson|application\/vnd\.amazon\.eventstream|audio\/|video\/)/i;
 
@@ -202,7 +203,7 @@ export function inspectableAcceptEncoding(value: string | string[]): string {
   if (ACCEPT_ENCODINGS.size < 256 && text.length < 200) ACCEPT_ENCODINGS.set(text, result);
   return result;
 }
-const ACCEPT_ENCODINGS = new Map<string, string>();
+const ACCEPT_ENCODINGS = processMap<string, string>();
 
 function decodeOne(body: Buffer, coding: string): Buffer | null {
   const options = { maxOutputLength: INFLATED_LIMIT };

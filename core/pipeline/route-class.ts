@@ -15,6 +15,7 @@
 import { GatewayError, type AccountRoute, type AppSettings, type CredentialRoute, type HttpMethod, type RealtimeRoute, type RoutePolicy } from '../contract';
 import { escapeRegExp, matchesPrefix } from './proxy-path';
 import { decodedForms, upstreamViews, type VersionRoot } from './upstream-views';
+import { processMap } from './process-caches';
 
 /** Methods a pattern may name. */
 export const ROUTE_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -142,7 +143,7 @@ export function compileAccountRoutes(routes: readonly AccountRoute[] | undefined
 }
 
 /** Compiled extra-route patterns, cached by pattern text (settings change rarely; patterns are few). */
-const compiledExtra = new Map<string, RegExp | null>();
+const compiledExtra = processMap<string, RegExp | null>();
 function extraPattern(path: string): RegExp | null {
   let found = compiledExtra.get(path);
   if (found === undefined) {

@@ -20,6 +20,7 @@ import { declaresBody, readRequestBody } from './request-body';
 import { compileRoutePattern } from './route-class';
 import { effectiveSettings } from '../users/profiles';
 import { budgetsFor, budgetExpiresAt, budgetPolicyName, secondsToNextUtcMinute, secondsToUtcMidnight, tellThreshold, type Budget, type ThresholdListener } from './token-budget';
+import { ProcessWeakMap } from './process-caches';
 
 /** Request-body bytes counted as one input token (English text averages about 4 characters a token). */
 export const BYTES_PER_INPUT_TOKEN = 4;
@@ -32,7 +33,7 @@ interface CompiledFields {
   readonly methods: ReadonlySet<string>;
 }
 
-const compiledByManifest = new WeakMap<ProviderManifest, readonly CompiledFields[]>();
+const compiledByManifest = new ProcessWeakMap<ProviderManifest, readonly CompiledFields[]>();
 
 /** The provider's body fields for this route (the first declaration that matches), or undefined. */
 export function requestFieldsFor(manifest: ProviderManifest, method: string, providerPath: string): RequestBodyFields | undefined {

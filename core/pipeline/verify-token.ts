@@ -1,6 +1,7 @@
 import { inject, injectable } from 'tsyringe';
 import { CLOCK, GATEWAY_DIRECTORY, GatewayError, type AppEntry, type GatewayDirectory, type PipelineStage, type ProxyContext } from '../contract';
 import { hashToken, isWellFormedToken } from '../security/tokens';
+import { processMap } from './process-caches';
 
 /** The shared check of `Tollgate-App-Token`, used by the proxy pipeline and the attestation routes. */
 export function checkAppToken(directory: GatewayDirectory, header: string | string[] | undefined, nowMs: number = Date.now()): AppEntry | Promise<AppEntry> {
@@ -24,7 +25,7 @@ export function checkAppToken(directory: GatewayDirectory, header: string | stri
  * come back on every request; only admitted ones are kept (a flood of unknown tokens cannot evict them), at most
  * {@link ADMITTED_TOKENS_LIMIT}. Whether a token is still valid is decided by the lookup, every time.
  */
-const admittedTokenHashes = new Map<string, string>();
+const admittedTokenHashes = processMap<string, string>();
 const ADMITTED_TOKENS_LIMIT = 1000;
 
 function admit(app: AppEntry | null, hash: string, nowMs: number, remember: string | undefined): AppEntry {
