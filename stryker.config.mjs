@@ -78,7 +78,7 @@ const parts = {
   'pipeline-routes': {
     mutate: ['core/pipeline/proxy-path.ts', 'core/pipeline/route-class.ts', 'core/pipeline/path-model.ts', 'core/pipeline/model-policy.ts'],
     spec: [
-      'core/route-class', 'core/unsafe-paths', 'core/model-policy', 'core/request-fields', 'core/path-model-policy',
+      'core/path-units', 'core/route-class', 'core/unsafe-paths', 'core/model-policy', 'core/request-fields', 'core/path-model-policy',
       'core/realtime-model-policy', 'hardening/echo-paths', 'hardening/lower-findings', 'hardening/provider-route-lists',
       'core/account-routes',
       // Credential routes closed unless the app opens them (route-class.ts), each provider's.
