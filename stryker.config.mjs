@@ -97,10 +97,12 @@ const parts = {
     ],
     // The unit specs first: a mutant stops at its first failing test, and a survivor runs them all.
     spec: [
-      'core/response-scrub', 'core/header-hygiene', 'core/usage-tap', 'core/usage-tokens', 'core/request-fields',
+      'core/response-scrub', 'core/header-hygiene', 'core/usage-tap', 'core/request-body', 'core/usage-tokens', 'core/request-fields',
       'core/error-reasons', 'core/units', 'core/unsafe-paths', 'core/proxy-exchange', 'core/streaming', 'core/secret-leaks',
       'core/errors', 'hardening/signed-bodies', 'hardening/hostile-upstream', 'hardening/client-faults',
       'hardening/echo-paths', 'hardening/unread-bodies',
+      // The usage filter and tap only on 2xx answers, under a token budget (2 s).
+      'core/token-budget-reservations',
     ],
     // Descriptor exhaustion by 300 trickling clients: a load test (test/hardening/unread-bodies.test.ts), not a check
     // of these lines' decisions; the spec's other tests stay. Left out as well (they run in `npm test`): the property

@@ -222,6 +222,37 @@ describe('token budgets by reservation (one node)', function () {
     expect(await chat(spender)).to.include({ status: 429, reason: 'token_budget' });
   });
 
+  it('an answer that is not a 2xx passes as sent, usage and all, and no usage is read from it', async () => {
+    // A provider refusing a stream with a body that happens to hold a usage chunk: neither the usage filter (which takes
+    // the usage chunk out of a 2xx stream the client asked without it) nor the usage reading applies.
+    const sent = sseEvents([chunk('Hel', true), USAGE_CHUNK]).join('');
+    const body = JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'Hi' }] });
+    for (const status of [300, 400, 429, 500]) {
+      const spender = await device({ deviceDailyTokens: 100_000 });
+      const since = Date.now();
+      upstream.respond((_request, response) => {
+        response.writeHead(status, { 'content-type': 'text/event-stream' });
+        response.end(sent);
+      });
+      const answer = await rawRequest(gateway.url, { method: 'POST', path: '/v1/proxy/openai/v1/chat/completions', headers: { ...spender.headers, 'content-type': 'application/json' }, body });
+      expect(answer.status).to.equal(status);
+      expect(answer.text(), `${status}: byte for byte`).to.equal(sent);
+      const event = await gateway.recordedEvent(spender.appId, since, (candidate) => candidate.status === status);
+      expect([event.inputTokens, event.outputTokens], `${status}: no usage read`).to.deep.equal([null, null]);
+    }
+    // The same stream as a 2xx: filtered and read.
+    const spender = await device({ deviceDailyTokens: 100_000 });
+    const since = Date.now();
+    upstream.respond((_request, response) => {
+      response.writeHead(201, { 'content-type': 'text/event-stream' });
+      response.end(sent);
+    });
+    const answer = await rawRequest(gateway.url, { method: 'POST', path: '/v1/proxy/openai/v1/chat/completions', headers: { ...spender.headers, 'content-type': 'application/json' }, body });
+    expect(answer.text()).to.equal(sseEvents([chunk('Hel', true)]).join(''));
+    const event = await gateway.recordedEvent(spender.appId, since, (candidate) => candidate.status === 201);
+    expect([event.inputTokens, event.outputTokens]).to.deep.equal([1500, 500]);
+  });
+
   it('a route without declared body fields is not read: media reserve 1 token, a JSON body its length; both settle to the usage', async () => {
     // A 64 KiB "recording" on the transcription route (https://platform.openai.com/docs/api-reference/audio/createTranscription):
     // counted as bytes / 4 it would need 16,384 tokens and be refused; it reserves 1 and goes up byte for byte.

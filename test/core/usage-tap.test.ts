@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { crc32 } from 'node:zlib';
-import { MAX_FRAME_BYTES, MAX_JSON_BODY_BYTES, UsageTap, topLevelMembers } from '../../core/pipeline/usage-tap';
+import { JSON_WINDOW_BYTES, MAX_FRAME_BYTES, MAX_JSON_BODY_BYTES, MAX_PARSED_JSON_BYTES, UsageTap, topLevelMembers, windowMembers } from '../../core/pipeline/usage-tap';
 import { ANTHROPIC_USAGE, BEDROCK_USAGE, EMBEDDINGS_USAGE, GEMINI_USAGE, OPENAI_USAGE } from '../../providers/_shared';
 import type { UsageExtractor } from '../../core/contract';
 import { MAX_HELD_EVENT_BYTES, UsageEventFilter, usageEventFilterFor } from '../../core/pipeline/usage-event-filter';
@@ -477,6 +477,50 @@ describe('usage tap: AWS event-stream headers', () => {
       feed(tap, message(headers, { usage: { inputTokens: 21, outputTokens: 34, totalTokens: 55 } }), size);
       expect(tap.finish(), `by ${size}`).to.deep.equal({ inputTokens: 21, outputTokens: 34, model: 'amazon.nova-micro-v1:0' });
     }
+  });
+});
+
+describe('usage tap: a JSON answer longer than what is read whole (head and tail windows)', () => {
+  const names = ['usage', 'model'];
+  /** `head` + filler + `tail`, longer than MAX_PARSED_JSON_BYTES, the filler outside both windows. */
+  const long = (head: string, middle: string, tail: string): Buffer => {
+    const filler = 'x'.repeat(JSON_WINDOW_BYTES);
+    const body = Buffer.from(`${head}${filler}${middle}${filler}${tail}`);
+    expect(body.length).to.be.above(MAX_PARSED_JSON_BYTES);
+    return body;
+  };
+
+  it('reads the last usage member of the tail, the model from the head', () => {
+    const body = long('{"model":"m-head","data":"', '', '","usage":{"prompt_tokens":5,"total_tokens":5}}');
+    expect(windowMembers(body, names)).to.deep.equal({ usage: { prompt_tokens: 5, total_tokens: 5 }, model: 'm-head' });
+  });
+
+  it('skips a decoy "usage" that is not a member (a string, no colon after it) and finds the member before it', () => {
+    const body = long('{"data":"', '', '","usage":{"prompt_tokens":7},"note":"usage","tag":["usage"]}');
+    expect(windowMembers(body, ['usage'])).to.deep.equal({ usage: { prompt_tokens: 7 } });
+  });
+
+  it('never reads between the windows: a usage member only in the middle leaves the usage unknown', () => {
+    const body = long('{"data":"', '","usage":{"prompt_tokens":9},"more":"', '"}');
+    expect(windowMembers(body, names)).to.equal(undefined);
+  });
+
+  it('a value that does not parse or does not end in the tail: the head is tried, else nothing', () => {
+    const broken = long('{"usage":{"prompt_tokens":3},"data":"', '', '","usage":{"prompt_tokens":tru}}');
+    expect(windowMembers(broken, ['usage'])).to.deep.equal({ usage: { prompt_tokens: 3 } });
+    const unterminated = long('{"usage":{"prompt_tokens":4},"data":"', '', '","usage":{"prompt_tokens":4');
+    expect(windowMembers(unterminated, ['usage'])).to.deep.equal({ usage: { prompt_tokens: 4 } });
+    const nowhere = long('{"data":"', '', '","usage":{"prompt_tokens":');
+    expect(windowMembers(nowhere, names)).to.equal(undefined);
+  });
+
+  it('the tap reads a long answer through the windows, and a long one with no usage as unknown', () => {
+    const tap = new UsageTap(OPENAI_USAGE, { 'content-type': 'application/json' }, 'v1/embeddings');
+    feed(tap, long('{"object":"list","data":"', '', '","model":"text-embedding-3-small","usage":{"prompt_tokens":11,"total_tokens":11}}'), 4096);
+    expect(tap.finish()).to.deep.include({ inputTokens: 11, model: 'text-embedding-3-small' });
+    const none = new UsageTap(OPENAI_USAGE, { 'content-type': 'application/json' }, 'v1/embeddings');
+    feed(none, long('{"object":"list","data":"', '","usage":{"prompt_tokens":11}', '"}'), 4096);
+    expect(none.finish()?.inputTokens).to.equal(undefined);
   });
 });
 

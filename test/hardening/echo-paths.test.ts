@@ -207,15 +207,39 @@ describe('hostile upstream and client: lower findings', function () {
     it('the key with JSON \\u escapes is redacted in a small body, and cuts a long one', async () => {
       const escape = (key: string) => [...key].map((character) => (character === '-' || /\d/.test(character) ? `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}` : character)).join('');
       upstream.respond(echo(401, (key) => `{"error":{"message":"Incorrect API key: ${escape(key)}"}}`));
+      const since = Date.now();
       const small = await rawRequest(gateway.url, { method: 'POST', path: chat, headers: json, body: '{}' });
       expect(small.status).to.equal(401);
       expectNoKey(small, OPENAI_KEY);
       expect(JSON.parse(small.text()).error.message).to.equal('Incorrect API key: REDACTED');
+      // The usage row counts the bytes the client received (the redacted body), not the provider's.
+      const row = await gateway.recordedEvent(device.appId, since, (event) => event.status === 401);
+      expect(row.bytesOut).to.equal(small.body.length);
 
       upstream.respond(echo(401, (key) => `{"error":{"message":"${'p'.repeat(100_000)} ${escape(key)}"}}`));
       const long = await cutRequest(gateway.url, chat, json, '{}');
       expect(long.cut, 'the long answer was cut').to.equal(true);
       expect(unescaped(long.body.toString('latin1'))).to.not.include(OPENAI_KEY.slice(-20));
+    });
+
+    it('a cut answer aborts the upstream request at once and is recorded as truncated with its status', async () => {
+      const escape = (key: string) => [...key].map((character) => (character === '-' ? '\\u002d' : character)).join('');
+      const started = Date.now();
+      // A long error answer streamed without an end: 100,000 bytes (relayed as they stream), the key escaped, then nothing.
+      upstream.respond((request, response) => {
+        const key = String(request.headers.authorization ?? '').replace(/^Bearer /, '');
+        response.writeHead(401, { 'content-type': 'application/json' });
+        response.write(`{"error":{"message":"${'p'.repeat(100_000)}`);
+        setTimeout(() => response.write(` ${escape(key)} `), 50);
+      });
+      const long = await cutRequest(gateway.url, chat, json, '{}');
+      expect(long.cut, 'the client\'s answer ends cut').to.equal(true);
+      expect(unescaped(long.body.toString('latin1'))).to.not.include(OPENAI_KEY.slice(-20));
+      const sent = upstream.last();
+      await sent.closed;
+      expect(sent.aborted, 'the gateway stopped reading the provider\'s answer').to.equal(true);
+      const event = await gateway.recordedEvent(device.appId, started, (candidate) => candidate.truncated === true && candidate.status === 401);
+      expect(event.bytesOut, 'what reached the client before the cut').to.be.below(long.body.length + 1);
     });
 
     it('a header named after the key, and the key in base64 in a header or an error body, do not pass', async () => {
