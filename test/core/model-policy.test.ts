@@ -8,7 +8,8 @@
  */
 import { expect } from 'chai';
 import { GatewayError } from '../../core/contract';
-import { applyPolicyToQuery } from '../../core/pipeline/model-policy';
+import { applyPolicyToBody, applyPolicyToQuery, clampOutputLimit, policyModel, readMember, requestFieldsFor, writeMember } from '../../core/pipeline/model-policy';
+import type { ProviderManifest } from '../../core/contract';
 import { FakeUpstream } from '../support/fake-upstream';
 import { TestGateway, type Provisioned } from '../support/gateway';
 import { FakeSignInProvider, signingKey, type SigningKey } from '../support/sign-in-provider';
@@ -152,5 +153,77 @@ describe('model policy', function () {
     const device = await gateway.provision({ openai: 'sk-policy-0123456789abcdef' }, { modelPolicy: { openai: { allow: ['gpt-4o-mini'] } } });
     for (const body of ['[]', '"gpt-4o-mini"', 'null', '1']) expect(await send(device, 'openai/v1/chat/completions', body), body).to.deep.equal({ status: 400, reason: 'body_not_json' });
     expect(upstream.requests).to.have.length(0);
+  });
+});
+
+describe('model policy, function by function (unit)', () => {
+  const refusedWith = (run: () => unknown): string => {
+    try {
+      run();
+    } catch (error) {
+      expect(error, 'a typed refusal, not a crash').to.be.instanceOf(GatewayError);
+      return (error as GatewayError).reason;
+    }
+    return 'admitted';
+  };
+
+  it('policyModel: a resource-name prefix is compared with and without it, and kept on an alias\'s model', () => {
+    expect(policyModel('models/gem', { allow: ['gem'] }, 's', 'models/')).to.equal('models/gem');
+    expect(policyModel('gem', { allow: ['gem'] }, 's', 'models/')).to.equal('gem');
+    expect(policyModel('models/gem', { allow: ['models/gem'] }, 's', 'models/')).to.equal('models/gem');
+    expect(refusedWith(() => policyModel('models/other', { allow: ['gem'] }, 's', 'models/'))).to.equal('model_not_allowed');
+    expect(policyModel('models/fast', { aliases: { fast: 'gem-2' } }, 's', 'models/')).to.equal('models/gem-2');
+    expect(policyModel('models/fast', { aliases: { fast: 'models/gem-2' } }, 's', 'models/')).to.equal('models/gem-2');
+    expect(policyModel('fast', { aliases: { fast: 'gem-2' } }, 's', 'models/'), 'a bare name gets a bare model').to.equal('gem-2');
+  });
+
+  it('policyModel: a model that is not a string is refused under an allow-list and never aliased; a name starting "undefined" is a name', () => {
+    expect(refusedWith(() => policyModel(5, { allow: ['5'] }, 's', 'models/'))).to.equal('model_not_allowed');
+    expect(refusedWith(() => policyModel(5, { allow: ['5'] }, 's'))).to.equal('model_not_allowed');
+    expect(refusedWith(() => policyModel(undefined, { allow: ['gem'] }, 's'))).to.equal('model_not_allowed');
+    expect(policyModel(5, { aliases: { 5: 'gem' } }, 's')).to.equal(5);
+    expect(refusedWith(() => policyModel('undefinedgem', { allow: ['gem'] }, 's'))).to.equal('model_not_allowed');
+    expect(refusedWith(() => policyModel('other', { allow: ['gem'] }, 's'))).to.equal('model_not_allowed');
+  });
+
+  it('readMember and writeMember walk dotted members; what is in the way of a write is replaced by an object', () => {
+    expect(readMember({ a: { b: 3 } }, 'a.b')).to.equal(3);
+    expect(readMember({ a: null }, 'a.b')).to.equal(undefined);
+    expect(readMember({ a: [1, 2] }, 'a.0')).to.equal(undefined);
+    expect(readMember({ a: 'text' }, 'a.length')).to.equal(undefined);
+    const body: Record<string, unknown> = { a: null, b: 'text', c: [1], d: { keep: true } };
+    writeMember(body, 'a.x', 1);
+    writeMember(body, 'b.x', 2);
+    writeMember(body, 'c.x', 3);
+    writeMember(body, 'd.x', 4);
+    expect(body).to.deep.equal({ a: { x: 1 }, b: { x: 2 }, c: { x: 3 }, d: { keep: true, x: 4 } });
+  });
+
+  it('clampOutputLimit and applyPolicyToBody report a change only when they made one', () => {
+    expect(clampOutputLimit({ max_tokens: 5 }, ['max_tokens'], 10)).to.equal(false);
+    expect(clampOutputLimit({}, [], 10)).to.equal(false);
+    const body: Record<string, unknown> = { max_tokens: 50, max_completion_tokens: 'inf' };
+    expect(clampOutputLimit(body, ['max_tokens', 'max_completion_tokens'], 10)).to.equal(true);
+    expect(body).to.deep.equal({ max_tokens: 10, max_completion_tokens: 10 });
+    expect(applyPolicyToBody({ model: 'gem' }, { allow: ['gem'] }, { model: 'model' }, 's')).to.equal(false);
+    expect(applyPolicyToBody({ model: 'gem' }, { maxOutputTokens: 5 }, { model: 'model' }, 's'), 'no output members declared').to.equal(false);
+    const aliased: Record<string, unknown> = { model: 'fast' };
+    expect(applyPolicyToBody(aliased, { aliases: { fast: 'gem' } }, { model: 'model' }, 's')).to.equal(true);
+    expect(aliased).to.deep.equal({ model: 'gem' });
+  });
+
+  it('applyPolicyToQuery: an allowed model keeps its bytes; "+" reads as a space; an alias is written encoded', () => {
+    expect(applyPolicyToQuery('model=gpt%2D4o&x=1', 'model', { allow: ['gpt-4o'] }, 's')).to.equal('model=gpt%2D4o&x=1');
+    expect(applyPolicyToQuery('model=my+model', 'model', { allow: ['my model'] }, 's')).to.equal('model=my+model');
+    expect(refusedWith(() => applyPolicyToQuery('model=my+model', 'model', { allow: ['mymodel'] }, 's'))).to.equal('model_not_allowed');
+    expect(applyPolicyToQuery('model=fast&x=1', 'model', { aliases: { fast: 'gpt 4o' } }, 's')).to.equal('model=gpt%204o&x=1');
+  });
+
+  it('requestFieldsFor: none for a manifest without declared fields or a path that does not decode', () => {
+    const manifest = { slug: 'x', requestFields: [{ methods: ['POST'], path: '**', model: 'model' }] } as unknown as ProviderManifest;
+    expect(requestFieldsFor(manifest, 'post', 'chat')?.model).to.equal('model');
+    expect(requestFieldsFor(manifest, 'GET', 'chat')).to.equal(undefined);
+    expect(requestFieldsFor(manifest, 'POST', 'chat%E0%A4%A')).to.equal(undefined);
+    expect(requestFieldsFor({ slug: 'y' } as unknown as ProviderManifest, 'POST', 'chat')).to.equal(undefined);
   });
 });

@@ -7,8 +7,8 @@
  */
 import { expect } from 'chai';
 import { GatewayError, type ProviderManifest } from '../../core/contract';
-import { applyPolicyToPath, pathModelOf } from '../../core/pipeline/path-model';
-import { checkProviderPath, matchesPrefix, parseProxyRoute } from '../../core/pipeline/proxy-path';
+import { applyPolicyToPath, compilePathModel, pathModelOf } from '../../core/pipeline/path-model';
+import { checkProviderPath, hostMatches, joinUpstreamUrl, matchesPrefix, parseProxyRoute } from '../../core/pipeline/proxy-path';
 
 /** The error `run` throws, which must be a GatewayError. */
 function refusal(run: () => unknown): GatewayError {
@@ -147,12 +147,15 @@ describe('path models: pathModelOf and applyPolicyToPath (unit)', () => {
       { methods: ['POST'], path: 'run/{model}/{model}', versions: ['v1'], modelPrefix: '@cf/', doc: 'test' },
       { methods: ['POST'], path: 'stream/{model}/**', versions: ['v1'], doc: 'test' },
       { methods: ['POST'], path: '{model}/chat', versions: ['v1'], doc: 'test' },
+      { methods: ['POST'], path: 'stream/{model}', versions: ['v1-run'], doc: 'test' },
+      { methods: ['POST'], path: 'v1/run/{model}', versions: ['root'], doc: 'test' },
     ],
   } as unknown as ProviderManifest;
 
   it('pathModelOf names the model a declared route holds, by method and version, with the prefix', () => {
     expect(pathModelOf(manifest, 'post', 'v1', 'models/gem-2:generate')).to.equal('gem-2');
     expect(pathModelOf(manifest, 'POST', 'v1', 'MODELS/gem-2:generate'), 'literals match in any case').to.equal('gem-2');
+    expect(pathModelOf(manifest, 'POST', 'v1', 'models/gem-2:GENERATE'), 'around the model too').to.equal('gem-2');
     expect(pathModelOf(manifest, 'POST', 'v1', 'models/gem-2:generate/'), 'a trailing slash').to.equal('gem-2');
     expect(pathModelOf(manifest, 'GET', 'v1', 'models/gem-2:generate'), 'another method').to.equal(undefined);
     expect(pathModelOf(manifest, 'POST', 'v1', 'models/gem-2:generateX')).to.equal(undefined);
@@ -236,15 +239,49 @@ describe('path models: pathModelOf and applyPolicyToPath (unit)', () => {
     expect(refused('v1-run', 'a/b', policy(['@cf/x/y']))).to.equal('model_not_allowed');
     expect(apply('v1-run', 'a/b', policy([], { '@cf/a/b': '@cf/x/y' }))).to.equal('x/y');
     // Below v1, v1-run's "chat" is run/chat: the model "run" is part of the version, which an alias cannot rewrite.
-    expect(apply('v1-run', 'chat', policy(['run']))).to.equal('chat');
-    expect(refused('v1-run', 'chat', policy(['walk']))).to.equal('model_not_allowed');
-    expect(refused('v1-run', 'chat', policy([], { run: 'walk' }))).to.equal('model_not_allowed');
+    // (Below root it is v1/run/chat, which names the model "chat".)
+    expect(apply('v1-run', 'chat', policy(['run', 'chat']))).to.equal('chat');
+    expect(refused('v1-run', 'chat', policy(['walk', 'chat']))).to.equal('model_not_allowed');
+    expect(refused('v1-run', 'chat', policy(['chat'], { run: 'walk' }))).to.equal('model_not_allowed');
+    // A version below another one sees the host root's routes too.
+    expect(refused('v1', 'run/x', policy(['y']))).to.equal('model_not_allowed');
+    expect(apply('v1', 'run/x', policy(['x']))).to.equal('run/x');
   });
 
   it('a view needs the whole version prefix; versions on another host are not views', () => {
     // Below `root`, v1/walk/... is v1's walk/...; it is not under v1-run (/v1/run), which shares only its first segment.
     expect(apply('root', 'v1/walk/stream/m', policy([]))).to.equal('v1/walk/stream/m');
+    expect(refused('root', 'v1/run/stream/m', policy([])), 'under v1-run it is its stream/m').to.equal('model_not_allowed');
     expect(apply('root', 'v1', policy([]))).to.equal('v1');
     expect(apply('other', 'v1/run/a/b', policy([])), 'another host: v1 is not a view').to.equal('v1/run/a/b');
+  });
+});
+
+describe('joinUpstreamUrl and hostMatches (unit)', () => {
+  it('a joined URL that leaves the base path is refused (escapes_base), whatever the provider path or version prefix', () => {
+    for (const [prefix, path] of [['/v1', '../x'], ['/v1', 'a/../../x'], ['/v1/..', ''], ['/v1', '..']]) {
+      const error = refusal(() => joinUpstreamUrl('https://api.example.com/base', prefix!, path!, ''));
+      expect(error.reason, `${prefix} ${path}`).to.equal('unsafe_path_escapes_base');
+    }
+    expect(joinUpstreamUrl('https://api.example.com/base', '/v1', '', '')).to.deep.equal({ origin: 'https://api.example.com', path: '/base/v1' });
+    expect(joinUpstreamUrl('https://api.example.com/base', '/v1', 'a/./b', '')).to.deep.equal({ origin: 'https://api.example.com', path: '/base/v1/a/./b' });
+  });
+
+  it('a path joined before answers with the query of this request, not the one it was first joined with', () => {
+    expect(joinUpstreamUrl('https://api.example.com', '/v1', 'chat', 'a=1').path).to.equal('/v1/chat?a=1');
+    expect(joinUpstreamUrl('https://api.example.com', '/v1', 'chat', 'bb=22').path).to.equal('/v1/chat?bb=22');
+    expect(joinUpstreamUrl('https://api.example.com', '/v1', 'chat', '').path).to.equal('/v1/chat');
+    expect(joinUpstreamUrl('https://api.example.com', '/v1', 'chat', 'c').path).to.equal('/v1/chat?c');
+  });
+
+  it('a leading "*." matches one label or several', () => {
+    expect(hostMatches('r.openai.azure.com', '*.openai.azure.com')).to.equal(true);
+    expect(hostMatches('a.b.openai.azure.com', '*.openai.azure.com')).to.equal(true);
+    expect(hostMatches('openai.azure.com', '*.openai.azure.com')).to.equal(false);
+  });
+
+  it('compilePathModel refuses a malformed pattern', () => {
+    expect(() => compilePathModel({ methods: ['POST'], path: 'a//{model}', doc: 'test' })).to.throw('path model pattern "a//{model}"');
+    expect(() => compilePathModel({ methods: ['POST'], path: 'models/{model}:x', doc: 'test' })).not.to.throw();
   });
 });

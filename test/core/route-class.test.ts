@@ -5,7 +5,8 @@
 import { expect } from 'chai';
 import { GatewayError, DEFAULT_APP_SETTINGS, type AppSettings } from '../../core/contract';
 import { matchesPrefix } from '../../core/pipeline/proxy-path';
-import { compileAccountRoutes, compileRoutePattern, decideRoute, normalizeForMatching, routePatternProblem, type RouteTable } from '../../core/pipeline/route-class';
+import { compileAccountRoutes, compileCredentialRoutes, compileRealtimeRoutes, compileRoutePattern, decideRoute, findCredentialRoute, findRealtimeRoute, normalizeForMatching, routePatternProblem, type RouteTable } from '../../core/pipeline/route-class';
+import { versionRoots } from '../../core/pipeline/upstream-views';
 import { ProviderRegistry } from '../../core/registry/provider-registry';
 import { loadConfiguration } from '../../core/configuration/configuration';
 import { BUILT_IN_PROVIDERS_DIRECTORY, discoverProviderFolders } from '../../core/server/plugin-loader';
@@ -36,6 +37,7 @@ describe('route classes (units)', () => {
   it('sees through disguises: case, a trailing slash, matrix parameters, one round of percent-encoding', () => {
     for (const path of ['FILES', 'files/', 'files;v=1', 'fil%65s', 'Files%2F']) expect(matches('files', path), path).to.equal(true);
     expect(normalizeForMatching('%E0%A4%A')).to.equal(undefined);
+    expect(normalizeForMatching('files//')).to.equal('files');
   });
 
   it('names what is wrong with each malformed pattern (one check each, not the first that happens to fire)', () => {
@@ -63,7 +65,7 @@ describe('route classes (units)', () => {
     for (const pattern of ['', '/files', 'files/', 'a//b', '..', 'a/../b', './a', 'a\\b', '**/x', 'a**', 'a/**b', 'http://evil', 'a\u0000b', 'a b', 'a?b', 'a#b', 'x'.repeat(301)]) {
       expect(routePatternProblem(pattern), JSON.stringify(pattern)).to.be.a('string');
     }
-    for (const pattern of ['files', 'files/{file_id}/content', 'vector_stores/**', 'models/ft:*', '**', 'v1.2/a-b_c~d']) {
+    for (const pattern of ['files', 'files/{file_id}/content', 'vector_stores/**', 'models/ft:*', '**', 'v1.2/a-b_c~d', '.well-known/x', 'v1./x', 'a.*']) {
       expect(routePatternProblem(pattern), pattern).to.equal(null);
     }
   });
@@ -110,6 +112,65 @@ describe('route classes (units)', () => {
       expect(decideRoute(table, settings({ openAccountRoutes: ['acme'] }), 'DELETE', 'files/f1')).to.equal('account');
       expect(reason(() => decideRoute(table, settings({}), 'DELETE', 'chat'))).to.equal('405 method_not_allowed');
       expect(reason(() => decideRoute(table, settings({}), 'GET', 'other'))).to.equal('400 route_not_allowed');
+    });
+
+    it('each refusal by its type: a method outside the provider\'s list is methodNotAllowed 405, a path invalidRequest 400', () => {
+      const typeOf = (run: () => unknown): string => {
+        try {
+          run();
+        } catch (error) {
+          return `${(error as GatewayError).type} ${(error as GatewayError).status}`;
+        }
+        return 'admitted';
+      };
+      expect(typeOf(() => decideRoute(table, settings({}), 'DELETE', 'chat'))).to.equal('invalidRequest 405');
+      expect(typeOf(() => decideRoute(table, settings({}), 'GET', 'other'))).to.equal('invalidRequest 400');
+      // A path that does not decode is not a route at all (and no TypeError reaches the client).
+      expect(reason(() => decideRoute(table, settings({}), 'POST', 'chat%E0%A4%A'))).to.equal('400 route_not_allowed');
+    });
+
+    it('a provider without a route policy allows every path of its methods; a malformed extra route of the app is skipped', () => {
+      const open: RouteTable = { slug: 'acme', policy: undefined, methods: new Set(['GET', 'POST']), accountRoutes: [] };
+      expect(decideRoute(open, settings({}), 'POST', 'anything/at/all')).to.equal('inference');
+      const broken = settings({ extraRoutes: [{ provider: 'acme', methods: ['PUT'], path: 'a//b' }, { provider: 'acme', methods: ['PUT'], path: 'jobs' }] });
+      expect(decideRoute(open, broken, 'PUT', 'jobs')).to.equal('extra');
+      expect(reason(() => decideRoute(open, broken, 'PUT', 'a//b'))).to.equal('405 method_not_allowed');
+    });
+
+    it('deny holds below every version root, in any case, with or without its trailing slash', () => {
+      const rooted: RouteTable = {
+        ...table,
+        policy: { methods: ['GET', 'POST'], deny: ['organization', 'keys/'] },
+        roots: versionRoots({ v1: '/v1', root: '' }),
+      };
+      expect(decideRoute(rooted, settings({}), 'GET', 'v1/models', 'root')).to.equal('inference');
+      expect(reason(() => decideRoute(rooted, settings({}), 'GET', 'organization/users', 'v1'))).to.equal('400 route_not_allowed');
+      expect(reason(() => decideRoute(rooted, settings({}), 'GET', 'v1/organization/users', 'root'))).to.equal('400 route_not_allowed');
+      expect(reason(() => decideRoute(rooted, settings({}), 'GET', 'V1/Organization/users', 'root'))).to.equal('400 route_not_allowed');
+      expect(reason(() => decideRoute(rooted, settings({}), 'GET', 'v1/keys', 'root')), 'the prefix keys/ holds the path keys').to.equal('400 route_not_allowed');
+      expect(reason(() => decideRoute(rooted, settings({}), 'GET', 'v1/Keys', 'root'))).to.equal('400 route_not_allowed');
+    });
+
+    it('an upgrade opens a declared realtime route by GET only, and nothing else; a provider without realtime routes opens none', () => {
+      const voice: RouteTable = { ...table, realtimeRoutes: compileRealtimeRoutes([{ path: 'realtime', doc: 'test' }]) };
+      expect(decideRoute(voice, settings({}), 'GET', 'realtime', undefined, true)).to.equal('realtime');
+      expect(reason(() => decideRoute(voice, settings({}), 'GET', 'chat', undefined, true))).to.equal('400 route_not_allowed');
+      expect(reason(() => decideRoute(voice, settings({}), 'POST', 'realtime', undefined, true))).to.equal('400 route_not_allowed');
+      expect(reason(() => decideRoute(table, settings({}), 'GET', 'realtime', undefined, true))).to.equal('400 route_not_allowed');
+    });
+
+    it('finds credential and realtime routes by method and normalized path; an undecodable path finds none', () => {
+      const credentials = compileCredentialRoutes([{ methods: ['POST'], path: 'realtime/sessions', doc: 'test' }, { methods: ['GET', 'POST'], path: 'tokens/**', doc: 'test' }]);
+      expect(findCredentialRoute(credentials, 'POST', 'realtime/sessions')?.route.path).to.equal('realtime/sessions');
+      expect(findCredentialRoute(credentials, 'POST', 'Realtime/Sessions/')?.route.path).to.equal('realtime/sessions');
+      expect(findCredentialRoute(credentials, 'GET', 'realtime/sessions')).to.equal(undefined);
+      expect(findCredentialRoute(credentials, 'GET', 'tokens/a')?.route.path).to.equal('tokens/**');
+      expect(findCredentialRoute(credentials, 'POST', 'tokens%E0%A4%A')).to.equal(undefined);
+      expect(compileCredentialRoutes(undefined)).to.deep.equal([]);
+      const realtime = compileRealtimeRoutes([{ path: '**', doc: 'test' }]);
+      expect(findRealtimeRoute(realtime, 'listen')?.route.path).to.equal('**');
+      expect(findRealtimeRoute(realtime, 'listen%E0%A4%A')).to.equal(undefined);
+      expect(compileRealtimeRoutes(undefined)).to.deep.equal([]);
     });
 
     it('holds the allow-list for every decoded form: a segment a second decoding splits is no longer the allowed one', () => {
