@@ -110,15 +110,18 @@ describe('streaming', () => {
     expect(body.equals(Buffer.concat(audio))).to.equal(true);
   });
 
-  it('aborts the upstream request when the client disconnects mid-stream', async () => {
+  it('aborts the upstream request when the client disconnects mid-stream, and records the request as truncated', async () => {
+    const since = Date.now();
     upstream.respond(respondChunks(sseEvents([{ n: 1 }], { done: false }), { holdOpen: true }));
-    const response = await openStream(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, device.headers, '{"stream":true}');
+    const response = await openStream(`${gateway.url}/v1/proxy/openai/v1/chat/completions`, device.headers, '{"stream":true,"left":1}');
     await nextChunk(response);
     const upstreamRequest = upstream.last();
     expect(upstreamRequest.aborted).to.equal(false);
     response.request.destroy();
     await upstreamRequest.closed;
     expect(upstreamRequest.aborted).to.equal(true);
+    const row = await gateway.recordedEvent(device.appId, since, (event) => event.status === 200 && event.bytesOut === Buffer.byteLength(sseEvents([{ n: 1 }], { done: false }).join('')));
+    expect(row.truncated, 'the client left before the end').to.equal(true);
   });
 
   it('ends the client response when the provider resets mid-stream, and records the truncation', async () => {
