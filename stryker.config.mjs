@@ -72,7 +72,7 @@ const parts = {
       // computed (signed) auth in inject-key.ts. The stage runner on its own (pipeline.ts).
       'conformance/providers', 'core/pipeline-stages',
       // injectKey on its own: base URLs (override, tenant, selectBaseUrl, second hosts) and what the upstream request carries.
-      'core/inject-key',
+      'core/inject-key', 'core/credential-lifetime',
     ],
     // The key-set cache over 1,000 requests: a load test, not a check of these lines' decisions.
     grep: '^(?!.*fetches the key set once for 1,000 requests)',

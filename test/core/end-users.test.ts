@@ -145,6 +145,15 @@ describe('end users (one node)', function () {
     const device = await gateway.provision({ openai: 'sk-end-users-0123456789abcdef' });
     expect((await chat(device, 'not-a-jwt')).status).to.equal(200);
     expect(upstream.last().headers['tollgate-user-token']).to.equal(undefined);
+    // A sign-in provider configured but the mode off: the header is ignored too.
+    const off = await provision({ userTokenMode: 'off' });
+    expect((await chat(off, 'not-a-jwt')).status).to.equal(200);
+    expect((await chat(off)).status).to.equal(200);
+  });
+
+  it('an empty user token header is no token: refused where one is required, served where it is optional', async () => {
+    expect(await chat(await provision(), '')).to.include({ status: 401, reason: 'user_token_required' });
+    expect((await chat(await provision({ userTokenMode: 'optional' }), '')).status).to.equal(200);
   });
 
   it('optional mode serves a request without a user token and checks one that is sent', async () => {

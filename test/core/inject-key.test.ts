@@ -73,7 +73,7 @@ const injectTest = defineProvider({
   name: 'Inject test provider',
   baseUrl: 'https://inject.invalid',
   versions: { v1: '/v1', root: '', up: 'https://upload.inject.invalid/u' },
-  rootPaths: ['upload/'],
+  rootPaths: ['upload/', 'download/'],
   auth: { kind: 'header', header: 'X-Test-Key' },
   defaultHeaders: { 'X-Test-Version': '2024-01-01', 'x-test-beta': 'on' },
   responseUrlHeaders: ['X-Next-Url'],
@@ -151,6 +151,8 @@ describe('injectKey: the upstream request', () => {
     expect(upstream.last().url).to.equal('/upload/files');
     await send('inject-test/root/upload/files', { body: '{}' });
     expect(upstream.last().url).to.equal('/upload/files');
+    await send('inject-test/v1/download/files', { body: '{}' });
+    expect(upstream.last().url, 'each declared root path').to.equal('/download/files');
     await send('inject-test/v1/files/upload/', { body: '{}' });
     expect(upstream.last().url, 'only as a prefix').to.equal('/v1/files/upload/');
     await send('inject-test/v1/uploads', { body: '{}' });

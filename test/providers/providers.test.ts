@@ -146,6 +146,8 @@ describe('provider plugins', () => {
       expect(await call('openai/v1/chat/completionsx')).to.equal('400 route_not_allowed_for_app');
       expect(await call('openai/v1/embeddings')).to.equal('400 route_not_allowed_for_app');
       expect(await call('openai/v1/chat/completions%E0%A4%A')).to.match(/^400 /);
+      // An entry names its provider: gemini/models/ allows nothing of openai's.
+      expect(await call('openai/v1/models/gpt-4o')).to.equal('400 route_not_allowed_for_app');
       // Allowed by the lists, but the app has no secret for it.
       expect(await call('gemini/v1beta/models/x:generateContent')).to.equal('424 secret_not_found');
       expect(upstream.requests).to.have.length(0);
@@ -154,6 +156,9 @@ describe('provider plugins', () => {
       expect(refused.status).to.equal(400);
       expect((JSON.parse(refused.body.toString()) as { error: { reason: string } }).error.reason).to.equal('provider_not_allowed');
       expect(upstream.requests).to.have.length(0);
+      // The entry is matched on the decoded path, as the provider reads it.
+      expect(await call('openai/v1/chat%2Fcompletions')).to.equal('200');
+      expect(upstream.requests).to.have.length(1);
     });
   });
 
