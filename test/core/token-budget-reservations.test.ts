@@ -244,11 +244,13 @@ describe('token budgets by reservation (one node)', function () {
     const spender = await device({ deviceDailyTokens: 100_000 });
     const since = Date.now();
     upstream.respond((_request, response) => {
-      response.writeHead(201, { 'content-type': 'text/event-stream' });
+      // With its length declared: the client gets fewer bytes than the provider sent, so the length must go.
+      response.writeHead(201, { 'content-type': 'text/event-stream', 'content-length': String(Buffer.byteLength(sent)) });
       response.end(sent);
     });
     const answer = await rawRequest(gateway.url, { method: 'POST', path: '/v1/proxy/openai/v1/chat/completions', headers: { ...spender.headers, 'content-type': 'application/json' }, body });
     expect(answer.text()).to.equal(sseEvents([chunk('Hel', true)]).join(''));
+    expect(answer.headers['content-length']).to.equal(undefined);
     const event = await gateway.recordedEvent(spender.appId, since, (candidate) => candidate.status === 201);
     expect([event.inputTokens, event.outputTokens]).to.deep.equal([1500, 500]);
   });
