@@ -77,7 +77,7 @@ describe('credential lifetimes (unit)', () => {
       let refused: unknown;
       await clampBodyLifetime(context, { kind: 'body-seconds', member: 'ttl' }, 60, 1 << 20).catch((error: unknown) => { refused = error; });
       expect(refused, body).to.be.instanceOf(GatewayError);
-      expect([(refused as GatewayError).status, (refused as GatewayError).reason], body).to.deep.equal([400, 'invalid_body']);
+      expect([(refused as GatewayError).type, (refused as GatewayError).status, (refused as GatewayError).reason], body).to.deep.equal(['invalidRequest', 400, 'invalid_body']);
       expect(context.requestBody!.toString()).to.equal(body);
     }
   });
