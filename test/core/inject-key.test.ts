@@ -6,12 +6,13 @@
  * mapped back to the gateway). A test provider declared for the purpose; a fake upstream records what crossed the wire.
  */
 import { expect } from 'chai';
-import { PLUGIN_CONTRACT_VERSION, GatewayError, SecretValue, defineProvider, type ProviderManifest, type ResolvedSecret } from '../../core/contract';
+import { PLUGIN_CONTRACT_VERSION, SecretValue, defineProvider, type ProviderManifest, type ResolvedSecret } from '../../core/contract';
 import { upstreamBase, versionBase } from '../../core/pipeline/inject-key';
 import type { RegisteredProvider } from '../../core/registry/provider-registry';
 import { FakeUpstream, respondJson } from '../support/fake-upstream';
 import { TestGateway, type Provisioned } from '../support/gateway';
 import { rawRequest } from '../support/http';
+import { refusal } from '../support/refusals';
 
 const KEY = 'ik-test-0123456789abcdef0123';
 
@@ -19,15 +20,6 @@ describe('injectKey: the upstream base URL (unit)', () => {
   const secret = (baseUrl?: string, value = KEY): ResolvedSecret => ({ provider: 'x', value: new SecretValue(value), baseUrl });
   const provider = (manifest: Partial<ProviderManifest>, overridden = false, baseUrl = manifest.baseUrl ?? 'https://api.example.com'): RegisteredProvider =>
     ({ overridden, baseUrl, manifest: { slug: 'x', baseUrl: 'https://api.example.com', versions: { v1: '/v1' }, ...manifest } }) as unknown as RegisteredProvider;
-  const refusal = (run: () => unknown): GatewayError => {
-    try {
-      run();
-    } catch (error) {
-      expect(error).to.be.instanceOf(GatewayError);
-      return error as GatewayError;
-    }
-    return expect.fail('expected a refusal');
-  };
 
   it('an operator override wins over the tenant URL and the manifest\'s choice', () => {
     const tenant = { baseUrl: 'required' as const, allowedHosts: ['*.example.com'] };

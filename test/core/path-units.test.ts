@@ -9,17 +9,7 @@ import { expect } from 'chai';
 import { GatewayError, type ProviderManifest } from '../../core/contract';
 import { applyPolicyToPath, compilePathModel, pathModelOf } from '../../core/pipeline/path-model';
 import { checkProviderPath, hostMatches, joinUpstreamUrl, matchesPrefix, parseProxyRoute } from '../../core/pipeline/proxy-path';
-
-/** The error `run` throws, which must be a GatewayError. */
-function refusal(run: () => unknown): GatewayError {
-  try {
-    run();
-  } catch (error) {
-    expect(error).to.be.instanceOf(GatewayError);
-    return error as GatewayError;
-  }
-  expect.fail('expected a refusal');
-}
+import { refusal } from '../support/refusals';
 
 describe('checkProviderPath: each unsafe form refused with its own reason', () => {
   const cases: ReadonlyArray<[string, string]> = [
