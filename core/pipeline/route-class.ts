@@ -64,10 +64,13 @@ export function compileRoutePattern(pattern: string): RegExp {
 }
 
 /**
- * The path as account and extra patterns see it: decoded once (as the upstream will), each segment without `;…` matrix
- * parameters (some servers drop them), without trailing `/`. Undefined when the path does not decode.
+ * The path as route patterns see it (account, credential, realtime and extra routes, declared body fields): decoded
+ * once (as the upstream will), each segment without `;…` matrix parameters (some servers drop them), without leading or
+ * trailing `/`. Undefined when the path does not decode.
  */
 export function normalizeForMatching(providerPath: string): string | undefined {
+  // Most paths hold nothing to undo: no escape, no matrix parameter, no slash at either end.
+  if (!NEEDS_NORMALIZING.test(providerPath)) return providerPath;
   let decoded: string;
   try {
     decoded = decodeURIComponent(providerPath);
@@ -78,8 +81,9 @@ export function normalizeForMatching(providerPath: string): string | undefined {
     .split('/')
     .map((segment) => segment.split(';', 1)[0]!)
     .join('/')
-    .replace(/\/+$/, '');
+    .replace(/^\/+|\/+$/g, '');
 }
+const NEEDS_NORMALIZING = /[%;]|^\/|\/$/;
 
 /** An account route with its compiled pattern. */
 export interface CompiledAccountRoute {

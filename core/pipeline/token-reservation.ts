@@ -15,39 +15,20 @@
  *   after admission, the provider was unreachable or refused it) gives the reservation back.
  * - The bound that remains, and why these choices: docs/decisions/2026-11-28-token-budget-reservations.md.
  */
-import { GatewayError, type BudgetReservation, type HttpMethod, type ProviderManifest, type ProxyContext, type RateLimitStore, type RequestBodyFields } from '../contract';
+import { GatewayError, type BudgetReservation, type ProviderManifest, type ProxyContext, type RateLimitStore } from '../contract';
 import { declaresBody, readRequestBody } from './request-body';
-import { compileRoutePattern } from './route-class';
 import { effectiveSettings } from '../users/profiles';
 import { budgetsFor, budgetExpiresAt, budgetPolicyName, secondsToNextUtcMinute, secondsToUtcMidnight, tellThreshold, type Budget, type ThresholdListener } from './token-budget';
-import { ProcessWeakMap } from './process-caches';
+import { requestFieldsFor } from './model-policy';
 
 /** Request-body bytes counted as one input token (English text averages about 4 characters a token). */
 export const BYTES_PER_INPUT_TOKEN = 4;
 
 const DAY_MS = 86_400_000;
 
-interface CompiledFields {
-  readonly fields: RequestBodyFields;
-  readonly pattern: RegExp;
-  readonly methods: ReadonlySet<string>;
-}
-
-const compiledByManifest = new ProcessWeakMap<ProviderManifest, readonly CompiledFields[]>();
-
-/** The provider's body fields for this route (the first declaration that matches), or undefined. */
-export function requestFieldsFor(manifest: ProviderManifest, method: string, providerPath: string): RequestBodyFields | undefined {
-  const declared = manifest.requestFields;
-  if (!declared || declared.length === 0) return undefined;
-  let compiled = compiledByManifest.get(manifest);
-  if (!compiled) {
-    compiled = declared.map((fields) => ({ fields, pattern: compileRoutePattern(fields.path), methods: new Set<string>(fields.methods as readonly HttpMethod[]) }));
-    compiledByManifest.set(manifest, compiled);
-  }
-  const path = providerPath.replace(/^\/+|\/+$/g, '');
-  for (const entry of compiled) if (entry.methods.has(method.toUpperCase()) && entry.pattern.test(path)) return entry.fields;
-  return undefined;
-}
+// The route's declared body fields: one definition with the model policy's, so that the reservation and the policy
+// read the same declaration for the same request, however its path is spelled.
+export { requestFieldsFor };
 
 /** The value at a dotted member path (`generationConfig.maxOutputTokens`), or undefined. */
 function memberAt(document: unknown, path: string): unknown {

@@ -61,6 +61,10 @@ describe('requestFields: the output limit a reservation counts', () => {
     expect(estimateTokens(manifest('openai'), 'POST', 'chat/completions', Buffer.from('{"max_tokens":'), true).outputTokens).to.equal(4096);
     expect(estimateTokens(manifest('openai'), 'POST', 'chat/completions', body({ max_tokens: -5 }), true).outputTokens).to.equal(4096);
     expect(requestFieldsFor(manifest('openai'), 'POST', 'chat/completions/')?.path).to.equal('chat/completions');
+    // Read as the model policy and the route classes read the path: an encoded slash or a matrix parameter does not hide
+    // the declared output limit from the reservation.
+    for (const spelled of ['chat%2Fcompletions', 'chat/completions;v=1', 'Chat/Completions'])
+      expect(estimateTokens(manifest('openai'), 'POST', spelled, body({ max_tokens: 7 }), false).outputTokens, spelled).to.equal(7);
   });
 
   it('merges stream_options.include_usage into an OpenAI-style streaming body only when asked to and not already there', () => {
